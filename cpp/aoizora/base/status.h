@@ -1,0 +1,45 @@
+// Errors are values. A Result<T> holds either a T or an Error that says what went
+// wrong and where (file, line, column for parse errors). The core never throws across
+// its API and never prints.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace aoizora {
+
+struct Error {
+  std::string message;  // what was found and what was expected
+  std::string file;     // empty when the input was not a file
+  int line = 0;         // 1-based; 0 when not applicable
+  int column = 0;       // 1-based; 0 when not applicable
+
+  // "file:line:column: message", leaving out the parts that are unknown.
+  std::string to_string() const;
+};
+
+template <typename T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit on purpose
+  Result(Error error) : v_(std::move(error)) {}      // NOLINT: implicit on purpose
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+}  // namespace aoizora

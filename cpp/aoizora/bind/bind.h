@@ -1,0 +1,33 @@
+// The nanobind module aoizora._core is assembled from one binding file per stage, so each
+// stage's bindings live next to nothing else.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <stdexcept>
+#include <utility>
+
+#include "aoizora/base/status.h"
+
+namespace aoizora::bind {
+
+// Raised in Python as aoizora._core.CoreError (a ValueError) with Error::to_string().
+class CoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The value of a Result, or a CoreError carrying its one-line error.
+template <typename T>
+T unwrap(Result<T> result) {
+  if (!result.ok()) throw CoreError(result.error().to_string());
+  return std::move(result).value();
+}
+
+void bind_base(nanobind::module_& m);
+void bind_hlo(nanobind::module_& m);
+void bind_topo(nanobind::module_& m);   // topo/, place/ and cost/ (Q2)
+void bind_sim(nanobind::module_& m);
+void bind_shlo(nanobind::module_& m);
+
+}  // namespace aoizora::bind

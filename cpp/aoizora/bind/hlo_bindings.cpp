@@ -1,0 +1,9 @@
+#include "aoizora/bind/bind.h"
+
+namespace nb = nanobind;
+
+namespace aoizora::bind {
+
+void bind_hlo(nb::module_& m) { (void)m; }
+
+}  // namespace aoizora::bind

@@ -1,0 +1,10 @@
+#include "aoizora/bind/bind.h"
+
+NB_MODULE(_core, m) {
+  m.doc() = "AoiZora's C++ analysis core: HLO/StableHLO parsing, topology, Q1/Q2, simulation.";
+  aoizora::bind::bind_base(m);
+  aoizora::bind::bind_hlo(m);
+  aoizora::bind::bind_topo(m);
+  aoizora::bind::bind_sim(m);
+  aoizora::bind::bind_shlo(m);
+}

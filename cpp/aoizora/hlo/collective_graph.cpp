@@ -1,0 +1,39 @@
+#include "aoizora/hlo/collective_graph.h"
+
+namespace aoizora::hlo {
+
+std::string_view to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kAllToAll: return "all-to-all";
+    case CollectiveKind::kCollectivePermute: return "collective-permute";
+    case CollectiveKind::kCollectiveBroadcast: return "collective-broadcast";
+    case CollectiveKind::kRaggedAllToAll: return "ragged-all-to-all";
+  }
+  return "unknown";
+}
+
+double CollectiveGraph::total_flops() const {
+  double total = 0;
+  for (const Region& r : regions)
+    for (const ScheduledOp& op : r.ops) total += op.flops * static_cast<double>(r.repeat);
+  return total;
+}
+
+double CollectiveGraph::total_bytes() const {
+  double total = 0;
+  for (const Region& r : regions)
+    for (const ScheduledOp& op : r.ops) total += op.bytes * static_cast<double>(r.repeat);
+  return total;
+}
+
+int64_t CollectiveGraph::collective_bytes(CollectiveKind kind) const {
+  int64_t total = 0;
+  for (const Collective& c : collectives)
+    if (c.kind == kind) total += c.operand_bytes * c.repeat;
+  return total;
+}
+
+}  // namespace aoizora::hlo

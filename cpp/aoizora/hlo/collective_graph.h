@@ -1,0 +1,94 @@
+// The collective graph of one compiled SPMD program: what Stage 2 (Q2, placement search)
+// and the simulator consume. It is the contract between hlo/ (which builds it from compiled
+// HLO text), cost/ and sim/ (which evaluate it under a placement). Plain data, no behaviour
+// beyond small derived totals.
+//
+// Device ids are *partition ids* (JAX compiles with 1 replica and N partitions, and id i is
+// mesh.devices.flat[i]), so one graph can be evaluated under every physical placement.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace aoizora::hlo {
+
+enum class CollectiveKind {
+  kAllGather,
+  kAllReduce,
+  kReduceScatter,
+  kAllToAll,
+  kCollectivePermute,
+  kCollectiveBroadcast,
+  kRaggedAllToAll,
+};
+
+// "all-gather", "all-reduce", ... (the HLO opcode without -start/-done).
+std::string_view to_string(CollectiveKind kind);
+
+// One collective instruction (a sync op, or a -start/-done pair counted once).
+//
+// Payload bytes are per device:
+//   all-gather:       operand = the local shard, result = the gathered array
+//   reduce-scatter:   operand = the full local array, result = the local shard
+//   all-reduce:       operand = result = the array reduced
+//   all-to-all:       operand = result = the local buffer (split evenly over the group)
+//   collective-permute / broadcast: operand = bytes each source sends to each target
+struct Collective {
+  std::string name;  // HLO name of the sync op or of the -start op
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  // Groups of partition ids, resolved from every replica_groups form. For a permute this is
+  // empty and source_target_pairs is set.
+  std::vector<std::vector<int>> groups;
+  std::vector<std::pair<int, int>> source_target_pairs;
+  int64_t operand_bytes = 0;
+  int64_t result_bytes = 0;
+  bool async = false;       // a -start/-done pair (or async-start wrapping)
+  int64_t repeat = 1;       // executions per program run (product of enclosing trip counts)
+  int region = 0;           // index into CollectiveGraph::regions
+  int start_op = 0;         // index of the sync or -start op in that region
+  int done_op = 0;          // index of the -done op; == start_op when synchronous
+};
+
+enum class OpKind {
+  kCompute,          // anything that is not a collective (incl. fusions, custom-calls)
+  kCollective,       // a synchronous collective
+  kCollectiveStart,  // -start / async-start of a collective
+  kCollectiveDone,   // -done / async-done of a collective
+};
+
+// One instruction of the schedule, with its per-device cost.
+struct ScheduledOp {
+  std::string name;
+  std::string opcode;
+  OpKind kind = OpKind::kCompute;
+  double flops = 0;        // per device; multiply-add = 2
+  double bytes = 0;        // HBM bytes read + written, per device
+  bool opaque = false;     // a custom-call whose cost was estimated from its shapes
+  int collective = -1;     // index into CollectiveGraph::collectives for collective ops
+  std::vector<int> deps;   // indices of earlier ops in the same region whose results it reads
+};
+
+// A straight-line piece of the schedule executed `repeat` times in a row. The entry
+// computation is cut into regions at while loops: [ops before] x1, [loop body] x trip count,
+// [ops after] x1; a loop nested in a body multiplies the repeats. Regions run in order.
+struct Region {
+  std::string name;        // "entry", or the while body's computation name
+  int64_t repeat = 1;
+  std::vector<ScheduledOp> ops;
+};
+
+struct CollectiveGraph {
+  int num_partitions = 1;
+  int replica_count = 1;
+  std::vector<Region> regions;
+  std::vector<Collective> collectives;
+
+  double total_flops() const;              // sum of op flops x region repeat
+  double total_bytes() const;              // sum of op bytes x region repeat
+  int64_t collective_bytes(CollectiveKind kind) const;  // sum of operand bytes x repeat
+};
+
+}  // namespace aoizora::hlo

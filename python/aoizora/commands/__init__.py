@@ -1,0 +1,1 @@
+"""One module per ``aoizora`` subcommand; each defines ``register(subparsers)``."""

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One set-up path for a fresh machine (Debian, Python 3.11, root): Debian packages for the
+# C++ build and tests, a virtual environment .venv, and aoizora installed into it with its
+# pinned dependencies. Re-running it is fast: nothing is fetched twice and the C++ build in
+# build/wheel is incremental.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_needed=()
+for pkg in libgtest-dev ninja-build; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || apt_needed+=("$pkg")
+done
+if [ ${#apt_needed[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${apt_needed[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_needed[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3.11}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+# Build requirements are installed up front so the package builds without isolation and
+# reuses build/wheel between runs.
+pip_install() {
+  # pip warns about every missing local index folder; keep its real output only.
+  local log
+  log=$(mktemp)
+  if ! .venv/bin/pip install -q --disable-pip-version-check "$@" >"$log" 2>&1; then
+    grep -v '^WARNING: Location' "$log" >&2
+    rm -f "$log"
+    echo "setup: pip install $* failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+pip_install "scikit-build-core==1.1.2" "nanobind==3.1.0"
+echo "setup: building and installing aoizora (C++ core + Python package)"
+pip_install --no-build-isolation ".[test]"
+.venv/bin/python -c "import aoizora._core" || { echo "setup: aoizora._core failed to import" >&2; exit 1; }
+echo "setup: done (.venv/bin/aoizora)"
