@@ -3,7 +3,7 @@
 // bandwidth. Routes are link-id paths chosen by dimension-order routing.
 //
 // Contract shared by topo/, place/, cost/ and sim/. Implemented in topology.cpp / catalog.cpp /
-// routing.cpp (owned by the topology work).
+// topology_json.cpp.
 #pragma once
 
 #include <array>
@@ -56,21 +56,55 @@ class Topology {
   std::vector<Chip> chips;
   std::vector<Link> links;
 
+  Topology() = default;
+  // Copies and moves carry the public fields and the link index; the route cache starts
+  // empty (it is only a cache).
+  Topology(const Topology& other);
+  Topology(Topology&& other) noexcept;
+  Topology& operator=(const Topology& other);
+  Topology& operator=(Topology&& other) noexcept;
+
   int num_chips() const { return static_cast<int>(chips.size()); }
+  int num_links() const { return static_cast<int>(links.size()); }
   // Chip id at coordinates, or -1.
   int chip_at(std::array<int, 3> coords) const;
   // Directed link id from chip a to neighbour b, or -1.
   int link_between(int a, int b) const;
   // Link ids from src to dst by dimension-order routing (x, then y, then z; the shorter way
   // round a wrapped axis; ties go the + way). Empty when src == dst. Cached, thread-safe.
+  // A custom topology (links with dim -1) routes by fewest hops, ties to the lower link id.
   std::span<const int> route(int src, int dst) const;
 
+  // Calls f(link_id) for each link of route(src, dst) in order, without allocating or
+  // locking when the topology is a grid (the hot path of Q2). Same links as route().
+  template <typename F>
+  void for_each_route_link(int src, int dst, F&& f) const;
+  // Hops of route(src, dst).
+  int hops(int src, int dst) const;
+
+  // True when every link runs along a grid axis, so dimension-order routing applies.
+  bool is_grid() const { return is_grid_; }
+
   // Builds the link table for a grid of dims with the given wraparound. Used by the catalog
-  // and tests.
+  // and tests. An axis of length <= 2 never gets wraparound links (they would duplicate the
+  // direct ones).
   static Topology grid(std::string name, std::array<int, 3> dims, std::array<bool, 3> wrap,
                        ChipSpec spec);
 
+  // Rebuilds the neighbour index from chips/links. Call after editing chips or links by hand.
+  void reindex();
+
  private:
+  int step_link(int chip, int dim, int dir) const {
+    return step_[static_cast<size_t>(chip) * 6 + static_cast<size_t>(dim * 2 + (dir > 0 ? 0 : 1))];
+  }
+  std::vector<int> bfs_route(int src, int dst) const;
+
+  bool is_grid_ = false;
+  std::vector<int> step_;                     // [chip*6 + dim*2 + (dir>0?0:1)] -> link id or -1
+  std::vector<int> coord_index_;              // x + dims.x*(y + dims.y*z) -> chip id or -1
+  std::vector<std::vector<int>> out_links_;   // chip -> outgoing link ids (custom topologies)
+
   mutable std::mutex route_mu_;
   mutable std::unordered_map<int64_t, std::vector<int>> route_cache_;
 };
@@ -78,5 +112,48 @@ class Topology {
 // A topology from the catalog by name ("v5e:2x4", "v4:2x2x2", "v5p:4x4x4", ...) or from a
 // JSON file path. Unknown names give an error that lists the valid ones.
 Result<Topology> make_topology(const std::string& name_or_path);
+
+// The catalog's valid names, for messages and `aoizora topology --list`.
+std::vector<std::string> catalog_names();
+
+// The per-chip figures of a generation ("v4", "v5e", "v5p", "v6e", "tpu7x"), or an error.
+Result<ChipSpec> chip_spec(const std::string& generation);
+
+// A topology from JSON text (see docs/cost-model.md for the format). `name` labels it.
+Result<Topology> topology_from_json(const std::string& text, const std::string& name);
+
+// ---- implementation of the template ----
+
+template <typename F>
+void Topology::for_each_route_link(int src, int dst, F&& f) const {
+  if (src == dst) return;
+  if (!is_grid_) {
+    for (int l : route(src, dst)) f(l);
+    return;
+  }
+  std::array<int, 3> a = chips[static_cast<size_t>(src)].coords;
+  const std::array<int, 3>& b = chips[static_cast<size_t>(dst)].coords;
+  int cur = src;
+  for (int d = 0; d < 3; ++d) {
+    if (a[d] == b[d]) continue;
+    const int n = dims[d];
+    int dir;
+    int steps;
+    if (wrap[d] && n > 2) {
+      const int fwd = ((b[d] - a[d]) % n + n) % n;
+      const int back = n - fwd;
+      dir = fwd <= back ? +1 : -1;
+      steps = fwd <= back ? fwd : back;
+    } else {
+      dir = b[d] > a[d] ? +1 : -1;
+      steps = b[d] > a[d] ? b[d] - a[d] : a[d] - b[d];
+    }
+    for (int s = 0; s < steps; ++s) {
+      const int l = step_link(cur, d, dir);
+      f(l);
+      cur = links[static_cast<size_t>(l)].dst;
+    }
+  }
+}
 
 }  // namespace aoizora::topo

@@ -1,0 +1,125 @@
+// The catalog of TPU slices by name, and make_topology(), which also accepts a JSON file.
+//
+// Wraparound rules (REFERENCE.md §2): v5e/v6e slices wrap only an axis of length 16;
+// v4/v5p/TPU7x slices are tori (every axis wraps) only when made of whole 4x4x4 cubes, and
+// smaller slices (2x2x1, 2x2x2, 2x2x4, 2x4x4) are plain meshes. Twisted tori are not modelled.
+#include <fstream>
+#include <sstream>
+
+#include "aoizora/topo/topology.h"
+
+namespace aoizora::topo {
+namespace {
+
+struct Generation {
+  const char* name;
+  int rank;  // 2 for v5e/v6e names "AxB", 3 for v4/v5p/7x names "AxBxC"
+  ChipSpec spec;
+};
+
+const std::vector<Generation>& generations() {
+  // Usable one-way link bandwidth where REFERENCE.md gives one; TPU7x only has the nominal.
+  static const std::vector<Generation> g = {
+      {"v4", 3, {"v4", "TPU v4", 275e12, 32.0 * (1 << 30), 1.2e12, 45e9, 1e-6}},
+      {"v5e", 2, {"v5e", "TPU v5 lite", 197e12, 16e9, 819e9, 45e9, 1e-6}},
+      {"v5p", 3, {"v5p", "TPU v5", 459e12, 95e9, 2.765e12, 90e9, 1e-6}},
+      {"v6e", 2, {"v6e", "TPU v6 lite", 918e12, 32e9, 1.638e12, 90e9, 1e-6}},
+      {"tpu7x", 3, {"tpu7x", "TPU7x", 2307e12, 192.0 * (1 << 30), 7.38e12, 100e9, 1e-6}},
+  };
+  return g;
+}
+
+// The slice shapes each family offers (x, y[, z]).
+const std::vector<std::array<int, 3>>& shapes_2d() {
+  static const std::vector<std::array<int, 3>> s = {
+      {1, 1, 1}, {2, 2, 1}, {2, 4, 1}, {4, 4, 1}, {4, 8, 1}, {8, 8, 1}, {8, 16, 1}, {16, 16, 1}};
+  return s;
+}
+const std::vector<std::array<int, 3>>& shapes_3d() {
+  static const std::vector<std::array<int, 3>> s = {
+      {1, 1, 1}, {2, 2, 1}, {2, 2, 2}, {2, 2, 4}, {2, 4, 4}, {4, 4, 4}, {4, 4, 8}, {4, 8, 8},
+      {8, 8, 8}, {8, 8, 16}, {8, 16, 16}, {16, 16, 16}};
+  return s;
+}
+
+std::string shape_string(const std::array<int, 3>& s, int rank) {
+  std::string out = std::to_string(s[0]) + "x" + std::to_string(s[1]);
+  if (rank == 3) out += "x" + std::to_string(s[2]);
+  return out;
+}
+
+std::array<bool, 3> wrap_rule(const Generation& g, const std::array<int, 3>& dims) {
+  std::array<bool, 3> wrap{false, false, false};
+  if (g.rank == 2) {
+    for (int d = 0; d < 2; ++d) wrap[d] = dims[d] == 16;
+  } else {
+    bool cubes = true;
+    for (int d = 0; d < 3; ++d) cubes = cubes && dims[d] % 4 == 0;
+    if (cubes) wrap = {true, true, true};
+  }
+  return wrap;
+}
+
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string valid_list() {
+  std::string out;
+  for (const std::string& n : catalog_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> catalog_names() {
+  std::vector<std::string> names;
+  for (const Generation& g : generations())
+    for (const auto& s : g.rank == 2 ? shapes_2d() : shapes_3d())
+      names.push_back(std::string(g.name) + ":" + shape_string(s, g.rank));
+  return names;
+}
+
+Result<ChipSpec> chip_spec(const std::string& generation) {
+  std::string gen = generation;
+  if (gen == "7x" || gen == "v7x" || gen == "TPU7x") gen = "tpu7x";
+  for (const Generation& g : generations())
+    if (gen == g.name) return g.spec;
+  std::string valid;
+  for (const Generation& g : generations()) valid += (valid.empty() ? "" : ", ") + std::string(g.name);
+  return Error{"unknown TPU generation '" + generation + "': valid generations are " + valid, ""};
+}
+
+Result<Topology> make_topology(const std::string& name_or_path) {
+  if (has_suffix(name_or_path, ".json")) {
+    std::ifstream in(name_or_path);
+    if (!in) return Error{"cannot open topology file '" + name_or_path + "'", name_or_path};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Result<Topology> t = topology_from_json(ss.str(), name_or_path);
+    if (!t.ok()) {
+      Error e = t.error();
+      if (e.file.empty()) e.file = name_or_path;
+      return e;
+    }
+    return t;
+  }
+  const size_t colon = name_or_path.find(':');
+  std::string gen = colon == std::string::npos ? "" : name_or_path.substr(0, colon);
+  if (gen == "7x" || gen == "v7x") gen = "tpu7x";
+  const Generation* found = nullptr;
+  for (const Generation& g : generations())
+    if (gen == g.name) found = &g;
+  if (found != nullptr) {
+    const std::string shape = name_or_path.substr(colon + 1);
+    for (const auto& s : found->rank == 2 ? shapes_2d() : shapes_3d()) {
+      if (shape != shape_string(s, found->rank)) continue;
+      return Topology::grid(std::string(found->name) + ":" + shape, s, wrap_rule(*found, s),
+                            found->spec);
+    }
+  }
+  return Error{"unknown topology '" + name_or_path + "': use a JSON file (*.json) or one of " +
+               valid_list(), ""};
+}
+
+}  // namespace aoizora::topo

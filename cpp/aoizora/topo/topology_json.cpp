@@ -1,0 +1,133 @@
+// Topologies described in JSON, so that a user can model another fabric. Two forms:
+//   grid:     {"name": "...", "generation": "v5e", "dims": [4, 4, 1], "wrap": [true, false, false],
+//              "spec": {...}}
+//   explicit: {"name": "...", "spec": {...}, "chips": [[x, y, z], ...],
+//              "links": [{"src": 0, "dst": 1, "bandwidth": 4.5e10, "latency": 1e-6,
+//                         "bidirectional": true}, ...]}
+// "spec" (all optional, defaulting to "generation"'s figures, else zero): device_kind,
+// peak_flops, hbm_bytes, hbm_bandwidth, link_bandwidth, hop_latency. Explicit links route by
+// fewest hops.
+#include <algorithm>
+
+#include "aoizora/topo/json.h"
+#include "aoizora/topo/topology.h"
+
+namespace aoizora::topo {
+namespace {
+
+Result<std::array<int, 3>> triple(const json::Value& v, const char* what, int fill) {
+  if (!v.is_array() || v.array.empty() || v.array.size() > 3)
+    return Error{std::string("'") + what + "' must be an array of 1 to 3 numbers", ""};
+  std::array<int, 3> out{fill, fill, fill};
+  for (size_t i = 0; i < v.array.size(); ++i) {
+    const json::Value& e = v.array[i];
+    if (e.type == json::Value::Type::kBool) {
+      out[i] = e.boolean ? 1 : 0;
+    } else if (e.is_number()) {
+      out[i] = static_cast<int>(e.number);
+    } else {
+      return Error{std::string("'") + what + "' must hold numbers", ""};
+    }
+  }
+  return out;
+}
+
+double number_or(const json::Value* obj, const char* key, double fallback) {
+  if (obj == nullptr) return fallback;
+  const json::Value* v = obj->find(key);
+  return v != nullptr && v->is_number() ? v->number : fallback;
+}
+
+}  // namespace
+
+Result<Topology> topology_from_json(const std::string& text, const std::string& name) {
+  Result<json::Value> parsed = json::parse(text, name);
+  if (!parsed.ok()) return parsed.error();
+  const json::Value& root = *parsed;
+  if (!root.is_object()) return Error{"a topology file must hold a JSON object", name};
+
+  ChipSpec spec;
+  if (const json::Value* g = root.find("generation"); g != nullptr) {
+    Result<ChipSpec> base = chip_spec(g->string);
+    if (!base.ok()) return Error{base.error().message, name};
+    spec = *base;
+  } else {
+    spec.generation = "custom";
+  }
+  const json::Value* s = root.find("spec");
+  if (s != nullptr) {
+    if (const json::Value* k = s->find("device_kind"); k != nullptr) spec.device_kind = k->string;
+    spec.peak_flops = number_or(s, "peak_flops", spec.peak_flops);
+    spec.hbm_bytes = number_or(s, "hbm_bytes", spec.hbm_bytes);
+    spec.hbm_bandwidth = number_or(s, "hbm_bandwidth", spec.hbm_bandwidth);
+    spec.link_bandwidth = number_or(s, "link_bandwidth", spec.link_bandwidth);
+    spec.hop_latency = number_or(s, "hop_latency", spec.hop_latency);
+  }
+  std::string topo_name = name;
+  if (const json::Value* n = root.find("name"); n != nullptr && !n->string.empty())
+    topo_name = n->string;
+
+  if (const json::Value* d = root.find("dims"); d != nullptr) {
+    Result<std::array<int, 3>> dims = triple(*d, "dims", 1);
+    if (!dims.ok()) return Error{dims.error().message, name};
+    for (int x : *dims)
+      if (x < 1) return Error{"'dims' must be positive", name};
+    std::array<bool, 3> wrap{false, false, false};
+    if (const json::Value* w = root.find("wrap"); w != nullptr) {
+      Result<std::array<int, 3>> wr = triple(*w, "wrap", 0);
+      if (!wr.ok()) return Error{wr.error().message, name};
+      for (int i = 0; i < 3; ++i) wrap[static_cast<size_t>(i)] = (*wr)[static_cast<size_t>(i)] != 0;
+    }
+    if (spec.link_bandwidth <= 0) return Error{"spec.link_bandwidth must be positive", name};
+    return Topology::grid(topo_name, *dims, wrap, spec);
+  }
+
+  const json::Value* chips = root.find("chips");
+  const json::Value* links = root.find("links");
+  if (chips == nullptr || !chips->is_array() || links == nullptr || !links->is_array())
+    return Error{"a topology file needs either 'dims' or both 'chips' and 'links' arrays", name};
+  Topology t;
+  t.name = topo_name;
+  t.spec = spec;
+  t.dims = {1, 1, 1};
+  for (const json::Value& c : chips->array) {
+    Result<std::array<int, 3>> xyz = triple(c, "chips[i]", 0);
+    if (!xyz.ok()) return Error{xyz.error().message, name};
+    for (int d = 0; d < 3; ++d) {
+      if ((*xyz)[static_cast<size_t>(d)] < 0) return Error{"chip coordinates must be >= 0", name};
+      t.dims[static_cast<size_t>(d)] = std::max(t.dims[static_cast<size_t>(d)], (*xyz)[static_cast<size_t>(d)] + 1);
+    }
+    t.chips.push_back(Chip{static_cast<int>(t.chips.size()), *xyz});
+  }
+  const int n = t.num_chips();
+  for (const json::Value& l : links->array) {
+    const json::Value* src = l.find("src");
+    const json::Value* dst = l.find("dst");
+    if (src == nullptr || dst == nullptr || !src->is_number() || !dst->is_number())
+      return Error{"each link needs numeric 'src' and 'dst' chip indices", name};
+    const int a = static_cast<int>(src->number);
+    const int b = static_cast<int>(dst->number);
+    if (a < 0 || a >= n || b < 0 || b >= n || a == b)
+      return Error{"link " + std::to_string(a) + "->" + std::to_string(b) +
+                       " names a chip outside 0.." + std::to_string(n - 1) + " or itself",
+                   name};
+    Link link;
+    link.dim = -1;
+    link.dir = 0;
+    link.bandwidth = number_or(&l, "bandwidth", spec.link_bandwidth);
+    link.latency = number_or(&l, "latency", spec.hop_latency);
+    if (link.bandwidth <= 0) return Error{"link bandwidth must be positive", name};
+    const json::Value* bidi = l.find("bidirectional");
+    const bool both = bidi == nullptr || bidi->boolean;
+    for (int k = 0; k < (both ? 2 : 1); ++k) {
+      link.id = t.num_links();
+      link.src = k == 0 ? a : b;
+      link.dst = k == 0 ? b : a;
+      t.links.push_back(link);
+    }
+  }
+  t.reindex();
+  return t;
+}
+
+}  // namespace aoizora::topo
