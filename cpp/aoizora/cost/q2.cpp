@@ -1,0 +1,220 @@
+#include "aoizora/cost/q2.h"
+
+#include <algorithm>
+#include <map>
+
+#include "aoizora/cost/algorithm.h"
+
+namespace aoizora::cost {
+
+double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
+  if (op.kind != hlo::OpKind::kCompute) return 0;
+  const double flops = spec.peak_flops > 0 ? op.flops / spec.peak_flops : 0;
+  const double mem = spec.hbm_bandwidth > 0 ? op.bytes / spec.hbm_bandwidth : 0;
+  return std::max(flops, mem);
+}
+
+namespace {
+
+// Collectives with equal kind and groups move bytes in the same proportions.
+std::vector<int> pattern_key(const hlo::Collective& c) {
+  std::vector<int> key{static_cast<int>(c.kind), -1};
+  for (const auto& g : c.groups) {
+    key.insert(key.end(), g.begin(), g.end());
+    key.push_back(-1);
+  }
+  key.push_back(-2);
+  for (const auto& [s, d] : c.source_target_pairs) {
+    key.push_back(s);
+    key.push_back(d);
+  }
+  return key;
+}
+
+}  // namespace
+
+Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology& topology)
+    : graph_(graph), topo_(topology) {
+  const size_t nc = graph.collectives.size();
+  pattern_of_.assign(nc, -1);
+  volume_.assign(nc, 0);
+  std::map<std::vector<int>, int> seen;
+  for (size_t i = 0; i < nc; ++i) {
+    const hlo::Collective& c = graph.collectives[i];
+    auto [it, inserted] = seen.emplace(pattern_key(c), static_cast<int>(patterns_.size()));
+    if (inserted) patterns_.push_back(static_cast<int>(i));
+    pattern_of_[i] = it->second;
+    volume_[i] = collective_volume(c);
+  }
+  needs_vector_.assign(patterns_.size(), 0);
+  cost_.assign(patterns_.size(), PatternCost{});
+
+  // Regions: compute time and overlap clusters.
+  regions_.resize(graph.regions.size());
+  std::vector<std::vector<int>> by_region(graph.regions.size());
+  for (size_t i = 0; i < nc; ++i) {
+    const int r = graph.collectives[i].region;
+    if (r >= 0 && static_cast<size_t>(r) < graph.regions.size()) by_region[static_cast<size_t>(r)].push_back(static_cast<int>(i));
+  }
+  for (size_t r = 0; r < graph.regions.size(); ++r) {
+    const hlo::Region& region = graph.regions[r];
+    RegionPlan& plan = regions_[r];
+    plan.repeat = static_cast<double>(region.repeat);
+    std::vector<double> prefix(region.ops.size() + 1, 0);  // compute seconds of ops [0, i)
+    for (size_t i = 0; i < region.ops.size(); ++i)
+      prefix[i + 1] = prefix[i] + op_seconds(region.ops[i], topology.spec);
+    plan.compute = prefix.back();
+    std::vector<int>& cs = by_region[r];
+    auto window = [&](int ci) {
+      const hlo::Collective& c = graph.collectives[static_cast<size_t>(ci)];
+      return std::pair<int, int>{c.start_op, std::max(c.start_op, c.done_op)};
+    };
+    std::stable_sort(cs.begin(), cs.end(), [&](int a, int b) { return window(a) < window(b); });
+    for (size_t i = 0; i < cs.size();) {
+      Cluster k;
+      const hlo::Collective& first = graph.collectives[static_cast<size_t>(cs[i])];
+      auto [lo, hi] = window(cs[i]);
+      k.collectives.push_back(cs[i]);
+      k.async = first.async && hi > lo;
+      size_t j = i + 1;
+      if (k.async) {
+        // Async windows that overlap this cluster's span join it (their flows share links).
+        while (j < cs.size()) {
+          const hlo::Collective& c = graph.collectives[static_cast<size_t>(cs[j])];
+          auto [s, d] = window(cs[j]);
+          if (!c.async || d <= s || s >= hi) break;
+          k.collectives.push_back(cs[j]);
+          hi = std::max(hi, d);
+          ++j;
+        }
+        const size_t a = static_cast<size_t>(std::clamp(lo + 1, 0, static_cast<int>(region.ops.size())));
+        const size_t b = static_cast<size_t>(std::clamp(hi, 0, static_cast<int>(region.ops.size())));
+        k.window_compute = b > a ? prefix[b] - prefix[a] : 0;
+      }
+      for (int ci : k.collectives)
+        if (pattern_of_[static_cast<size_t>(ci)] != pattern_of_[static_cast<size_t>(k.collectives[0])])
+          k.single_pattern = false;
+      if (!k.single_pattern)
+        for (int ci : k.collectives) needs_vector_[static_cast<size_t>(pattern_of_[static_cast<size_t>(ci)])] = 1;
+      plan.clusters.push_back(std::move(k));
+      i = j;
+    }
+  }
+  scratch_.assign(topology.links.size(), 0);
+  inv_bw_.resize(topology.links.size());
+  for (size_t l = 0; l < topology.links.size(); ++l)
+    inv_bw_[l] = topology.links[l].bandwidth > 0 ? 1.0 / topology.links[l].bandwidth : 0;
+}
+
+void Q2Evaluator::cost_pattern(int p, std::span<const int> /*chip_of*/, bool keep_vector) {
+  const hlo::Collective& c = graph_.collectives[static_cast<size_t>(patterns_[static_cast<size_t>(p)])];
+  PatternCost& pc = cost_[static_cast<size_t>(p)];
+  touched_.clear();
+  double max_latency = 0;
+  const int steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
+                                   [&](int src, int dst, double bytes, int, int) {
+                                     double lat = 0;
+                                     topo_.for_each_route_link(src, dst, [&](int l) {
+                                       double& s = scratch_[static_cast<size_t>(l)];
+                                       if (s == 0) touched_.push_back(l);
+                                       s += bytes;
+                                       lat += topo_.links[static_cast<size_t>(l)].latency;
+                                     });
+                                     max_latency = std::max(max_latency, lat);
+                                   });
+  pc.unit_max = 0;
+  pc.latency = steps * max_latency;
+  pc.links.clear();
+  pc.load.clear();
+  for (int l : touched_) {
+    double& s = scratch_[static_cast<size_t>(l)];
+    pc.unit_max = std::max(pc.unit_max, s * inv_bw_[static_cast<size_t>(l)]);
+    if (keep_vector) {
+      pc.links.push_back(l);
+      pc.load.push_back(s);
+    }
+    s = 0;
+  }
+}
+
+double Q2Evaluator::cluster_comm(const Cluster& k) {
+  if (k.single_pattern) {
+    double v = 0;
+    for (int ci : k.collectives) v += volume_[static_cast<size_t>(ci)];
+    const PatternCost& pc = cost_[static_cast<size_t>(pattern_of_[static_cast<size_t>(k.collectives[0])])];
+    return v > 0 ? v * pc.unit_max + pc.latency : 0;
+  }
+  touched_.clear();
+  double latency = 0;
+  for (int ci : k.collectives) {
+    const double v = volume_[static_cast<size_t>(ci)];
+    if (v <= 0) continue;
+    const PatternCost& pc = cost_[static_cast<size_t>(pattern_of_[static_cast<size_t>(ci)])];
+    latency = std::max(latency, pc.latency);
+    for (size_t i = 0; i < pc.links.size(); ++i) {
+      double& s = scratch_[static_cast<size_t>(pc.links[i])];
+      if (s == 0) touched_.push_back(pc.links[i]);
+      s += v * pc.load[i];
+    }
+  }
+  double worst = 0;
+  for (int l : touched_) {
+    worst = std::max(worst, scratch_[static_cast<size_t>(l)] * inv_bw_[static_cast<size_t>(l)]);
+    scratch_[static_cast<size_t>(l)] = 0;
+  }
+  return worst + latency;
+}
+
+double Q2Evaluator::seconds(std::span<const int> chip_of) {
+  chip_buf_.assign(chip_of.begin(), chip_of.end());
+  for (size_t p = 0; p < patterns_.size(); ++p) cost_pattern(static_cast<int>(p), chip_of, needs_vector_[p] != 0);
+  double total = 0;
+  for (const RegionPlan& r : regions_) {
+    double t = r.compute;
+    for (const Cluster& k : r.clusters) {
+      const double comm = cluster_comm(k);
+      t += k.async ? std::max(0.0, comm - k.window_compute) : comm;
+    }
+    total += r.repeat * t;
+  }
+  return total;
+}
+
+Q2Result Q2Evaluator::evaluate(std::span<const int> chip_of) {
+  chip_buf_.assign(chip_of.begin(), chip_of.end());
+  for (size_t p = 0; p < patterns_.size(); ++p) cost_pattern(static_cast<int>(p), chip_of, true);
+  Q2Result out;
+  out.link_bytes.assign(topo_.links.size(), 0);
+  out.collective_seconds.assign(graph_.collectives.size(), 0);
+  for (size_t ci = 0; ci < graph_.collectives.size(); ++ci) {
+    const PatternCost& pc = cost_[static_cast<size_t>(pattern_of_[ci])];
+    const double v = volume_[ci];
+    out.collective_seconds[ci] = v > 0 ? v * pc.unit_max + pc.latency : 0;
+    const int r = graph_.collectives[ci].region;
+    const double repeat =
+        r >= 0 && static_cast<size_t>(r) < regions_.size() ? regions_[static_cast<size_t>(r)].repeat : 0;
+    for (size_t i = 0; i < pc.links.size(); ++i)
+      out.link_bytes[static_cast<size_t>(pc.links[i])] += repeat * v * pc.load[i];
+  }
+  for (const RegionPlan& r : regions_) {
+    double exposed = 0, comm_total = 0;
+    for (const Cluster& k : r.clusters) {
+      const double comm = cluster_comm(k);
+      comm_total += comm;
+      exposed += k.async ? std::max(0.0, comm - k.window_compute) : comm;
+    }
+    out.compute_seconds += r.repeat * r.compute;
+    out.exposed_comm_seconds += r.repeat * exposed;
+    out.comm_seconds += r.repeat * comm_total;
+  }
+  out.seconds = out.compute_seconds + out.exposed_comm_seconds;
+  return out;
+}
+
+Q2Result evaluate_q2(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                     const place::Placement& placement) {
+  Q2Evaluator e(graph, topology);
+  return e.evaluate(placement.chip_of);
+}
+
+}  // namespace aoizora::cost

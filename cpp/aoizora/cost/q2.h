@@ -1,0 +1,91 @@
+// Q2: the topology-aware cost of one compiled program under one placement. A ranking
+// objective, not an absolute latency (docs/cost-model.md).
+//
+// Per region of the schedule (x its repeat):
+//   compute   = sum over compute ops of max(flops / peak FLOP/s, bytes / HBM bandwidth)
+//   clusters  = collectives grouped so that async windows [start, done] that overlap share a
+//               cluster (a synchronous collective is a cluster of its own)
+//   comm(K)   = max over links l of (sum over c in K of bytes of c on l) / bandwidth(l)
+//               + max over c in K of steps(c) x (latency of c's longest route)
+//   exposed(K)= comm(K) for a synchronous collective, else max(0, comm(K) - compute inside
+//               the cluster's window)
+//   seconds   = sum over regions of repeat x (compute + sum exposed)
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "aoizora/hlo/collective_graph.h"
+#include "aoizora/place/placement.h"
+#include "aoizora/topo/topology.h"
+
+namespace aoizora::cost {
+
+struct Q2Result {
+  double seconds = 0;               // compute + exposed communication, whole program
+  double compute_seconds = 0;
+  double exposed_comm_seconds = 0;
+  double comm_seconds = 0;          // all communication time, hidden or not
+  std::vector<double> link_bytes;   // per link id: bytes over the whole program
+  std::vector<double> collective_seconds;  // per collective: its own comm time, uncontended
+};
+
+// Roofline time of one scheduled op on one chip of `spec` (0 for collective ops).
+double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec);
+
+Q2Result evaluate_q2(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                     const place::Placement& placement);
+
+// Evaluates many placements of one graph on one topology: everything that does not depend on
+// the placement (compute times, overlap clusters, windows, distinct collective patterns) is
+// computed once. Holds references to graph and topology, which must outlive it. seconds()
+// reuses scratch buffers: use one evaluator per thread.
+class Q2Evaluator {
+ public:
+  Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology& topology);
+
+  // Q2 seconds of chip_of (partition id -> chip id). Equal to evaluate_q2(...).seconds.
+  double seconds(std::span<const int> chip_of);
+  // The full result, with link loads.
+  Q2Result evaluate(std::span<const int> chip_of);
+
+  int num_patterns() const { return static_cast<int>(patterns_.size()); }
+
+ private:
+  struct Cluster {
+    std::vector<int> collectives;  // indices into graph.collectives
+    double window_compute = 0;     // compute seconds inside the window (async only)
+    bool async = false;
+    bool single_pattern = true;
+  };
+  struct RegionPlan {
+    double repeat = 1;
+    double compute = 0;
+    std::vector<Cluster> clusters;
+  };
+  struct PatternCost {
+    double unit_max = 0;     // max over links of bytes-per-unit-volume / bandwidth
+    double latency = 0;      // steps x longest route latency
+    std::vector<int> links;  // sparse unit load (only when needed)
+    std::vector<double> load;
+  };
+
+  void cost_pattern(int p, std::span<const int> chip_of, bool keep_vector);
+  double cluster_comm(const Cluster& k);
+
+  const hlo::CollectiveGraph& graph_;
+  const topo::Topology& topo_;
+  std::vector<int> patterns_;        // representative collective index per pattern
+  std::vector<int> pattern_of_;      // collective -> pattern
+  std::vector<double> volume_;       // collective -> V bytes
+  std::vector<char> needs_vector_;   // pattern appears in a multi-pattern cluster
+  std::vector<RegionPlan> regions_;
+  std::vector<PatternCost> cost_;    // per pattern, for the current placement
+  std::vector<int> chip_buf_;
+  std::vector<double> scratch_;      // per link
+  std::vector<int> touched_;
+  std::vector<double> inv_bw_;       // per link
+};
+
+}  // namespace aoizora::cost
