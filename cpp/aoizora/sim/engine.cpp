@@ -1,0 +1,732 @@
+// The event engine behind simulate(): chips walk their schedules, collectives become group
+// instances that play their flows step by step, flows share links max-min fairly.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <unordered_map>
+
+#include "aoizora/sim/max_min.h"
+#include "aoizora/sim/simulator.h"
+
+namespace aoizora::sim {
+
+double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
+  double t = 0;
+  if (op.flops > 0 && spec.peak_flops > 0) t = op.flops / spec.peak_flops;
+  if (op.bytes > 0 && spec.hbm_bandwidth > 0) t = std::max(t, op.bytes / spec.hbm_bandwidth);
+  return t;
+}
+
+namespace {
+Error Fail(std::string message) {
+  Error e;
+  e.message = std::move(message);
+  return e;
+}
+}  // namespace
+
+Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                          const place::Placement& placement) {
+  const int n = graph.num_partitions;
+  if (static_cast<int>(placement.chip_of.size()) != n)
+    return Fail("placement has " + std::to_string(placement.chip_of.size()) +
+                 " chips for a program of " + std::to_string(n) + " partitions");
+  std::vector<char> used(topology.num_chips(), 0);
+  for (int p = 0; p < n; ++p) {
+    const int c = placement.chip_of[p];
+    if (c < 0 || c >= topology.num_chips())
+      return Fail("placement maps partition " + std::to_string(p) + " to chip " +
+                   std::to_string(c) + ", but " + topology.name + " has chips 0.." +
+                   std::to_string(topology.num_chips() - 1));
+    if (used[c]++) return Fail("placement maps two partitions to chip " + std::to_string(c));
+  }
+  for (const hlo::Collective& c : graph.collectives) {
+    for (const auto& g : c.groups)
+      for (int p : g)
+        if (p < 0 || p >= n)
+          return Fail("collective " + c.name + " names partition " + std::to_string(p) +
+                       " outside 0.." + std::to_string(n - 1));
+    for (auto [s, d] : c.source_target_pairs)
+      if (s < 0 || s >= n || d < 0 || d >= n)
+        return Fail("collective " + c.name + " has a source-target pair outside 0.." +
+                     std::to_string(n - 1));
+    if (c.region < 0 || c.region >= static_cast<int>(graph.regions.size()))
+      return Fail("collective " + c.name + " names region " + std::to_string(c.region));
+  }
+  for (const hlo::Region& r : graph.regions)
+    for (const hlo::ScheduledOp& op : r.ops)
+      if (op.kind != hlo::OpKind::kCompute &&
+          (op.collective < 0 || op.collective >= static_cast<int>(graph.collectives.size())))
+        return Fail("op " + op.name + " names collective " + std::to_string(op.collective));
+  return true;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One flow of a collective's expansion, with its route resolved.
+struct FlowSpec {
+  int src = 0;       // chip
+  int dst = 0;       // chip
+  int dst_member = -1;  // index of dst in the group's members, -1 if outside the group
+  int step = 0;
+  double bytes = 0;
+  int route = 0;     // index into Engine::routes_
+  double latency = 0;
+};
+
+struct GroupPlan {
+  std::vector<int> members;                   // chips
+  int num_steps = 0;
+  std::vector<std::vector<std::vector<int>>> out;  // [member][step] -> flow ids
+  std::vector<std::vector<int>> in_count;     // [member][step]
+  int num_flows = 0;
+};
+
+struct CollectivePlan {
+  std::vector<int> group_of_partition;        // -1: not a participant
+  std::vector<GroupPlan> groups;
+  std::vector<FlowSpec> flows;
+  int label = 0;
+};
+
+struct Instance {
+  int collective = 0;
+  int group = 0;
+  int arrived = 0;
+  double last_arrival = -1;
+  int last_arriver = -1;     // chip
+  double t0 = -1;            // every member arrived
+  std::vector<int> next_step;              // per member
+  std::vector<std::vector<int>> pending;   // per member per step: undelivered inflows
+  int flows_left = 0;
+  bool done = false;
+  double end = 0;
+  double weight = 1;
+  std::vector<int> waiters;  // chips blocked on it
+};
+
+enum class SegKind : uint8_t { kCompute, kWait, kJump };
+
+struct Segment {
+  double start = 0;
+  double end = 0;
+  SegKind kind = SegKind::kCompute;
+  int label = 0;      // op label for compute, instance id for waits
+  double weight = 1;
+};
+
+struct ChipState {
+  int chip = 0;
+  int partition = 0;
+  int region = 0;
+  int64_t iter = 0;
+  int op = 0;
+  int64_t sim_iters = 1;     // iterations of the current region simulated for real
+  double weight = 1;         // weight of the current iteration
+  double prev_end = 0;       // end of the previous iteration (or region start)
+  double prev_prev_end = 0;
+  ChipTime stats;
+  ChipTime iter_start_stats;
+  std::vector<int> open;     // per collective: the instance of its last -start
+  bool finished = false;
+  double finish = 0;
+  double blocked_since = 0;
+  std::vector<Segment> segments;
+};
+
+enum class EvKind : uint8_t { kResume, kStart, kDeliver };
+
+struct Event {
+  double time;
+  int64_t seq;
+  EvKind kind;
+  int a;  // chip or instance
+  int b;  // flow id for deliveries
+  bool operator>(const Event& o) const {
+    return time != o.time ? time > o.time : seq > o.seq;
+  }
+};
+
+struct ActiveFlow {
+  int inst = 0;
+  int flow = 0;
+  double remaining = 0;
+  double rate = 0;
+};
+
+class Engine {
+ public:
+  Engine(const hlo::CollectiveGraph& g, const topo::Topology& t, const place::Placement& p,
+         const SimOptions& o, const FlowModel& m)
+      : graph_(g), topo_(t), place_(p), opt_(o), model_(m),
+        solver_(capacities(t)),
+        plans_(g.collectives.size()),
+        planned_(g.collectives.size(), 0),
+        route_of_pair_(static_cast<size_t>(t.num_chips()) * t.num_chips(), -1) {
+    partition_of_chip_.assign(t.num_chips(), -1);
+    for (int p2 = 0; p2 < static_cast<int>(p.chip_of.size()); ++p2)
+      partition_of_chip_[p.chip_of[p2]] = p2;
+    op_labels_.resize(g.regions.size());
+    for (size_t r = 0; r < g.regions.size(); ++r)
+      for (const auto& op : g.regions[r].ops) op_labels_[r].push_back(label(op.name));
+    result_.link_bytes.assign(t.links.size(), 0.0);
+    link_load_.assign(t.links.size(), 0.0);
+  }
+
+  SimResult run();
+
+ private:
+  static std::vector<double> capacities(const topo::Topology& t) {
+    std::vector<double> cap(t.links.size());
+    for (size_t i = 0; i < t.links.size(); ++i)
+      cap[i] = t.links[i].bandwidth > 0 ? t.links[i].bandwidth : t.spec.link_bandwidth;
+    return cap;
+  }
+  int label(const std::string& name) {
+    auto [it, fresh] = label_ids_.try_emplace(name, static_cast<int>(labels_.size()));
+    if (fresh) labels_.push_back(name);
+    return it->second;
+  }
+  void push(double time, EvKind kind, int a, int b = 0) {
+    queue_.push(Event{time, seq_++, kind, a, b});
+  }
+  int route_id(int src, int dst);
+  const CollectivePlan& plan(int c);
+  void run_chip(int ci, double now);
+  void begin_region(ChipState& s, double now);
+  void end_iteration(ChipState& s, double now);
+  int arrive(ChipState& s, int coll, double now);
+  void block(ChipState& s, int inst, double now);
+  void start_instance(int inst, double now);
+  void release(int inst, int member, double now);
+  void start_flow(int inst, int flow, double now);
+  void deliver(int inst, int flow, double now);
+  void complete(int inst, double now);
+  void solve_rates(double now);
+  void critical_path();
+
+  const hlo::CollectiveGraph& graph_;
+  const topo::Topology& topo_;
+  const place::Placement& place_;
+  const SimOptions& opt_;
+  const FlowModel& model_;
+  MaxMinSolver solver_;
+
+  std::vector<CollectivePlan> plans_;
+  std::vector<char> planned_;
+  std::vector<int> route_of_pair_;
+  std::vector<std::vector<int>> routes_;
+  std::vector<int> partition_of_chip_;
+  std::vector<std::vector<int>> op_labels_;
+  std::vector<std::string> labels_;
+  std::unordered_map<std::string, int> label_ids_;
+
+  std::vector<ChipState> chips_;
+  std::vector<Instance> instances_;
+  std::map<std::tuple<int, int, int, int64_t>, int> open_instances_;  // (region, coll, group, iter)
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
+  int64_t seq_ = 0;
+
+  std::vector<ActiveFlow> active_;
+  bool flows_changed_ = false;
+  std::vector<std::span<const int>> span_scratch_;
+  std::vector<double> rate_scratch_;
+  std::vector<double> link_load_;
+
+  SimResult result_;
+};
+
+int Engine::route_id(int src, int dst) {
+  int& id = route_of_pair_[static_cast<size_t>(src) * topo_.num_chips() + dst];
+  if (id < 0) {
+    id = static_cast<int>(routes_.size());
+    routes_.push_back(src == dst ? std::vector<int>{} : model_.route(src, dst));
+  }
+  return id;
+}
+
+const CollectivePlan& Engine::plan(int ci) {
+  CollectivePlan& cp = plans_[ci];
+  if (planned_[ci]) return cp;
+  planned_[ci] = 1;
+  const hlo::Collective& c = graph_.collectives[ci];
+  const int n = graph_.num_partitions;
+  cp.label = label(c.name);
+  cp.group_of_partition.assign(n, -1);
+  std::vector<std::vector<int>> groups = c.groups;
+  if (!c.source_target_pairs.empty()) {
+    // A permute synchronises the partitions its pairs connect: connected components.
+    std::vector<int> parent(n);
+    for (int i = 0; i < n; ++i) parent[i] = i;
+    auto find = [&](int x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    std::vector<char> in(n, 0);
+    for (auto [s, d] : c.source_target_pairs) {
+      in[s] = in[d] = 1;
+      parent[find(s)] = find(d);
+    }
+    std::map<int, std::vector<int>> comps;
+    for (int i = 0; i < n; ++i)
+      if (in[i]) comps[find(i)].push_back(i);
+    groups.clear();
+    for (auto& [root, members] : comps) groups.push_back(members);
+    std::sort(groups.begin(), groups.end());
+  } else if (groups.empty()) {
+    groups.emplace_back();
+    for (int i = 0; i < n; ++i) groups.back().push_back(i);
+  }
+  std::vector<int> member_of_chip(topo_.num_chips(), -1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    GroupPlan gp;
+    for (int p : groups[g]) {
+      cp.group_of_partition[p] = static_cast<int>(g);
+      gp.members.push_back(place_.chip_of[p]);
+    }
+    cp.groups.push_back(std::move(gp));
+  }
+  cost::CollectiveFlows cf = model_.expand(c);
+  int num_steps = cf.num_steps;
+  for (const cost::Flow& f : cf.flows) num_steps = std::max(num_steps, f.step + 1);
+  for (GroupPlan& gp : cp.groups) {
+    gp.num_steps = num_steps;
+    gp.out.assign(gp.members.size(), std::vector<std::vector<int>>(num_steps));
+    gp.in_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
+  }
+  for (const cost::Flow& f : cf.flows) {
+    const int sp = partition_of_chip_[f.src];
+    if (sp < 0 || cp.group_of_partition[sp] < 0) continue;  // not a participant: ignored
+    GroupPlan& gp = cp.groups[cp.group_of_partition[sp]];
+    FlowSpec fs;
+    fs.src = f.src;
+    fs.dst = f.dst;
+    fs.step = f.step;
+    fs.bytes = f.bytes;
+    fs.route = route_id(f.src, f.dst);
+    for (int l : routes_[fs.route]) {
+      const double link_lat = topo_.links[l].latency > 0 ? topo_.links[l].latency
+                                                         : topo_.spec.hop_latency;
+      fs.latency += opt_.hop_latency >= 0 ? opt_.hop_latency : link_lat;
+    }
+    const auto src_it = std::find(gp.members.begin(), gp.members.end(), f.src);
+    const auto dst_it = std::find(gp.members.begin(), gp.members.end(), f.dst);
+    if (dst_it != gp.members.end()) {
+      fs.dst_member = static_cast<int>(dst_it - gp.members.begin());
+      ++gp.in_count[fs.dst_member][f.step];
+    }
+    const int id = static_cast<int>(cp.flows.size());
+    cp.flows.push_back(fs);
+    gp.out[src_it - gp.members.begin()][f.step].push_back(id);
+    ++gp.num_flows;
+  }
+  return cp;
+}
+
+void Engine::begin_region(ChipState& s, double now) {
+  const int64_t repeat = graph_.regions[s.region].repeat;
+  s.iter = 0;
+  s.op = 0;
+  s.sim_iters = (opt_.max_iterations <= 0 || repeat <= opt_.max_iterations)
+                    ? repeat : opt_.max_iterations;
+  s.prev_end = s.prev_prev_end = now;
+  s.iter_start_stats = s.stats;
+  s.weight = (s.sim_iters == 1 && repeat > 1) ? static_cast<double>(repeat) : 1.0;
+}
+
+// Called when a chip has run every op of the current iteration at `now`.
+void Engine::end_iteration(ChipState& s, double now) {
+  const int64_t repeat = graph_.regions[s.region].repeat;
+  s.prev_prev_end = s.prev_end;
+  s.prev_end = now;
+  ++s.iter;
+  double resume = now;
+  if (s.iter == s.sim_iters && repeat > s.sim_iters) {
+    // Steady state: skip the remaining iterations at the period of the last one.
+    const double skipped = static_cast<double>(repeat - s.sim_iters);
+    const double period = s.prev_end - s.prev_prev_end;
+    s.stats.compute += skipped * (s.stats.compute - s.iter_start_stats.compute);
+    s.stats.comm += skipped * (s.stats.comm - s.iter_start_stats.comm);
+    s.stats.idle += skipped * (s.stats.idle - s.iter_start_stats.idle);
+    resume = now + skipped * period;
+    if (resume > now) s.segments.push_back({now, resume, SegKind::kJump, s.region, 1.0});
+    result_.extrapolated = true;
+    s.iter = repeat;
+  }
+  s.op = 0;
+  if (s.iter < repeat) {
+    s.iter_start_stats = s.stats;
+    s.weight = (s.iter == s.sim_iters - 1 && repeat > s.sim_iters)
+                   ? static_cast<double>(repeat - s.sim_iters + 1) : 1.0;
+    return;
+  }
+  ++s.region;
+  while (s.region < static_cast<int>(graph_.regions.size()) &&
+         (graph_.regions[s.region].repeat <= 0 || graph_.regions[s.region].ops.empty()))
+    ++s.region;
+  if (s.region >= static_cast<int>(graph_.regions.size())) {
+    s.finished = true;
+    s.finish = resume;
+    return;
+  }
+  begin_region(s, resume);
+  if (resume > now) {
+    push(resume, EvKind::kResume, static_cast<int>(&s - chips_.data()));
+    s.op = -1;  // parked until the resume event
+  }
+}
+
+void Engine::run_chip(int ci, double now) {
+  ChipState& s = chips_[ci];
+  if (s.op < 0) s.op = 0;  // back from an extrapolation jump
+  while (!s.finished) {
+    const hlo::Region& region = graph_.regions[s.region];
+    if (s.op >= static_cast<int>(region.ops.size())) {
+      end_iteration(s, now);
+      if (s.op < 0) return;
+      continue;
+    }
+    const hlo::ScheduledOp& op = region.ops[s.op];
+    switch (op.kind) {
+      case hlo::OpKind::kCompute: {
+        const double d = op_seconds(op, topo_.spec);
+        ++s.op;
+        if (d > 0) {
+          s.segments.push_back({now, now + d, SegKind::kCompute, op_labels_[s.region][s.op - 1],
+                                s.weight});
+          s.stats.compute += d;
+          push(now + d, EvKind::kResume, ci);
+          return;
+        }
+        break;
+      }
+      case hlo::OpKind::kCollective:
+      case hlo::OpKind::kCollectiveStart: {
+        const int inst = arrive(s, op.collective, now);
+        if (inst < 0) {
+          ++s.op;
+          break;
+        }
+        if (op.kind == hlo::OpKind::kCollective) {
+          block(s, inst, now);
+          return;
+        }
+        s.open[op.collective] = inst;
+        ++s.op;
+        break;
+      }
+      case hlo::OpKind::kCollectiveDone: {
+        const int inst = s.open[op.collective];
+        if (inst < 0 || instances_[inst].done) {
+          ++s.op;
+          break;
+        }
+        block(s, inst, now);
+        return;
+      }
+    }
+  }
+}
+
+int Engine::arrive(ChipState& s, int coll, double now) {
+  const CollectivePlan& cp = plan(coll);
+  const int g = cp.group_of_partition[s.partition];
+  if (g < 0) return -1;
+  auto key = std::make_tuple(s.region, coll, g, s.iter);
+  auto [it, fresh] = open_instances_.try_emplace(key, static_cast<int>(instances_.size()));
+  if (fresh) {
+    Instance in;
+    in.collective = coll;
+    in.group = g;
+    in.weight = s.weight;
+    instances_.push_back(std::move(in));
+  }
+  const int id = it->second;
+  Instance& in = instances_[id];
+  ++in.arrived;
+  if (now > in.last_arrival || in.last_arriver < 0) {
+    in.last_arrival = now;
+    in.last_arriver = s.chip;
+  }
+  if (in.arrived == static_cast<int>(cp.groups[g].members.size())) {
+    open_instances_.erase(it);
+    in.t0 = now;
+    push(now + opt_.collective_overhead, EvKind::kStart, id);
+  }
+  return id;
+}
+
+void Engine::block(ChipState& s, int inst, double now) {
+  s.blocked_since = now;
+  instances_[inst].waiters.push_back(static_cast<int>(&s - chips_.data()));
+}
+
+void Engine::start_instance(int id, double now) {
+  ++result_.collectives;
+  Instance& in = instances_[id];
+  const GroupPlan& gp = plans_[in.collective].groups[in.group];
+  in.flows_left = gp.num_flows;
+  in.next_step.assign(gp.members.size(), 0);
+  in.pending = gp.in_count;
+  if (gp.num_flows == 0) {
+    complete(id, now);
+    return;
+  }
+  for (size_t m = 0; m < gp.members.size(); ++m) release(id, static_cast<int>(m), now);
+}
+
+void Engine::release(int id, int m, double now) {
+  const GroupPlan& gp = plans_[instances_[id].collective].groups[instances_[id].group];
+  while (true) {
+    Instance& in = instances_[id];
+    const int s = in.next_step[m];
+    if (s >= gp.num_steps || (s > 0 && in.pending[m][s - 1] > 0)) break;
+    ++in.next_step[m];
+    for (int f : gp.out[m][s]) start_flow(id, f, now);
+  }
+}
+
+void Engine::start_flow(int id, int f, double now) {
+  const FlowSpec& fs = plans_[instances_[id].collective].flows[f];
+  const std::vector<int>& links = routes_[fs.route];
+  ++result_.flows;
+  const double w = instances_[id].weight;
+  for (int l : links) result_.link_bytes[l] += fs.bytes * w;
+  if (links.empty() || fs.bytes <= 0) {
+    push(now + fs.latency, EvKind::kDeliver, id, f);
+    return;
+  }
+  active_.push_back(ActiveFlow{id, f, fs.bytes, 0});
+  flows_changed_ = true;
+}
+
+void Engine::deliver(int id, int f, double now) {
+  const FlowSpec& fs = plans_[instances_[id].collective].flows[f];
+  Instance& in = instances_[id];
+  --in.flows_left;
+  if (fs.dst_member >= 0 && --in.pending[fs.dst_member][fs.step] == 0)
+    release(id, fs.dst_member, now);
+  if (instances_[id].flows_left == 0) complete(id, now);
+}
+
+void Engine::complete(int id, double now) {
+  Instance& in = instances_[id];
+  in.done = true;
+  in.end = now;
+  for (int ci : in.waiters) {
+    ChipState& s = chips_[ci];
+    const double b = s.blocked_since;
+    s.stats.idle += std::max(0.0, std::min(in.t0, now) - b);
+    s.stats.comm += now - std::max(b, in.t0);
+    if (now > b) s.segments.push_back({b, now, SegKind::kWait, id, s.weight});
+    ++s.op;
+    push(now, EvKind::kResume, ci);
+  }
+  in.waiters.clear();
+  in.waiters.shrink_to_fit();
+  in.pending.clear();
+  in.pending.shrink_to_fit();
+  in.next_step.clear();
+  in.next_step.shrink_to_fit();
+}
+
+void Engine::solve_rates(double now) {
+  span_scratch_.clear();
+  for (const ActiveFlow& a : active_)
+    span_scratch_.push_back(routes_[plans_[instances_[a.inst].collective].flows[a.flow].route]);
+  solver_.solve(span_scratch_, rate_scratch_);
+  for (size_t i = 0; i < active_.size(); ++i) active_[i].rate = rate_scratch_[i];
+  if (!opt_.record_timeline) return;
+  std::vector<double> load(topo_.links.size(), 0.0);
+  for (size_t i = 0; i < active_.size(); ++i)
+    for (int l : span_scratch_[i]) load[l] += active_[i].rate;
+  for (size_t l = 0; l < load.size(); ++l)
+    if (load[l] != link_load_[l]) {
+      result_.timeline.links.push_back({static_cast<int>(l), now, load[l]});
+      link_load_[l] = load[l];
+    }
+}
+
+SimResult Engine::run() {
+  const int n = graph_.num_partitions;
+  chips_.resize(n);
+  for (int p = 0; p < n; ++p) {
+    ChipState& s = chips_[p];
+    s.chip = place_.chip_of[p];
+    s.partition = p;
+    s.open.assign(graph_.collectives.size(), -1);
+    s.region = 0;
+    while (s.region < static_cast<int>(graph_.regions.size()) &&
+           (graph_.regions[s.region].repeat <= 0 || graph_.regions[s.region].ops.empty()))
+      ++s.region;
+    if (s.region >= static_cast<int>(graph_.regions.size())) {
+      s.finished = true;
+      continue;
+    }
+    begin_region(s, 0.0);
+    push(0.0, EvKind::kResume, p);
+  }
+
+  double last = 0;  // time active flows were last advanced to
+  std::vector<ActiveFlow> drained;
+  while (true) {
+    double t_flow = kInf;
+    for (const ActiveFlow& a : active_)
+      if (a.rate > 0) t_flow = std::min(t_flow, last + a.remaining / a.rate);
+    const double t_event = queue_.empty() ? kInf : queue_.top().time;
+    const double t = std::min(t_flow, t_event);
+    if (t == kInf) break;
+    // Advance every active flow to t; those (all but) drained are done.
+    const double dt = t - last;
+    const double tol = 1e-12 * std::max(t, 1e-9);
+    drained.clear();
+    size_t keep = 0;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      ActiveFlow a = active_[i];
+      a.remaining -= a.rate * dt;
+      if (a.remaining <= 0 || (a.rate > 0 && a.remaining / a.rate <= tol))
+        drained.push_back(a);
+      else
+        active_[keep++] = a;
+    }
+    active_.resize(keep);
+    last = t;
+    for (const ActiveFlow& a : drained) {
+      ++result_.events;
+      flows_changed_ = true;
+      const FlowSpec& fs = plans_[instances_[a.inst].collective].flows[a.flow];
+      push(t + fs.latency, EvKind::kDeliver, a.inst, a.flow);
+    }
+    while (!queue_.empty() && queue_.top().time <= t) {
+      const Event e = queue_.top();
+      queue_.pop();
+      ++result_.events;
+      switch (e.kind) {
+        case EvKind::kResume: run_chip(e.a, e.time); break;
+        case EvKind::kStart: start_instance(e.a, e.time); break;
+        case EvKind::kDeliver: deliver(e.a, e.b, e.time); break;
+      }
+    }
+    if (flows_changed_) {
+      solve_rates(t);
+      flows_changed_ = false;
+    }
+  }
+
+  // Results.
+  result_.chips.assign(topo_.num_chips(), ChipTime{});
+  double step = 0;
+  for (const ChipState& s : chips_) step = std::max(step, s.finish);
+  result_.step_seconds = step;
+  for (int c = 0; c < topo_.num_chips(); ++c) result_.chips[c].idle = step;
+  for (const ChipState& s : chips_) {
+    ChipTime t = s.stats;
+    t.idle += step - s.finish;
+    result_.chips[s.chip] = t;
+  }
+  double compute = 0;
+  for (const hlo::Region& r : graph_.regions) {
+    double per_iter = 0;
+    for (const hlo::ScheduledOp& op : r.ops) per_iter += op_seconds(op, topo_.spec);
+    compute += per_iter * static_cast<double>(std::max<int64_t>(r.repeat, 0));
+  }
+  result_.compute_bound_seconds = n > 0 ? compute : 0;
+  result_.link_utilization.assign(topo_.links.size(), 0.0);
+  const std::vector<double>& cap = solver_.capacity();
+  for (size_t l = 0; l < topo_.links.size(); ++l)
+    if (step > 0 && cap[l] > 0) result_.link_utilization[l] = result_.link_bytes[l] / (cap[l] * step);
+  critical_path();
+  if (opt_.record_timeline) {
+    Timeline& tl = result_.timeline;
+    tl.labels = labels_;
+    for (const ChipState& s : chips_)
+      for (const Segment& seg : s.segments) {
+        if (seg.kind == SegKind::kCompute) {
+          tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kCompute, seg.label});
+        } else if (seg.kind == SegKind::kJump) {
+          tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kExtrapolated,
+                               label(graph_.regions[seg.label].name)});
+        } else {
+          const Instance& in = instances_[seg.label];
+          const int lab = plans_[in.collective].label;
+          const double split = std::clamp(in.t0, seg.start, seg.end);
+          if (split > seg.start)
+            tl.slices.push_back({s.chip, seg.start, split, SliceKind::kCollectiveWait, lab});
+          if (seg.end > split)
+            tl.slices.push_back({s.chip, split, seg.end, SliceKind::kCollectiveComm, lab});
+        }
+      }
+    tl.labels = labels_;  // the extrapolation labels may have added names
+  }
+  return std::move(result_);
+}
+
+// Walks back from the last chip to finish: through its compute ops, and through each wait
+// into the collective's communication or, when the group started late, to the member that
+// arrived last. Extrapolated spans are covered by the weights of the last real iteration.
+void Engine::critical_path() {
+  if (chips_.empty()) return;
+  int ci = 0;
+  for (int i = 1; i < static_cast<int>(chips_.size()); ++i)
+    if (chips_[i].finish > chips_[ci].finish) ci = i;
+  std::vector<int> chip_index(topo_.num_chips(), -1);
+  for (int i = 0; i < static_cast<int>(chips_.size()); ++i) chip_index[chips_[i].chip] = i;
+  std::vector<double> by_label(labels_.size() + 1, 0.0);
+  std::vector<std::string> kind_of(labels_.size() + 1, "compute");
+  double t = chips_[ci].finish;
+  double total = 0;
+  for (int64_t guard = 0; t > 0 && guard < 100000000; ++guard) {
+    const std::vector<Segment>& segs = chips_[ci].segments;
+    // The last segment that starts before t.
+    auto it = std::lower_bound(segs.begin(), segs.end(), t,
+                               [](const Segment& s, double v) { return s.start < v; });
+    if (it == segs.begin()) break;
+    const Segment& seg = *(it - 1);
+    const double end = std::min(seg.end, t);
+    if (seg.kind == SegKind::kCompute) {
+      by_label[seg.label] += (end - seg.start) * seg.weight;
+      total += (end - seg.start) * seg.weight;
+      t = seg.start;
+    } else if (seg.kind == SegKind::kJump) {
+      t = seg.start;
+    } else {
+      const Instance& in = instances_[seg.label];
+      const int lab = plans_[in.collective].label;
+      kind_of[lab] = std::string(hlo::to_string(graph_.collectives[in.collective].kind));
+      const double comm = std::max(0.0, end - std::max(seg.start, in.t0));
+      by_label[lab] += comm * seg.weight;
+      total += comm * seg.weight;
+      if (in.t0 > seg.start && in.last_arriver >= 0 && chip_index[in.last_arriver] != ci) {
+        ci = chip_index[in.last_arriver];
+        t = in.t0;
+      } else {
+        t = seg.start;
+      }
+    }
+  }
+  result_.critical_path_seconds = total;
+  std::vector<Contributor> all;
+  for (size_t l = 0; l < labels_.size(); ++l)
+    if (by_label[l] > 0) all.push_back({labels_[l], kind_of[l], by_label[l]});
+  std::stable_sort(all.begin(), all.end(), [](const Contributor& a, const Contributor& b) {
+    return a.seconds != b.seconds ? a.seconds > b.seconds : a.name < b.name;
+  });
+  if (opt_.top_contributors >= 0 && static_cast<int>(all.size()) > opt_.top_contributors)
+    all.resize(opt_.top_contributors);
+  result_.critical_path = std::move(all);
+}
+
+}  // namespace
+
+SimResult simulate_with(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                        const place::Placement& placement, const SimOptions& options,
+                        const FlowModel& model) {
+  Engine engine(graph, topology, placement, options, model);
+  return engine.run();
+}
+
+}  // namespace aoizora::sim

@@ -1,0 +1,113 @@
+// Flow-level discrete-event simulation of one compiled SPMD program on every chip of a
+// topology under a placement. The fidelity reference next to Q2: it models time, skew,
+// step-by-step collective phases and link sharing as it happens.
+//
+// The model, per chip (the chip of partition p is placement.chip_of[p]):
+//   - ops run in schedule order; a compute op takes its roofline time
+//     max(flops / peak_flops, bytes / hbm_bandwidth) (Topology::spec);
+//   - a collective starts on a group once every member has reached it (its sync op or its
+//     -start op); it then waits `collective_overhead` and plays the flows of
+//     cost::expand step by step: a chip sends its step-s flows once every step-(s-1) flow
+//     into it has been delivered;
+//   - a flow drains at its max-min fair rate over the links of its route (rates recomputed
+//     whenever a flow starts or drains) and is delivered `hops x hop latency` later;
+//   - a group's collective is done when its last flow is delivered; a sync op blocks its
+//     chip until then, a -start op does not block, its -done blocks if it is not yet done;
+//   - regions run in order, each `repeat` times. A region with repeat > max_iterations runs
+//     max_iterations iterations for real; each chip then skips the remaining iterations at
+//     the period of its last simulated one (steady state extrapolation), and the last
+//     simulated iteration's time, stats, link bytes and critical path are counted
+//     (repeat - max_iterations + 1) times. Exact when the iterations have reached a steady
+//     state (tested against full simulation).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "aoizora/base/status.h"
+#include "aoizora/cost/flow.h"
+#include "aoizora/hlo/collective_graph.h"
+#include "aoizora/place/placement.h"
+#include "aoizora/sim/timeline.h"
+#include "aoizora/topo/topology.h"
+
+namespace aoizora::sim {
+
+struct SimOptions {
+  // Seconds per link hop added to each flow's delivery. < 0: each link's own latency
+  // (Link::latency, or spec.hop_latency where that is 0).
+  double hop_latency = -1;
+  // Fixed cost of every collective execution (launch and synchronisation), seconds.
+  double collective_overhead = 1e-6;
+  // Iterations of a repeated region simulated before extrapolating; <= 0 simulates all.
+  int max_iterations = 3;
+  // Keep per-chip op slices and link rate samples in SimResult::timeline (for the trace).
+  bool record_timeline = false;
+  // How many critical path contributors to report.
+  int top_contributors = 10;
+};
+
+// Where a chip's step time went. compute + comm + idle == SimResult::step_seconds.
+struct ChipTime {
+  double compute = 0;  // running compute ops
+  double comm = 0;     // blocked on a collective that has started (all members arrived)
+  double idle = 0;     // blocked waiting for group members, or done before the slowest chip
+};
+
+// One entry of the critical path: the time the longest chain of dependencies spent in an
+// op (by HLO name), summed over its executions.
+struct Contributor {
+  std::string name;
+  std::string kind;    // "compute" or the collective kind ("all-gather", ...)
+  double seconds = 0;
+};
+
+struct SimResult {
+  double step_seconds = 0;          // the program's latency: the last chip's finish time
+  double compute_bound_seconds = 0; // the slowest chip's compute time alone (a lower bound)
+  std::vector<ChipTime> chips;      // indexed by chip id
+  std::vector<double> link_bytes;   // indexed by link id; bytes carried per program run
+  std::vector<double> link_utilization;  // link_bytes / (bandwidth * step_seconds)
+  std::vector<Contributor> critical_path;  // largest first
+  double critical_path_seconds = 0; // sum over the whole critical path (== step_seconds)
+  int64_t events = 0;               // events processed (compute ops, flow starts/ends, ...)
+  int64_t flows = 0;                // flows simulated (not counting extrapolated ones)
+  int64_t collectives = 0;          // group-collective executions simulated
+  bool extrapolated = false;        // some region was extrapolated
+  Timeline timeline;                // filled when SimOptions::record_timeline
+};
+
+// How collectives become flows and flows become links. simulate() uses cost::expand and
+// Topology::route; tests may substitute their own.
+struct FlowModel {
+  std::function<cost::CollectiveFlows(const hlo::Collective&)> expand;
+  std::function<std::vector<int>(int src, int dst)> route;  // directed link ids
+};
+
+// Simulates `graph` with placement.chip_of[p] the chip of partition p. Preconditions (see
+// check_inputs): chip_of has graph.num_partitions distinct valid chip ids, every group
+// member is a partition id. Deterministic.
+SimResult simulate(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                   const place::Placement& placement, const SimOptions& options = {});
+
+// simulate() after check_inputs(); what bindings and tools call.
+Result<SimResult> simulate_checked(const hlo::CollectiveGraph& graph,
+                                   const topo::Topology& topology,
+                                   const place::Placement& placement,
+                                   const SimOptions& options = {});
+
+// The engine behind simulate(), with the flow model given.
+SimResult simulate_with(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                        const place::Placement& placement, const SimOptions& options,
+                        const FlowModel& model);
+
+// An error naming the first violated precondition of simulate(), or true.
+Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                          const place::Placement& placement);
+
+// Roofline seconds of one op on a chip of `spec`.
+double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec);
+
+}  // namespace aoizora::sim
