@@ -1,9 +1,111 @@
+// Python view of hlo/: the C++ CollectiveGraph itself (other stages' bindings take it as an
+// argument), its parts as read-only structs, and the loaders.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <string>
+
 #include "aoizora/bind/bind.h"
+#include "aoizora/hlo/collective_graph.h"
+#include "aoizora/hlo/hlo_loader.h"
 
 namespace nb = nanobind;
 
 namespace aoizora::bind {
 
-void bind_hlo(nb::module_& m) { (void)m; }
+void bind_hlo(nb::module_& m) {
+  using namespace aoizora::hlo;
+
+  nb::class_<Collective>(m, "Collective", "One collective (a sync op or a -start/-done pair).")
+      .def_prop_ro("kind", [](const Collective& c) { return std::string(to_string(c.kind)); })
+      .def_ro("name", &Collective::name)
+      .def_ro("opcode", &Collective::opcode)
+      .def_ro("groups", &Collective::groups)
+      .def_ro("source_target_pairs", &Collective::source_target_pairs)
+      .def_ro("operand_bytes", &Collective::operand_bytes)
+      .def_ro("result_bytes", &Collective::result_bytes)
+      .def_ro("async_", &Collective::async)
+      .def_prop_ro("async", [](const Collective& c) { return c.async; })
+      .def_ro("repeat", &Collective::repeat)
+      .def_ro("region", &Collective::region)
+      .def_ro("start_op", &Collective::start_op)
+      .def_ro("done_op", &Collective::done_op)
+      .def_ro("channel_id", &Collective::channel_id)
+      .def("__repr__", [](const Collective& c) {
+        return "<Collective " + std::string(to_string(c.kind)) + " " + c.name + " " +
+               std::to_string(c.operand_bytes) + "B x" + std::to_string(c.repeat) + ">";
+      });
+
+  nb::class_<ScheduledOp>(m, "ScheduledOp", "One instruction of the schedule with its cost.")
+      .def_ro("name", &ScheduledOp::name)
+      .def_ro("opcode", &ScheduledOp::opcode)
+      .def_prop_ro("kind",
+                   [](const ScheduledOp& o) {
+                     switch (o.kind) {
+                       case OpKind::kCompute: return "compute";
+                       case OpKind::kCollective: return "collective";
+                       case OpKind::kCollectiveStart: return "collective-start";
+                       case OpKind::kCollectiveDone: return "collective-done";
+                     }
+                     return "compute";
+                   })
+      .def_ro("flops", &ScheduledOp::flops)
+      .def_ro("bytes", &ScheduledOp::bytes)
+      .def_ro("opaque", &ScheduledOp::opaque)
+      .def_ro("collective", &ScheduledOp::collective)
+      .def_ro("collectives", &ScheduledOp::collectives)
+      .def_ro("deps", &ScheduledOp::deps);
+
+  nb::class_<Region>(m, "Region", "A straight-line piece of the schedule run `repeat` times.")
+      .def_ro("name", &Region::name)
+      .def_ro("repeat", &Region::repeat)
+      .def_ro("trip_count_known", &Region::trip_count_known)
+      .def_ro("ops", &Region::ops)
+      .def_prop_ro("flops", [](const Region& r) {
+        double f = 0;
+        for (const ScheduledOp& o : r.ops) f += o.flops;
+        return f;
+      });
+
+  nb::class_<CollectiveGraph>(m, "CollectiveGraph",
+                              "Collectives, schedule regions and per-op cost of one compiled HLO.")
+      .def_ro("num_partitions", &CollectiveGraph::num_partitions)
+      .def_ro("replica_count", &CollectiveGraph::replica_count)
+      .def_ro("regions", &CollectiveGraph::regions)
+      .def_ro("collectives", &CollectiveGraph::collectives)
+      .def_prop_ro("total_flops", &CollectiveGraph::total_flops,
+                   "FLOPs per device per program run (loop bodies x trip count)")
+      .def_prop_ro("static_flops", &CollectiveGraph::static_flops,
+                   "FLOPs with every op counted once (XLA cost_analysis convention)")
+      .def_prop_ro("total_bytes", &CollectiveGraph::total_bytes)
+      .def("collective_bytes_by_kind",
+           [](const CollectiveGraph& g) {
+             std::map<std::string, int64_t> out;
+             for (const Collective& c : g.collectives)
+               out[std::string(to_string(c.kind))] += c.operand_bytes * c.repeat;
+             return out;
+           },
+           "operand bytes x repeat summed per collective kind")
+      .def("__repr__", [](const CollectiveGraph& g) {
+        return "<CollectiveGraph partitions=" + std::to_string(g.num_partitions) +
+               " collectives=" + std::to_string(g.collectives.size()) +
+               " regions=" + std::to_string(g.regions.size()) + ">";
+      });
+
+  m.def(
+      "load_hlo",
+      [](std::string_view text, std::string filename) {
+        return unwrap(collective_graph_from_text(text, std::move(filename)));
+      },
+      nb::arg("text"), nb::arg("filename") = "",
+      "Parses compiled HLO text into a CollectiveGraph (CoreError on malformed input).");
+  m.def(
+      "load_hlo_file", [](const std::string& path) { return unwrap(collective_graph_from_file(path)); },
+      nb::arg("path"), "Reads and parses a compiled HLO file into a CollectiveGraph.");
+}
 
 }  // namespace aoizora::bind

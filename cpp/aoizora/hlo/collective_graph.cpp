@@ -22,6 +22,13 @@ double CollectiveGraph::total_flops() const {
   return total;
 }
 
+double CollectiveGraph::static_flops() const {
+  double total = 0;
+  for (const Region& r : regions)
+    for (const ScheduledOp& op : r.ops) total += op.flops;
+  return total;
+}
+
 double CollectiveGraph::total_bytes() const {
   double total = 0;
   for (const Region& r : regions)

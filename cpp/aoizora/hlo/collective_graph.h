@@ -50,6 +50,12 @@ struct Collective {
   int region = 0;           // index into CollectiveGraph::regions
   int start_op = 0;         // index of the sync or -start op in that region
   int done_op = 0;          // index of the -done op; == start_op when synchronous
+  // The opcode of the collective instruction itself ("all-reduce", "all-gather-start", ...).
+  // It differs from `kind` where the TPU compiler fused a collective: an all-reduce inside an
+  // all-reduce-scatter fusion (whose result is a slice of the reduced array) is a
+  // kReduceScatter whose result_bytes is the fusion's result.
+  std::string opcode;
+  int64_t channel_id = -1;  // -1 when absent
 };
 
 enum class OpKind {
@@ -68,15 +74,23 @@ struct ScheduledOp {
   double bytes = 0;        // HBM bytes read + written, per device
   bool opaque = false;     // a custom-call whose cost was estimated from its shapes
   int collective = -1;     // index into CollectiveGraph::collectives for collective ops
+  // Every collective this op performs or completes (a fusion may wrap several); when not
+  // empty, collectives.front() == collective.
+  std::vector<int> collectives;
   std::vector<int> deps;   // indices of earlier ops in the same region whose results it reads
 };
 
 // A straight-line piece of the schedule executed `repeat` times in a row. The entry
 // computation is cut into regions at while loops: [ops before] x1, [loop body] x trip count,
 // [ops after] x1; a loop nested in a body multiplies the repeats. Regions run in order.
+// A `call` is inlined where it stands; a `conditional` stays one op, costed as its most
+// expensive branch, whose collectives are attributed to it. Collectives inside any other
+// called computation (fusions, async-start wrappers, custom-calls) are attributed to the
+// scheduled op that calls them. Loop conditions are not scheduled (a compare per trip).
 struct Region {
   std::string name;        // "entry", or the while body's computation name
   int64_t repeat = 1;
+  bool trip_count_known = true;  // false: a loop whose trip count was not found counts once
   std::vector<ScheduledOp> ops;
 };
 
@@ -88,6 +102,9 @@ struct CollectiveGraph {
 
   double total_flops() const;              // sum of op flops x region repeat
   double total_bytes() const;              // sum of op bytes x region repeat
+  // Sum of op flops with every op counted once (loop bodies once): the convention of XLA's
+  // cost_analysis()["flops"], for checking against it.
+  double static_flops() const;
   int64_t collective_bytes(CollectiveKind kind) const;  // sum of operand bytes x repeat
 };
 

@@ -1,0 +1,59 @@
+// A lightweight IR of a parsed HLO module: computations of instructions with shapes,
+// operands (resolved to indices), called computations (resolved to indices) and the raw text
+// of every attribute. It does not round-trip the module; it keeps what the planner reads.
+//
+// Every string_view points into the text the module was parsed from: that text must outlive
+// the module.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "aoizora/hlo/shape.h"
+
+namespace aoizora::hlo {
+
+struct Attribute {
+  std::string_view key;
+  std::string_view value;  // raw text, e.g. "{{0,1},{2,3}}", "%add", "\"foo\"", "{...json...}"
+};
+
+struct Instruction {
+  std::string_view name;    // without the leading '%'
+  std::string_view opcode;  // "fusion", "all-gather-start", "async-start", ...
+  Shape shape;
+  bool is_root = false;
+  int line = 0;                            // 1-based line of the instruction in the text
+  std::vector<std::string_view> operand_names;
+  std::vector<int> operands;               // indices into the computation; -1 if unknown
+  std::string_view raw_operands;           // text between the opcode's parentheses
+  std::vector<Attribute> attributes;
+  std::vector<int> called;                 // computation indices (calls, to_apply, body, ...)
+
+  // The raw value of attribute `key`, or an empty view when absent.
+  std::string_view attr(std::string_view key) const;
+  bool has_attr(std::string_view key) const;
+};
+
+struct Computation {
+  std::string_view name;
+  bool is_entry = false;
+  int root = -1;                           // index of the ROOT (the last one when unmarked)
+  std::vector<Instruction> instructions;   // in text (= schedule) order
+};
+
+struct HloModule {
+  std::string_view name;
+  std::vector<Attribute> attributes;       // header attributes (num_partitions, ...)
+  int64_t num_partitions = 1;
+  int64_t replica_count = 1;
+  bool is_scheduled = false;
+  int entry = -1;                          // index into computations
+  std::vector<Computation> computations;
+
+  // The computation called `name` (with or without '%'), or -1.
+  int find_computation(std::string_view name) const;
+};
+
+}  // namespace aoizora::hlo

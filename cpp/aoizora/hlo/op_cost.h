@@ -1,0 +1,39 @@
+// Per-instruction compute cost, following XLA's HloCostAnalysis conventions so totals can be
+// checked against `compiled.cost_analysis()["flops"]`: a multiply-add is 2 flops; dot and
+// convolution (TPU compiles matmuls as convolutions with dim_labels) count 2 x output
+// elements x contraction size; elementwise ops 1 flop per element (transcendentals 0);
+// reduce and all-reduce the flops of their reducer per reduced element; fusions the sum over
+// their called computation. Bytes are HBM bytes read + written (operands + result) of the
+// instruction as scheduled; for a fusion only its boundary counts.
+#pragma once
+
+#include <vector>
+
+#include "aoizora/hlo/hlo_module.h"
+
+namespace aoizora::hlo {
+
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;
+  bool opaque = false;  // a custom-call: flops estimated from shapes (see op_cost.cpp)
+};
+
+// Memoizes the flops of called computations; cycles in malformed input count as zero.
+class CostModel {
+ public:
+  explicit CostModel(const HloModule& module);
+
+  OpCost cost(int computation, int instruction);
+  // Flops of one execution of a computation (sum over its instructions).
+  double computation_flops(int computation);
+
+ private:
+  double flops(int computation, int instruction);
+
+  const HloModule& m_;
+  std::vector<int> state_;  // 0 = not computed, 1 = in progress, 2 = done
+  std::vector<double> flops_;
+};
+
+}  // namespace aoizora::hlo

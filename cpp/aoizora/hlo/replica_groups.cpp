@@ -1,0 +1,391 @@
+#include "aoizora/hlo/replica_groups.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+namespace aoizora::hlo {
+namespace {
+
+constexpr int64_t kMaxDevices = 1 << 20;  // more ids than any slice has; guards allocations
+
+// A small cursor over the attribute text.
+struct Cursor {
+  std::string_view s;
+  size_t p = 0;
+
+  void ws() {
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) ++p;
+  }
+  bool eat(char c) {
+    ws();
+    if (p < s.size() && s[p] == c) {
+      ++p;
+      return true;
+    }
+    return false;
+  }
+  bool eat(std::string_view w) {
+    ws();
+    if (s.compare(p, w.size(), w) == 0) {
+      p += w.size();
+      return true;
+    }
+    return false;
+  }
+  char peek() {
+    ws();
+    return p < s.size() ? s[p] : '\0';
+  }
+  bool integer(int64_t* v) {
+    ws();
+    size_t b = p;
+    if (p < s.size() && s[p] == '-') ++p;
+    while (p < s.size() && s[p] >= '0' && s[p] <= '9') ++p;
+    auto [ptr, ec] = std::from_chars(s.data() + b, s.data() + p, *v);
+    if (ec != std::errc() || ptr != s.data() + p || p == b) {
+      p = b;
+      return false;
+    }
+    return true;
+  }
+  Error fail(const std::string& what) {
+    std::string found = p < s.size() ? "'" + std::string(s.substr(p, 16)) + "'" : "end of text";
+    Error e;
+    e.message = "expected " + what + " in '" + std::string(s.substr(0, 80)) + "', found " + found;
+    e.column = static_cast<int>(p) + 1;
+    return e;
+  }
+  // "(a,b,c)" or "[a,b,c]" with the given brackets.
+  Result<std::vector<int64_t>> list(char open, char close) {
+    std::vector<int64_t> out;
+    if (!eat(open)) return fail(std::string("'") + open + "'");
+    if (eat(close)) return out;
+    for (;;) {
+      int64_t v;
+      if (!integer(&v)) return fail("an integer");
+      if (out.size() >= static_cast<size_t>(kMaxDevices)) return fail("a shorter list");
+      out.push_back(v);
+      if (eat(',')) continue;
+      if (eat(close)) return out;
+      return fail(std::string("',' or '") + close + "'");
+    }
+  }
+};
+
+bool checked_product(const std::vector<int64_t>& dims, int64_t* out) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxDevices) return false;
+  }
+  *out = n;
+  return true;
+}
+
+// arange(prod(dims)).reshape(dims).transpose(perm).flatten()
+std::vector<int64_t> iota_transposed(const std::vector<int64_t>& dims,
+                                     const std::vector<int64_t>& perm, int64_t total) {
+  const size_t r = dims.size();
+  std::vector<int64_t> strides(r, 1);
+  for (size_t i = r; i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  std::vector<int64_t> out(total);
+  std::vector<int64_t> idx(r, 0);  // index in the transposed array
+  for (int64_t k = 0; k < total; ++k) {
+    int64_t src = 0;
+    for (size_t i = 0; i < r; ++i) src += idx[i] * strides[perm[i]];
+    out[k] = src;
+    for (size_t i = r; i-- > 0;) {
+      if (++idx[i] < dims[perm[i]]) break;
+      idx[i] = 0;
+    }
+  }
+  return out;
+}
+
+bool valid_perm(const std::vector<int64_t>& perm, size_t r) {
+  if (perm.size() != r) return false;
+  std::vector<bool> seen(r, false);
+  for (int64_t v : perm) {
+    if (v < 0 || static_cast<size_t>(v) >= r || seen[v]) return false;
+    seen[v] = true;
+  }
+  return true;
+}
+
+// "[G,S]<=[d0,d1]T(1,0)" at the cursor; the flattened ids and the group shape.
+Result<Groups> parse_iota(Cursor& c) {
+  auto shape = c.list('[', ']');
+  if (!shape.ok()) return shape.error();
+  if (!c.eat("<=")) return c.fail("'<=' in an iota replica group list");
+  auto dims = c.list('[', ']');
+  if (!dims.ok()) return dims.error();
+  std::vector<int64_t> perm;
+  if (c.eat('T')) {
+    auto t = c.list('(', ')');
+    if (!t.ok()) return t.error();
+    perm = *t;
+  } else {
+    for (size_t i = 0; i < dims->size(); ++i) perm.push_back(static_cast<int64_t>(i));
+  }
+  int64_t total = 0, groups_total = 0;
+  if (shape->size() != 2 || !checked_product(*shape, &groups_total) ||
+      !checked_product(*dims, &total) || total != groups_total)
+    return c.fail("an iota group shape [groups,size] whose product matches the reshape dims");
+  if (!valid_perm(perm, dims->size())) return c.fail("a permutation of the reshape dims");
+  std::vector<int64_t> flat = iota_transposed(*dims, perm, total);
+  Groups out((*shape)[0]);
+  const int64_t size = (*shape)[1];
+  for (int64_t g = 0; g < (*shape)[0]; ++g)
+    out[g].assign(flat.begin() + g * size, flat.begin() + (g + 1) * size);
+  return out;
+}
+
+std::string_view axis_name(Cursor& c) {
+  c.ws();
+  size_t b = c.p;
+  if (c.p < c.s.size() && (c.s[c.p] == '\'' || c.s[c.p] == '"')) {
+    char q = c.s[c.p++];
+    size_t e = c.s.find(q, c.p);
+    if (e == std::string_view::npos) return {};
+    c.p = e + 1;
+    return c.s.substr(b + 1, e - b - 1);
+  }
+  while (c.p < c.s.size() && (isalnum(static_cast<unsigned char>(c.s[c.p])) || c.s[c.p] == '_'))
+    ++c.p;
+  return c.s.substr(b, c.p - b);
+}
+
+// mesh['x'=2,'y'=4][, device_ids=(...)] {'y','x':(1)2}
+Result<Groups> parse_mesh(Cursor& c) {
+  struct Axis {
+    std::string_view name;
+    int64_t size;
+    std::vector<int64_t> points;  // factorization points 1 = p0 < p1 < ... < pk = size
+  };
+  std::vector<Axis> axes;
+  if (!c.eat("mesh") || !c.eat('[')) return c.fail("'mesh['");
+  if (!c.eat(']')) {
+    for (;;) {
+      std::string_view n = axis_name(c);
+      int64_t size;
+      if (n.empty() || !c.eat('=') || !c.integer(&size) || size <= 0 || size > kMaxDevices)
+        return c.fail("an axis 'name'=size");
+      axes.push_back({n, size, {}});
+      if (c.eat(',')) continue;
+      if (c.eat(']')) break;
+      return c.fail("',' or ']' in the mesh");
+    }
+  }
+  std::vector<int64_t> sizes;
+  for (const Axis& a : axes) sizes.push_back(a.size);
+  int64_t total = 1;
+  if (!checked_product(sizes, &total)) return c.fail("a mesh of at most 2^20 devices");
+  std::vector<int64_t> device_ids;
+  if (c.eat(',')) {
+    if (!c.eat("device_ids=")) return c.fail("'device_ids='");
+    if (c.peek() == '(' && c.s.compare(c.p, 2, "([") != 0) {
+      auto ids = c.list('(', ')');
+      if (!ids.ok()) return ids.error();
+      device_ids = *ids;
+    } else {
+      // An iota device list, e.g. ([8]<=[2,4]T(1,0)) or [8]<=[2,4]T(1,0).
+      bool paren = c.eat('(');
+      auto g = parse_iota(c);
+      if (!g.ok()) return g.error();
+      for (const auto& row : *g) device_ids.insert(device_ids.end(), row.begin(), row.end());
+      if (paren && !c.eat(')')) return c.fail("')' after device_ids");
+    }
+    if (static_cast<int64_t>(device_ids.size()) != total)
+      return c.fail("as many device_ids as devices in the mesh");
+  } else {
+    for (int64_t i = 0; i < total; ++i) device_ids.push_back(i);
+  }
+  // Group axes, each a whole axis or a sub-axis (pre)size.
+  struct GroupAxis {
+    int axis;
+    int64_t pre, size;
+  };
+  std::vector<GroupAxis> group_axes;
+  if (!c.eat('{')) return c.fail("'{' with the group axes");
+  if (!c.eat('}')) {
+    for (;;) {
+      std::string_view n = axis_name(c);
+      int found = -1;
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (axes[i].name == n) found = static_cast<int>(i);
+      if (found < 0) return c.fail("an axis of the mesh");
+      GroupAxis g{found, 1, axes[found].size};
+      if (c.eat(':')) {
+        if (!c.eat('(') || !c.integer(&g.pre) || !c.eat(')') || !c.integer(&g.size) ||
+            g.pre <= 0 || g.size <= 0 || axes[found].size % (g.pre * g.size) != 0)
+          return c.fail("a sub-axis (pre)size dividing the axis");
+      }
+      group_axes.push_back(g);
+      if (c.eat(',')) continue;
+      if (c.eat('}')) break;
+      return c.fail("',' or '}' in the group axes");
+    }
+  }
+  // Split every axis at the boundaries of its sub-axes (pre-size counts from the major end).
+  for (size_t i = 0; i < axes.size(); ++i) axes[i].points = {1, axes[i].size};
+  for (const GroupAxis& g : group_axes) {
+    axes[g.axis].points.push_back(g.pre);
+    axes[g.axis].points.push_back(g.pre * g.size);
+  }
+  std::vector<int64_t> fine_dims;             // major to minor
+  std::vector<std::vector<int>> fine_of_axis;  // per axis, its fine dims
+  std::vector<std::vector<int64_t>> axis_points;
+  for (Axis& a : axes) {
+    std::sort(a.points.begin(), a.points.end());
+    a.points.erase(std::unique(a.points.begin(), a.points.end()), a.points.end());
+    std::vector<int> fine;
+    for (size_t k = 0; k + 1 < a.points.size(); ++k) {
+      if (a.points[k + 1] % a.points[k] != 0) return c.fail("sub-axes that nest");
+      fine.push_back(static_cast<int>(fine_dims.size()));
+      fine_dims.push_back(a.points[k + 1] / a.points[k]);
+    }
+    fine_of_axis.push_back(fine);
+    axis_points.push_back(a.points);
+  }
+  std::vector<int64_t> perm_groups;  // fine dims inside a group, in listed order
+  std::vector<bool> used(fine_dims.size(), false);
+  for (const GroupAxis& g : group_axes) {
+    const auto& pts = axis_points[g.axis];
+    for (size_t k = 0; k + 1 < pts.size(); ++k) {
+      if (pts[k] >= g.pre && pts[k + 1] <= g.pre * g.size) {
+        int d = fine_of_axis[g.axis][k];
+        if (used[d]) return c.fail("group axes that do not overlap");
+        used[d] = true;
+        perm_groups.push_back(d);
+      }
+    }
+  }
+  // Fine dims are major-to-minor in axis order, but the points above run minor-to-major
+  // within an axis (pre-size counts from the major end, so the first interval is the major
+  // factor); keep them in that order, which is major-to-minor.
+  std::vector<int64_t> perm;
+  for (size_t d = 0; d < fine_dims.size(); ++d)
+    if (!used[d]) perm.push_back(static_cast<int64_t>(d));
+  int64_t group_size = 1;
+  for (int64_t d : perm_groups) group_size *= fine_dims[d];
+  perm.insert(perm.end(), perm_groups.begin(), perm_groups.end());
+  std::vector<int64_t> flat = iota_transposed(fine_dims, perm, total);
+  Groups out(total / group_size);
+  for (int64_t g = 0; g < total / group_size; ++g)
+    for (int64_t k = 0; k < group_size; ++k)
+      out[g].push_back(static_cast<int>(device_ids[flat[g * group_size + k]]));
+  return out;
+}
+
+Result<Groups> parse_explicit(Cursor& c) {
+  Groups out;
+  if (!c.eat('{')) return c.fail("'{'");
+  if (c.eat('}')) return out;
+  for (;;) {
+    auto g = c.list('{', '}');
+    if (!g.ok()) return g.error();
+    std::vector<int> group;
+    for (int64_t v : *g) {
+      if (v < 0 || v >= kMaxDevices) return c.fail("a device id in [0, 2^20)");
+      group.push_back(static_cast<int>(v));
+    }
+    out.push_back(std::move(group));
+    if (c.eat(',')) continue;
+    if (c.eat('}')) return out;
+    return c.fail("',' or '}' between groups");
+  }
+}
+
+}  // namespace
+
+Result<Groups> parse_replica_groups(std::string_view text) {
+  Cursor c{text};
+  Result<Groups> r = Groups{};
+  char first = c.peek();
+  if (first == '{') r = parse_explicit(c);
+  else if (first == '[') r = parse_iota(c);
+  else if (first == 'm') r = parse_mesh(c);
+  else return c.fail("replica groups '{{...}}', '[G,S]<=[...]' or 'mesh[...] {...}'");
+  if (!r.ok()) return r;
+  c.ws();
+  if (c.p != c.s.size()) return c.fail("the end of replica_groups");
+  for (const auto& g : *r)
+    for (int v : g)
+      if (v < 0 || v >= kMaxDevices) return c.fail("device ids in [0, 2^20)");
+  return r;
+}
+
+Result<std::vector<std::pair<int, int>>> parse_source_target_pairs(std::string_view text) {
+  Cursor c{text};
+  auto g = parse_explicit(c);
+  if (!g.ok()) return g.error();
+  c.ws();
+  if (c.p != c.s.size()) return c.fail("the end of source_target_pairs");
+  std::vector<std::pair<int, int>> out;
+  for (const auto& p : *g) {
+    if (p.size() != 2) return c.fail("pairs {source,target}");
+    out.emplace_back(p[0], p[1]);
+  }
+  return out;
+}
+
+GroupMode group_mode(bool has_channel_id, bool has_use_global_device_ids,
+                     bool use_global_device_ids) {
+  if (!has_channel_id) return GroupMode::kCrossReplica;
+  if (!has_use_global_device_ids) return GroupMode::kCrossPartition;
+  return use_global_device_ids ? GroupMode::kFlattenedId : GroupMode::kCrossReplicaAndPartition;
+}
+
+Result<Groups> resolve_groups(const Groups& groups, GroupMode mode, int replica_count,
+                              int num_partitions) {
+  const int R = std::max(replica_count, 1), P = std::max(num_partitions, 1);
+  auto out_of_range = [](int id, int limit, const char* what) {
+    Error e;
+    e.message = "replica_groups id " + std::to_string(id) + " is not a valid " + what +
+                " (there are " + std::to_string(limit) + ")";
+    return e;
+  };
+  Groups in = groups;
+  const int space = mode == GroupMode::kFlattenedId ? R * P
+                    : mode == GroupMode::kCrossPartition ? P
+                                                         : R;
+  if (in.empty()) {
+    in.emplace_back();
+    for (int i = 0; i < space; ++i) in.back().push_back(i);
+  }
+  const char* what = mode == GroupMode::kFlattenedId     ? "global device id"
+                     : mode == GroupMode::kCrossPartition ? "partition id"
+                                                          : "replica id";
+  for (const auto& g : in)
+    for (int v : g)
+      if (v < 0 || v >= space) return out_of_range(v, space, what);
+  Groups out;
+  switch (mode) {
+    case GroupMode::kFlattenedId:
+      return in;
+    case GroupMode::kCrossReplica:  // replica ids, one group per (group, partition)
+      for (int p = 0; p < P; ++p)
+        for (const auto& g : in) {
+          out.emplace_back();
+          for (int r : g) out.back().push_back(r * P + p);
+        }
+      return out;
+    case GroupMode::kCrossPartition:  // partition ids, one group per (replica, group)
+      for (int r = 0; r < R; ++r)
+        for (const auto& g : in) {
+          out.emplace_back();
+          for (int p : g) out.back().push_back(r * P + p);
+        }
+      return out;
+    case GroupMode::kCrossReplicaAndPartition:  // replica ids x every partition
+      for (const auto& g : in) {
+        out.emplace_back();
+        for (int r : g)
+          for (int p = 0; p < P; ++p) out.back().push_back(r * P + p);
+      }
+      return out;
+  }
+  return out;
+}
+
+}  // namespace aoizora::hlo

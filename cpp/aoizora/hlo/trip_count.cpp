@@ -1,0 +1,129 @@
+#include "aoizora/hlo/trip_count.h"
+
+#include <charconv>
+#include <string_view>
+
+namespace aoizora::hlo {
+namespace {
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '"')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '"')) s.remove_suffix(1);
+  int64_t v;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> known_trip_count(std::string_view backend_config) {
+  size_t k = backend_config.find("\"known_trip_count\"");
+  if (k == std::string_view::npos) return std::nullopt;
+  size_t n = backend_config.find("\"n\"", k);
+  if (n == std::string_view::npos) return std::nullopt;
+  size_t b = backend_config.find_first_of("0123456789-", n + 3);
+  if (b == std::string_view::npos) return std::nullopt;
+  size_t e = backend_config.find_first_not_of("0123456789-", b);
+  return parse_int(backend_config.substr(b, e == std::string_view::npos ? e : e - b));
+}
+
+// Follows copies and bitcasts to the producing instruction.
+int through_copies(const Computation& c, int i) {
+  for (int guard = 0; guard < 64 && i >= 0; ++guard) {
+    const Instruction& ins = c.instructions[i];
+    if ((ins.opcode == "copy" || ins.opcode == "bitcast" || ins.opcode == "convert") &&
+        !ins.operands.empty())
+      i = ins.operands[0];
+    else
+      break;
+  }
+  return i;
+}
+
+std::optional<int64_t> constant_value(const Computation& c, int i) {
+  i = through_copies(c, i);
+  if (i < 0 || c.instructions[i].opcode != "constant") return std::nullopt;
+  return parse_int(c.instructions[i].raw_operands);
+}
+
+// A value inside a computation: which instruction, and in which computation.
+struct Ref {
+  const Computation* comp;
+  int index;
+};
+
+}  // namespace
+
+std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
+  const Computation& caller = m.computations[ci];
+  const Instruction& w = caller.instructions[wi];
+  if (auto n = known_trip_count(w.attr("backend_config"))) return *n >= 0 ? *n : 0;
+  int cond = m.find_computation(w.attr("condition"));
+  if (cond < 0) return std::nullopt;
+  const Computation& cc = m.computations[cond];
+  // The compare, possibly the root of a fusion at the condition's root.
+  const Computation* comp = &cc;
+  int cmp = through_copies(cc, cc.root);
+  const Instruction* fusion = nullptr;
+  if (cmp >= 0 && cc.instructions[cmp].opcode == "fusion" && !cc.instructions[cmp].called.empty()) {
+    fusion = &cc.instructions[cmp];
+    comp = &m.computations[fusion->called[0]];
+    cmp = through_copies(*comp, comp->root);
+  }
+  if (cmp < 0 || comp->instructions[cmp].opcode != "compare" ||
+      comp->instructions[cmp].operands.size() != 2)
+    return std::nullopt;
+  const Instruction& compare = comp->instructions[cmp];
+  // Resolves an operand of the compare to the condition computation (through the fusion).
+  auto resolve = [&](int k) -> Ref {
+    int i = through_copies(*comp, compare.operands[k]);
+    if (fusion != nullptr && i >= 0 && comp->instructions[i].opcode == "parameter") {
+      auto p = parse_int(comp->instructions[i].raw_operands);
+      if (p && *p >= 0 && static_cast<size_t>(*p) < fusion->operands.size())
+        return {&cc, through_copies(cc, fusion->operands[*p])};
+    }
+    return {comp, i};
+  };
+  Ref a = resolve(0), b = resolve(1);
+  std::string_view dir = compare.attr("direction");
+  std::optional<int64_t> limit;
+  const Instruction* ivar = nullptr;
+  if (a.index >= 0 && b.index >= 0) {
+    if (auto v = constant_value(*b.comp, b.index)) {
+      limit = v;
+      ivar = &a.comp->instructions[a.index];
+    } else if (auto u = constant_value(*a.comp, a.index)) {
+      limit = u;
+      ivar = &b.comp->instructions[b.index];
+      // constant OP ivar: mirror the direction.
+      if (dir == "LT") dir = "GT";
+      else if (dir == "GT") dir = "LT";
+      else if (dir == "LE") dir = "GE";
+      else if (dir == "GE") dir = "LE";
+    }
+  }
+  if (!limit || ivar == nullptr || ivar->opcode != "get-tuple-element") return std::nullopt;
+  // The initial value: element `index` of the while's operand tuple, when constant.
+  int64_t init = 0;
+  auto index = parse_int(ivar->attr("index"));
+  if (index && !w.operands.empty() && w.operands[0] >= 0) {
+    int t = through_copies(caller, w.operands[0]);
+    if (t >= 0 && caller.instructions[t].opcode == "tuple" && *index >= 0 &&
+        static_cast<size_t>(*index) < caller.instructions[t].operands.size()) {
+      int e = caller.instructions[t].operands[*index];
+      if (e >= 0)
+        if (auto v = constant_value(caller, e)) init = *v;
+    }
+  }
+  constexpr int64_t kBig = int64_t{1} << 40;  // keeps the arithmetic below from overflowing
+  if (*limit > kBig || *limit < -kBig || init > kBig || init < -kBig) return std::nullopt;
+  int64_t n = 0;
+  if (dir == "LT") n = *limit - init;
+  else if (dir == "LE") n = *limit - init + 1;
+  else if (dir == "GT") n = init - *limit;
+  else if (dir == "GE") n = init - *limit + 1;
+  else if (dir == "NE") n = *limit > init ? *limit - init : init - *limit;
+  else return std::nullopt;
+  return n > 0 ? n : 0;
+}
+
+}  // namespace aoizora::hlo
