@@ -1,0 +1,194 @@
+#include "aoizora/cost/q2.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace aoizora::cost {
+namespace {
+
+using hlo::CollectiveKind;
+
+topo::ChipSpec spec(double latency = 0) {
+  topo::ChipSpec s;
+  s.peak_flops = 1e12;
+  s.hbm_bandwidth = 1e11;
+  s.link_bandwidth = 1e9;
+  s.hop_latency = latency;
+  return s;
+}
+
+place::Placement identity(int n) {
+  place::Placement p;
+  p.chip_of.resize(static_cast<size_t>(n));
+  std::iota(p.chip_of.begin(), p.chip_of.end(), 0);
+  return p;
+}
+
+// A graph builder: ops appended to one region.
+struct Builder {
+  hlo::CollectiveGraph g;
+  Builder(int n, int64_t repeat = 1) {
+    g.num_partitions = n;
+    g.regions.push_back(hlo::Region{"entry", repeat, {}});
+  }
+  int compute(double flops) {
+    hlo::ScheduledOp op;
+    op.name = "f" + std::to_string(g.regions[0].ops.size());
+    op.opcode = "fusion";
+    op.flops = flops;
+    g.regions[0].ops.push_back(op);
+    return static_cast<int>(g.regions[0].ops.size()) - 1;
+  }
+  // A synchronous collective, or the -start of an async one (finish with done()).
+  int collective(hlo::Collective c, bool async) {
+    c.async = async;
+    c.repeat = g.regions[0].repeat;
+    hlo::ScheduledOp op;
+    op.name = "c" + std::to_string(g.collectives.size());
+    op.kind = async ? hlo::OpKind::kCollectiveStart : hlo::OpKind::kCollective;
+    op.collective = static_cast<int>(g.collectives.size());
+    c.start_op = c.done_op = static_cast<int>(g.regions[0].ops.size());
+    g.regions[0].ops.push_back(op);
+    g.collectives.push_back(c);
+    return op.collective;
+  }
+  void done(int ci) {
+    hlo::ScheduledOp op;
+    op.name = "d" + std::to_string(ci);
+    op.kind = hlo::OpKind::kCollectiveDone;
+    op.collective = ci;
+    g.collectives[static_cast<size_t>(ci)].done_op = static_cast<int>(g.regions[0].ops.size());
+    g.regions[0].ops.push_back(op);
+  }
+};
+
+hlo::Collective all_gather(std::vector<int> group, double gathered) {
+  hlo::Collective c;
+  c.kind = CollectiveKind::kAllGather;
+  c.result_bytes = static_cast<int64_t>(gathered);
+  c.operand_bytes = static_cast<int64_t>(gathered / static_cast<double>(group.size()));
+  c.groups = {std::move(group)};
+  return c;
+}
+
+hlo::Collective permute(std::vector<std::pair<int, int>> pairs, double bytes) {
+  hlo::Collective c;
+  c.kind = CollectiveKind::kCollectivePermute;
+  c.operand_bytes = c.result_bytes = static_cast<int64_t>(bytes);
+  c.source_target_pairs = std::move(pairs);
+  return c;
+}
+
+TEST(Q2, RingAllGatherClosedFormsLineAndTorus) {
+  const int n = 8;
+  const double V = 8e6, B = 1e9, T = 1e-6;
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  Builder b(n);
+  b.collective(all_gather(all, V), false);
+  topo::Topology line = topo::Topology::grid("line", {n, 1, 1}, {false, false, false}, spec(T));
+  topo::Topology ring = topo::Topology::grid("ring", {n, 1, 1}, {true, false, false}, spec(T));
+  // Line: the busiest link carries n-1 shards one way; n-1 one-hop steps.
+  EXPECT_NEAR(evaluate_q2(b.g, line, identity(n)).seconds, (n - 1) * V / n / B + (n - 1) * T, 1e-12);
+  // Torus: half of each shard goes each way round: half the line's time (V/W, W = 2B).
+  EXPECT_NEAR(evaluate_q2(b.g, ring, identity(n)).seconds, (n - 1) * V / n / (2 * B) + (n - 1) * T, 1e-12);
+}
+
+TEST(Q2, TwoGroupsSharingALinkTakeTwiceAsLong) {
+  topo::Topology t = topo::Topology::grid("2x4", {2, 4, 1}, {false, false, false}, spec());
+  // (0,0)->(0,2) and (0,1)->(0,3) both cross the link (0,1)->(0,2); chips 0, 2, 4, 6.
+  Builder one(8), both(8), apart(8);
+  one.collective(permute({{0, 4}}, 1e6), false);
+  both.collective(permute({{0, 4}, {2, 6}}, 1e6), false);
+  apart.collective(permute({{0, 4}, {3, 7}}, 1e6), false);  // (1,1)->(1,3): other column
+  const double t1 = evaluate_q2(one.g, t, identity(8)).seconds;
+  EXPECT_NEAR(t1, 1e-3, 1e-12);
+  EXPECT_NEAR(evaluate_q2(both.g, t, identity(8)).seconds, 2 * t1, 1e-12);
+  EXPECT_NEAR(evaluate_q2(apart.g, t, identity(8)).seconds, t1, 1e-12);
+  // Two async collectives whose windows overlap share links too; disjoint windows do not.
+  Builder overlap(8), serial(8);
+  int a = overlap.collective(permute({{0, 4}}, 1e6), true);
+  int c = overlap.collective(permute({{2, 6}}, 1e6), true);
+  overlap.done(a);
+  overlap.done(c);
+  a = serial.collective(permute({{0, 4}}, 1e6), true);
+  serial.done(a);
+  c = serial.collective(permute({{2, 6}}, 1e6), true);
+  serial.done(c);
+  EXPECT_NEAR(evaluate_q2(overlap.g, t, identity(8)).seconds, 2 * t1, 1e-12);
+  EXPECT_NEAR(evaluate_q2(serial.g, t, identity(8)).seconds, 2 * t1, 1e-12);
+  Builder overlap3(8);  // a third, link-disjoint permute in the same window costs nothing
+  a = overlap3.collective(permute({{0, 4}}, 1e6), true);
+  c = overlap3.collective(permute({{3, 7}}, 1e6), true);
+  overlap3.done(a);
+  overlap3.done(c);
+  EXPECT_NEAR(evaluate_q2(overlap3.g, t, identity(8)).seconds, t1, 1e-12);
+}
+
+TEST(Q2, AsyncCommunicationHidesUnderComputeInItsWindow) {
+  topo::Topology t = topo::Topology::grid("2x4", {2, 4, 1}, {false, false, false}, spec());
+  Builder b(8, /*repeat=*/3);
+  const int c = b.collective(permute({{0, 1}}, 1e6), true);  // 1 ms of link time
+  b.compute(4e8);                                          // 0.4 ms inside the window
+  b.done(c);
+  b.compute(1e9);                                          // 1 ms after it
+  Q2Result r = evaluate_q2(b.g, t, identity(8));
+  EXPECT_NEAR(r.compute_seconds, 3 * 1.4e-3, 1e-12);
+  EXPECT_NEAR(r.exposed_comm_seconds, 3 * 0.6e-3, 1e-12);
+  EXPECT_NEAR(r.seconds, 3 * 2.0e-3, 1e-12);
+  EXPECT_NEAR(r.link_bytes[static_cast<size_t>(t.link_between(0, 1))], 3e6, 1e-6);
+  double total = 0;
+  for (double x : r.link_bytes) total += x;
+  EXPECT_NEAR(total, 3e6, 1e-6);
+}
+
+TEST(Q2, HamiltonianCycleBeatsRowMajorForRingOf8On2x4) {
+  topo::Topology t = topo::Topology::grid("2x4", {2, 4, 1}, {false, false, false}, spec(1e-6));
+  std::vector<std::pair<int, int>> ring, both;
+  for (int i = 0; i < 8; ++i) {
+    ring.push_back({i, (i + 1) % 8});
+    both.push_back({i, (i + 1) % 8});
+    both.push_back({i, (i + 7) % 8});
+  }
+  Builder uni(8), bidi(8);
+  uni.collective(permute(ring, 1e6), false);
+  bidi.collective(permute(both, 1e6), false);
+  place::Placement row_major = identity(8);
+  // Down column x=0, back up column x=1: every ring neighbour is one hop away.
+  place::Placement cycle{"cycle", {0, 2, 4, 6, 7, 5, 3, 1}};
+  // One-way ring: no link carries two shards either way, but row-major's closing edge
+  // (1,3)->(0,0) takes 4 hops instead of 1.
+  EXPECT_NEAR(evaluate_q2(uni.g, t, cycle).seconds, 1e-3 + 1e-6, 1e-12);
+  EXPECT_NEAR(evaluate_q2(uni.g, t, row_major).seconds, 1e-3 + 4e-6, 1e-12);
+  // Both ways (a bidirectional ring step): row-major puts 2 shards on (0,0)->(1,0).
+  EXPECT_NEAR(evaluate_q2(bidi.g, t, cycle).seconds, 1e-3 + 1e-6, 1e-12);
+  EXPECT_NEAR(evaluate_q2(bidi.g, t, row_major).seconds, 2e-3 + 4e-6, 1e-12);
+}
+
+TEST(Q2, EvaluatorMatchesEvaluateQ2AndDeduplicatesPatterns) {
+  topo::Topology t = topo::Topology::grid("4x4", {4, 4, 1}, {false, false, false}, spec(1e-6));
+  Builder b(16, 2);
+  for (int k = 0; k < 3; ++k) {
+    int c = b.collective(all_gather({0, 1, 2, 3}, 4e6 * (k + 1)), true);
+    b.compute(1e8);
+    b.done(c);
+  }
+  int x = b.collective(all_gather({0, 4, 8, 12}, 1e6), true);
+  int y = b.collective(permute({{0, 5}, {5, 10}}, 1e6), true);
+  b.compute(1e7);
+  b.done(x);
+  b.done(y);
+  Q2Evaluator e(b.g, t);
+  EXPECT_EQ(e.num_patterns(), 3);
+  place::Placement p{"p", {15, 2, 7, 0, 1, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14}};
+  for (const place::Placement& pl : {identity(16), p}) {
+    Q2Result full = evaluate_q2(b.g, t, pl);
+    EXPECT_NEAR(e.seconds(pl.chip_of), full.seconds, 1e-15);
+    EXPECT_NEAR(full.seconds, full.compute_seconds + full.exposed_comm_seconds, 1e-15);
+    EXPECT_GE(full.comm_seconds, full.exposed_comm_seconds);
+  }
+}
+
+}  // namespace
+}  // namespace aoizora::cost
