@@ -1,0 +1,265 @@
+"""Lower and compile candidates without weights, for a TPU slice (deviceless) or CPU devices.
+
+Public API (others code against this):
+
+    lower(candidate, model, workload, devices, *, order=None) -> str      StableHLO (Shardy)
+    compile(candidate, model, workload, devices, *, order=None) -> str    compiled HLO text
+        devices: a target name ("v5e:2x4" -> compile-only TPU devices via libtpu; "cpu:8" ->
+                 8 CPU devices) or a sequence of jax devices. The Mesh takes the devices in
+                 the given order, or, with order=[coords, ...], device i of the mesh is the
+                 one at chip coords order[i] (the placement; matched by .coords, never id).
+        Both raise CompileError with a one-line reason.
+    build(candidate, model, workload, devices, *, order=None) -> (jitted fn, abstract args)
+    Job(kind, candidate, model, workload, target, order=None)     kind "lower" | "compile"
+    run_jobs(jobs, *, workers=None, cache=Cache() | None, progress=None) -> list[Outcome]
+        in worker processes (spawn); cached on disk; a failure is an Outcome with .error,
+        never an exception; progress(done, total, outcome) after each job.
+    Outcome: job name, kind, ok, text, error, seconds, cached, peak_rss_mb, key
+
+`model` is a ModelSpec (models/base.py; WanConfig) or a FunctionSpec (the generic path, whose
+candidates come from strategies.function_candidates).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import hashlib
+import multiprocessing
+import os
+import resource
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from aoizora import jaxenv  # noqa: F401  (environment before jax)
+from aoizora.cache import Cache, cache_key
+from aoizora.models.base import FunctionSpec
+from aoizora.strategies import Candidate, Layout
+
+import jax
+
+
+class CompileError(Exception):
+    """A candidate that does not lower or compile; str() is one line."""
+
+
+def resolve_devices(devices, order=None) -> list:
+    """Target name or device list -> the devices in mesh order."""
+    if isinstance(devices, str):
+        if devices.startswith("cpu"):
+            n = int(devices.partition(":")[2] or 1)
+            from aoizora.tpu import cpu_devices
+
+            devices = cpu_devices(n)
+        else:
+            from aoizora.tpu import compile_only_devices
+
+            devices = compile_only_devices(devices)
+    devices = list(devices)
+    if order is None:
+        return devices
+    by_coords = {tuple(getattr(d, "coords", (d.id,))): d for d in devices}
+    try:
+        return [by_coords[tuple(c)] for c in order]
+    except KeyError as e:
+        raise CompileError(f"no device at chip coords {e.args[0]} in this target") from None
+
+
+def _one_line(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}"[:300]
+
+
+def _is_axes(a) -> bool:
+    return isinstance(a, tuple) and all(x is None or isinstance(x, str) for x in a)
+
+
+def build(candidate: Candidate, model, workload, devices, *, order=None):
+    """(jitted function, abstract arguments with shardings); nothing is allocated."""
+    from aoizora.strategies import make_mesh
+
+    devs = resolve_devices(devices, order)
+    mesh = make_mesh(candidate, devs[:candidate.n_chips])
+    if isinstance(model, FunctionSpec):
+        layout = Layout(candidate, mesh)
+        shard = lambda s, a: jax.ShapeDtypeStruct(s.shape, s.dtype,
+                                                  sharding=layout.sharding(a, s.shape))
+        args = tuple(jax.tree.map(shard, arg, axes, is_leaf=lambda x: isinstance(
+            x, jax.ShapeDtypeStruct)) for arg, axes in zip(model.args, model.arg_axes))
+        out = jax.tree.map(lambda a: layout.sharding(a), model.out_axes, is_leaf=_is_axes)
+        return jax.jit(model.fn, out_shardings=out), args
+    layout = Layout(candidate, mesh, getattr(model, "seq_multiple", 1),
+                    getattr(model, "attention", "blockwise"))
+    params = model.abstract_params()
+    p_args = jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=layout.sharding(a, s.shape)),
+        model.param_axes(), params, is_leaf=_is_axes)
+    inputs = tuple(jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=layout.sharding(a, s.shape))
+                   for s, a in zip(model.abstract_inputs(workload), model.input_axes(workload)))
+    out_sharding = layout.sharding(model.output_axes(workload))
+
+    def step(params, *inputs):
+        return model.apply(params, *inputs, workload=workload, layout=layout)
+
+    return jax.jit(step, out_shardings=out_sharding), (p_args, *inputs)
+
+
+def _lowered(candidate, model, workload, devices, order):
+    try:
+        fn, args = build(candidate, model, workload, devices, order=order)
+        return fn.lower(*args)
+    except CompileError:
+        raise
+    except Exception as e:  # any tracing/lowering failure is this candidate's, not ours
+        raise CompileError(f"{candidate.name}: lowering failed: {_one_line(e)}") from e
+
+
+def lower(candidate: Candidate, model, workload, devices, *, order=None) -> str:
+    """StableHLO text (with Shardy shardings) of one step under the candidate."""
+    return _lowered(candidate, model, workload, devices, order).as_text()
+
+
+def compile(candidate: Candidate, model, workload, devices, *, order=None) -> str:  # noqa: A001
+    """Compiled HLO text (TPU deviceless through libtpu, or CPU)."""
+    lowered = _lowered(candidate, model, workload, devices, order)
+    try:
+        return lowered.compile().as_text()
+    except Exception as e:
+        raise CompileError(f"{candidate.name}: compilation failed: {_one_line(e)}") from e
+
+
+# ---- batches: worker processes and the cache ------------------------------------------------
+
+@dataclass(frozen=True)
+class Job:
+    kind: str                 # "lower" | "compile"
+    candidate: Candidate
+    model: Any                # picklable ModelSpec (WanConfig); FunctionSpecs run in-process
+    workload: Any
+    target: str               # "v5e:2x4", "cpu:8", ...
+    order: tuple | None = None  # chip coords in mesh order (the placement); None: target order
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.candidate.name}"
+
+
+@dataclass
+class Outcome:
+    name: str
+    kind: str
+    ok: bool
+    text: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    cached: bool = False
+    peak_rss_mb: float | None = None  # peak resident memory of the process that did the work
+    key: str = ""
+
+
+def _code_hash() -> str:
+    """The source of everything that shapes the program: edits invalidate the cache."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for rel in ("compiler.py", "strategies.py", "models/wan.py", "models/attention.py",
+                "models/base.py"):
+        with open(os.path.join(here, rel), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    v = {"jax": jax.__version__}
+    for pkg in ("jaxlib", "libtpu", "libtpu-nightly"):
+        try:
+            v[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return v
+
+
+def job_key(job: Job) -> dict[str, Any]:
+    order = job.order
+    if order is None:
+        order = [list(getattr(d, "coords", (d.id,))) for d in resolve_devices(job.target)]
+    return {"kind": job.kind, "model": job.model.key(), "workload": job.workload.key()
+            if hasattr(job.workload, "key") else repr(job.workload),
+            "candidate": job.candidate.key(), "target": job.target,
+            "order": [list(c) for c in order][:job.candidate.n_chips],
+            "versions": _versions(), "code": _code_hash(), "xla_flags": os.environ.get(
+                "XLA_FLAGS", "")}
+
+
+def run_job(job: Job) -> Outcome:
+    """One job in this process (no cache). Errors become an Outcome."""
+    t = time.perf_counter()
+    try:
+        fn = lower if job.kind == "lower" else compile
+        text = fn(job.candidate, job.model, job.workload, job.target, order=job.order)
+        out = Outcome(job.name, job.kind, True, text=text)
+    except CompileError as e:
+        out = Outcome(job.name, job.kind, False, error=str(e))
+    except Exception as e:  # never crash a batch
+        out = Outcome(job.name, job.kind, False, error=f"{job.candidate.name}: {_one_line(e)}")
+    out.seconds = time.perf_counter() - t
+    out.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | None = None,
+             progress: Callable[[int, int, Outcome], None] | None = None,
+             fresh_process: bool = False) -> list[Outcome]:
+    """Runs jobs (cache first, then `workers` spawned processes; workers=0 runs in this
+    process). Results in job order. fresh_process: one process per job (exact per-job peak
+    memory, at the cost of a JAX start-up each). Ctrl-C cancels pending jobs; finished ones
+    are already in the cache."""
+    results: list[Outcome | None] = [None] * len(jobs)
+    keys = [cache_key(job_key(j)) for j in jobs]
+    done = 0
+
+    def finish(i: int, out: Outcome) -> None:
+        nonlocal done
+        out.key = keys[i]
+        if out.ok and not out.cached and cache is not None:
+            cache.put(keys[i], out.text, {"job": jobs[i].name, **job_key(jobs[i])})
+        results[i] = out
+        done += 1
+        if progress:
+            progress(done, len(jobs), out)
+
+    todo = []
+    for i, job in enumerate(jobs):
+        t = time.perf_counter()
+        text = cache.get(keys[i]) if cache is not None else None
+        if text is not None:
+            finish(i, Outcome(job.name, job.kind, True, text=text, cached=True,
+                              seconds=time.perf_counter() - t))
+        else:
+            todo.append(i)
+    if workers is None:
+        workers = max(1, min(len(todo), (os.cpu_count() or 2) // 2))
+    if workers == 0 or any(isinstance(jobs[i].model, FunctionSpec) for i in todo):
+        for i in todo:
+            finish(i, run_job(jobs[i]))
+        return results
+    ctx = multiprocessing.get_context("spawn")
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                  max_tasks_per_child=1 if fresh_process else None)
+    try:
+        futures = {pool.submit(run_job, jobs[i]): i for i in todo}
+        for fut in cf.as_completed(futures):
+            i = futures[fut]
+            try:
+                out = fut.result()
+            except Exception as e:  # a worker died (e.g. out of memory): this job failed
+                out = Outcome(jobs[i].name, jobs[i].kind, False,
+                              error=f"{jobs[i].candidate.name}: worker failed: {_one_line(e)}")
+            finish(i, out)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
