@@ -7,17 +7,11 @@
 #include <queue>
 #include <unordered_map>
 
+#include "aoizora/cost/q2.h"
 #include "aoizora/sim/max_min.h"
 #include "aoizora/sim/simulator.h"
 
 namespace aoizora::sim {
-
-double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
-  double t = 0;
-  if (op.flops > 0 && spec.peak_flops > 0) t = op.flops / spec.peak_flops;
-  if (op.bytes > 0 && spec.hbm_bandwidth > 0) t = std::max(t, op.bytes / spec.hbm_bandwidth);
-  return t;
-}
 
 namespace {
 Error Fail(std::string message) {
@@ -55,11 +49,15 @@ Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topolog
     if (c.region < 0 || c.region >= static_cast<int>(graph.regions.size()))
       return Fail("collective " + c.name + " names region " + std::to_string(c.region));
   }
+  const int nc = static_cast<int>(graph.collectives.size());
   for (const hlo::Region& r : graph.regions)
-    for (const hlo::ScheduledOp& op : r.ops)
-      if (op.kind != hlo::OpKind::kCompute &&
-          (op.collective < 0 || op.collective >= static_cast<int>(graph.collectives.size())))
+    for (const hlo::ScheduledOp& op : r.ops) {
+      if (op.kind != hlo::OpKind::kCompute && (op.collective < 0 || op.collective >= nc))
         return Fail("op " + op.name + " names collective " + std::to_string(op.collective));
+      for (int c : op.collectives)
+        if (c < 0 || c >= nc)
+          return Fail("op " + op.name + " names collective " + std::to_string(c));
+    }
   return true;
 }
 
@@ -134,7 +132,10 @@ struct ChipState {
   std::vector<int> open;     // per collective: the instance of its last -start
   bool finished = false;
   double finish = 0;
+  bool computed = false;     // the current op's compute part has run
   double blocked_since = 0;
+  int waiting = 0;           // instances still to complete before the chip may go on
+  double blocked_t0 = 0;     // latest start among them
   std::vector<Segment> segments;
 };
 
@@ -200,7 +201,6 @@ class Engine {
   void begin_region(ChipState& s, double now);
   void end_iteration(ChipState& s, double now);
   int arrive(ChipState& s, int coll, double now);
-  void block(ChipState& s, int inst, double now);
   void start_instance(int inst, double now);
   void release(int inst, int member, double now);
   void start_flow(int inst, int flow, double now);
@@ -380,6 +380,13 @@ void Engine::end_iteration(ChipState& s, double now) {
   }
 }
 
+// The collectives an op performs or completes.
+std::span<const int> op_collectives(const hlo::ScheduledOp& op) {
+  if (!op.collectives.empty()) return op.collectives;
+  if (op.collective >= 0) return {&op.collective, 1};
+  return {};
+}
+
 void Engine::run_chip(int ci, double now) {
   ChipState& s = chips_[ci];
   if (s.op < 0) s.op = 0;  // back from an extrapolation jump
@@ -391,44 +398,44 @@ void Engine::run_chip(int ci, double now) {
       continue;
     }
     const hlo::ScheduledOp& op = region.ops[s.op];
-    switch (op.kind) {
-      case hlo::OpKind::kCompute: {
-        const double d = op_seconds(op, topo_.spec);
-        ++s.op;
-        if (d > 0) {
-          s.segments.push_back({now, now + d, SegKind::kCompute, op_labels_[s.region][s.op - 1],
-                                s.weight});
-          s.stats.compute += d;
-          push(now + d, EvKind::kResume, ci);
-          return;
-        }
-        break;
-      }
-      case hlo::OpKind::kCollective:
-      case hlo::OpKind::kCollectiveStart: {
-        const int inst = arrive(s, op.collective, now);
-        if (inst < 0) {
-          ++s.op;
-          break;
-        }
-        if (op.kind == hlo::OpKind::kCollective) {
-          block(s, inst, now);
-          return;
-        }
-        s.open[op.collective] = inst;
-        ++s.op;
-        break;
-      }
-      case hlo::OpKind::kCollectiveDone: {
-        const int inst = s.open[op.collective];
-        if (inst < 0 || instances_[inst].done) {
-          ++s.op;
-          break;
-        }
-        block(s, inst, now);
+    if (op.kind == hlo::OpKind::kCompute && !s.computed) {
+      s.computed = true;
+      const double d = cost::op_seconds(op, topo_.spec);
+      if (d > 0) {
+        s.segments.push_back({now, now + d, SegKind::kCompute, op_labels_[s.region][s.op],
+                              s.weight});
+        s.stats.compute += d;
+        push(now + d, EvKind::kResume, ci);
         return;
       }
     }
+    s.computed = false;
+    // Collectives: a sync op (or a compute op that carries collectives, e.g. a conditional)
+    // arrives and waits; a -start arrives; a -done waits for what its -start began.
+    s.waiting = 0;
+    s.blocked_t0 = -1;
+    for (int c : op_collectives(op)) {
+      int inst = -1;
+      if (op.kind == hlo::OpKind::kCollectiveDone) {
+        inst = s.open[c];
+        s.open[c] = -1;
+      } else {
+        inst = arrive(s, c, now);
+        if (op.kind == hlo::OpKind::kCollectiveStart) {
+          s.open[c] = inst;
+          continue;
+        }
+      }
+      if (inst >= 0 && !instances_[inst].done) {
+        ++s.waiting;
+        instances_[inst].waiters.push_back(ci);
+      }
+    }
+    if (s.waiting > 0) {
+      s.blocked_since = now;
+      return;
+    }
+    ++s.op;
   }
 }
 
@@ -458,11 +465,6 @@ int Engine::arrive(ChipState& s, int coll, double now) {
     push(now + opt_.collective_overhead, EvKind::kStart, id);
   }
   return id;
-}
-
-void Engine::block(ChipState& s, int inst, double now) {
-  s.blocked_since = now;
-  instances_[inst].waiters.push_back(static_cast<int>(&s - chips_.data()));
 }
 
 void Engine::start_instance(int id, double now) {
@@ -519,9 +521,11 @@ void Engine::complete(int id, double now) {
   in.end = now;
   for (int ci : in.waiters) {
     ChipState& s = chips_[ci];
+    s.blocked_t0 = std::max(s.blocked_t0, in.t0);
+    if (--s.waiting > 0) continue;
     const double b = s.blocked_since;
-    s.stats.idle += std::max(0.0, std::min(in.t0, now) - b);
-    s.stats.comm += now - std::max(b, in.t0);
+    s.stats.idle += std::max(0.0, std::min(s.blocked_t0, now) - b);
+    s.stats.comm += now - std::max(b, s.blocked_t0);
     if (now > b) s.segments.push_back({b, now, SegKind::kWait, id, s.weight});
     ++s.op;
     push(now, EvKind::kResume, ci);
@@ -631,7 +635,7 @@ SimResult Engine::run() {
   double compute = 0;
   for (const hlo::Region& r : graph_.regions) {
     double per_iter = 0;
-    for (const hlo::ScheduledOp& op : r.ops) per_iter += op_seconds(op, topo_.spec);
+    for (const hlo::ScheduledOp& op : r.ops) per_iter += cost::op_seconds(op, topo_.spec);
     compute += per_iter * static_cast<double>(std::max<int64_t>(r.repeat, 0));
   }
   result_.compute_bound_seconds = n > 0 ? compute : 0;

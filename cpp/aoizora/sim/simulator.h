@@ -4,7 +4,7 @@
 //
 // The model, per chip (the chip of partition p is placement.chip_of[p]):
 //   - ops run in schedule order; a compute op takes its roofline time
-//     max(flops / peak_flops, bytes / hbm_bandwidth) (Topology::spec);
+//     max(flops / peak_flops, bytes / hbm_bandwidth) (cost::op_seconds, as in Q2);
 //   - a collective starts on a group once every member has reached it (its sync op or its
 //     -start op); it then waits `collective_overhead` and plays the flows of
 //     cost::expand step by step: a chip sends its step-s flows once every step-(s-1) flow
@@ -106,8 +106,5 @@ SimResult simulate_with(const hlo::CollectiveGraph& graph, const topo::Topology&
 // An error naming the first violated precondition of simulate(), or true.
 Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
                           const place::Placement& placement);
-
-// Roofline seconds of one op on a chip of `spec`.
-double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec);
 
 }  // namespace aoizora::sim

@@ -1,0 +1,177 @@
+// simulate() with the real flow expansion (cost::expand) and routing (Topology::route):
+// closed forms for the algorithms expand chooses, agreement with Q2 on link volumes, and
+// real compiled HLO.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "aoizora/cost/q2.h"
+#include "aoizora/hlo/hlo_loader.h"
+#include "aoizora/sim/simulator.h"
+
+namespace aoizora::sim {
+namespace {
+
+using hlo::CollectiveKind;
+using hlo::OpKind;
+
+constexpr double kBw = 4.5e10;
+constexpr double kLat = 1e-6;
+constexpr double kOver = 1e-6;
+
+topo::ChipSpec Spec() {
+  topo::ChipSpec s;
+  s.generation = "test";
+  s.peak_flops = 1e14;
+  s.hbm_bandwidth = 1e12;
+  s.link_bandwidth = kBw;
+  s.hop_latency = kLat;
+  return s;
+}
+
+place::Placement Identity(int n) {
+  place::Placement p;
+  p.chip_of.resize(n);
+  std::iota(p.chip_of.begin(), p.chip_of.end(), 0);
+  return p;
+}
+
+hlo::CollectiveGraph OneCollective(int n, CollectiveKind kind, std::vector<std::vector<int>> groups,
+                                   int64_t operand, int64_t result) {
+  hlo::CollectiveGraph g;
+  g.num_partitions = n;
+  g.regions.emplace_back();
+  g.regions.back().name = "entry";
+  hlo::Collective c;
+  c.name = "c0";
+  c.kind = kind;
+  c.groups = std::move(groups);
+  c.operand_bytes = operand;
+  c.result_bytes = result;
+  g.collectives.push_back(c);
+  hlo::ScheduledOp op;
+  op.name = "c0";
+  op.kind = OpKind::kCollective;
+  op.collective = 0;
+  g.regions.back().ops.push_back(op);
+  return g;
+}
+
+SimOptions Options() {
+  SimOptions o;
+  o.collective_overhead = kOver;
+  return o;
+}
+
+// A bidirectional ring over a wrapped axis of n: n-1 steps, half a shard each way per step.
+TEST(SimSimulate, TorusRingAllGatherClosedForm) {
+  const int n = 8;
+  topo::Topology t = topo::Topology::grid("ring8", {n, 1, 1}, {true, false, false}, Spec());
+  const double V = 256e6;  // gathered bytes
+  auto g = OneCollective(n, CollectiveKind::kAllGather, {{0, 1, 2, 3, 4, 5, 6, 7}},
+                         static_cast<int64_t>(V / n), static_cast<int64_t>(V));
+  SimResult r = simulate(g, t, Identity(n), Options());
+  const double expected = kOver + (n - 1) * (V / n / 2 / kBw + kLat);
+  EXPECT_NEAR(r.step_seconds, expected, 0.01 * expected);
+  // Every directed ring link carries (n-1) half shards.
+  for (size_t l = 0; l < t.links.size(); ++l)
+    EXPECT_NEAR(r.link_bytes[l], (n - 1) * V / n / 2, 1e-6);
+}
+
+TEST(SimSimulate, TorusRingReduceScatterAndAllReduceClosedForm) {
+  const int n = 8;
+  topo::Topology t = topo::Topology::grid("ring8", {n, 1, 1}, {true, false, false}, Spec());
+  const double V = 256e6;  // full operand
+  auto rs = OneCollective(n, CollectiveKind::kReduceScatter, {{0, 1, 2, 3, 4, 5, 6, 7}},
+                          static_cast<int64_t>(V), static_cast<int64_t>(V / n));
+  const double one = (n - 1) * (V / n / 2 / kBw + kLat);
+  SimResult r = simulate(rs, t, Identity(n), Options());
+  EXPECT_NEAR(r.step_seconds, kOver + one, 0.01 * (kOver + one));
+  auto ar = OneCollective(n, CollectiveKind::kAllReduce, {{0, 1, 2, 3, 4, 5, 6, 7}},
+                          static_cast<int64_t>(V), static_cast<int64_t>(V));
+  SimResult a = simulate(ar, t, Identity(n), Options());
+  EXPECT_NEAR(a.step_seconds, kOver + 2 * one, 0.01 * (kOver + 2 * one));
+}
+
+// A line without wraparound (bidirectional, unfolded ring): n-1 steps of one shard per link.
+TEST(SimSimulate, LineAllGatherClosedForm) {
+  const int n = 4;
+  topo::Topology t = topo::Topology::grid("line4", {n, 1, 1}, {false, false, false}, Spec());
+  const double V = 64e6;
+  auto g = OneCollective(n, CollectiveKind::kAllGather, {{0, 1, 2, 3}},
+                         static_cast<int64_t>(V / n), static_cast<int64_t>(V));
+  SimResult r = simulate(g, t, Identity(n), Options());
+  const double expected = kOver + (n - 1) * (V / n / kBw + kLat);
+  EXPECT_NEAR(r.step_seconds, expected, 0.01 * expected);
+}
+
+// Two column groups of a 2x4 mesh are uncontended lines; under any placement no link can
+// carry its bytes faster than its bandwidth, so the step is at least the busiest link's time.
+TEST(SimSimulate, PlacementsRespectLinkLoadBound) {
+  topo::Topology t = topo::Topology::grid("2x4", {2, 4, 1}, {false, false, false}, Spec());
+  const double V = 64e6;
+  auto g = OneCollective(8, CollectiveKind::kAllGather, {{0, 1, 2, 3}, {4, 5, 6, 7}},
+                         static_cast<int64_t>(V / 4), static_cast<int64_t>(V));
+  place::Placement columns;  // partition p -> chip (x = p / 4, y = p % 4): id = x + 2y
+  for (int p = 0; p < 8; ++p) columns.chip_of.push_back(p / 4 + 2 * (p % 4));
+  SimResult a = simulate(g, t, columns, Options());
+  const double line = kOver + 3 * (V / 4 / kBw + kLat);
+  EXPECT_NEAR(a.step_seconds, line, 0.01 * line);
+  for (std::vector<int> chip_of : {std::vector<int>{0, 3, 4, 7, 1, 2, 5, 6},
+                                   std::vector<int>{0, 7, 2, 5, 1, 6, 3, 4},
+                                   std::vector<int>{6, 1, 4, 3, 0, 7, 2, 5}}) {
+    place::Placement p;
+    p.chip_of = chip_of;
+    SimResult r = simulate(g, t, p, Options());
+    double busiest = 0;
+    for (size_t l = 0; l < t.links.size(); ++l) busiest = std::max(busiest, r.link_bytes[l] / kBw);
+    EXPECT_GE(r.step_seconds, busiest + kOver);
+    EXPECT_GE(r.step_seconds, a.step_seconds * (1 - 1e-9));
+  }
+}
+
+// The simulator and Q2 play the same flows, so their per-link volumes agree exactly.
+void ExpectSameLinkBytes(const hlo::CollectiveGraph& g, const topo::Topology& t,
+                         const place::Placement& p, const SimOptions& o) {
+  SimResult r = simulate(g, t, p, o);
+  cost::Q2Result q = cost::evaluate_q2(g, t, p);
+  ASSERT_EQ(r.link_bytes.size(), q.link_bytes.size());
+  double total = 0;
+  for (size_t l = 0; l < q.link_bytes.size(); ++l) {
+    EXPECT_NEAR(r.link_bytes[l], q.link_bytes[l], 1e-6 * (1 + q.link_bytes[l])) << "link " << l;
+    total += q.link_bytes[l];
+  }
+  EXPECT_GE(r.step_seconds, r.compute_bound_seconds);
+  EXPECT_NEAR(r.compute_bound_seconds, q.compute_seconds, 1e-9 * (1 + q.compute_seconds));
+  for (int c : p.chip_of) {
+    const ChipTime& ct = r.chips[c];
+    EXPECT_NEAR(ct.compute + ct.comm + ct.idle, r.step_seconds, 1e-9 * r.step_seconds);
+  }
+}
+
+TEST(SimSimulate, RealHloAgreesWithQ2OnLinkBytes) {
+  for (const char* name : {"layers_scan.v5e_2x4.hlo", "matmul.v5e_2x4.hlo",
+                           "ring_alltoall.v5e_2x4.hlo", "layers_scan.v5e_4x4.hlo",
+                           "ring_alltoall.v5e_4x4.hlo"}) {
+    SCOPED_TRACE(name);
+    auto g = hlo::collective_graph_from_file(std::string(AOIZORA_TEST_DATA) + "/hlo/" + name);
+    ASSERT_TRUE(g.ok()) << g.error().to_string();
+    const bool big = std::string(name).find("4x4") != std::string::npos;
+    auto t = topo::make_topology(big ? "v5e:4x4" : "v5e:2x4");
+    ASSERT_TRUE(t.ok());
+    ASSERT_EQ(g->num_partitions, t->num_chips());
+    place::Placement p = Identity(g->num_partitions);
+    ASSERT_TRUE(check_inputs(*g, *t, p).ok());
+    ExpectSameLinkBytes(*g, *t, p, Options());
+    // A scrambled placement too.
+    std::reverse(p.chip_of.begin(), p.chip_of.end());
+    std::swap(p.chip_of[1], p.chip_of[2]);
+    ExpectSameLinkBytes(*g, *t, p, Options());
+    SimOptions full = Options();
+    full.max_iterations = 0;
+    ExpectSameLinkBytes(*g, *t, p, full);
+  }
+}
+
+}  // namespace
+}  // namespace aoizora::sim
