@@ -1,0 +1,121 @@
+"""The plan AoiZora hands back: a logical sharding plus a physical placement, with the
+figures that chose it. It round-trips through JSON (versioned schema) and turns into a
+`jax.sharding.Mesh` whose device order *is* the placement, so JAX runs it unchanged.
+
+Latencies in a plan are predicted (Q1, Q2) or simulated (flow-level simulator) on the
+model of the chip generation; none is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from aoizora.errors import UserError
+
+SCHEMA = "aoizora.plan/1"
+
+
+@dataclass
+class Choice:
+    """One sharding-placement pair and its figures (seconds for one forward pass)."""
+
+    candidate: str                      # strategies.Candidate name
+    mesh_shape: list[int]
+    axis_names: list[str]
+    strategy: dict[str, Any]            # degrees per parallelism kind, context form, rules
+    placement: str                      # how the device order was found
+    device_coords: list[list[int]]      # chip coords of mesh.devices.flat, in order
+    q1_s: float | None = None           # Stage 1, placement-oblivious
+    q2_s: float | None = None           # Stage 2, topology-aware ranking cost
+    simulated_s: float | None = None    # flow-level simulator
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    model: dict[str, Any]
+    workload: dict[str, Any]
+    topology: dict[str, Any]
+    choice: Choice
+    runners_up: list[Choice] = field(default_factory=list)
+    baselines: dict[str, Choice] = field(default_factory=dict)
+    planning: dict[str, Any] = field(default_factory=dict)
+    schema: str = SCHEMA
+
+    # ---- JSON ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["note"] = ("latencies are predicted (q1_s, q2_s) or simulated (simulated_s) on the "
+                     f"model of {self.topology.get('generation', 'the chip')}; none is measured")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Plan":
+        if d.get("schema") != SCHEMA:
+            raise UserError(f"not an AoiZora plan of schema {SCHEMA}: found {d.get('schema')!r}")
+        return cls(
+            model=d["model"], workload=d["workload"], topology=d["topology"],
+            choice=Choice(**d["choice"]),
+            runners_up=[Choice(**c) for c in d.get("runners_up", [])],
+            baselines={k: Choice(**c) for k, c in d.get("baselines", {}).items()},
+            planning=d.get("planning", {}),
+        )
+
+    def save(self, path: str) -> None:
+        write_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str) -> "Plan":
+        try:
+            with open(path) as f:
+                return cls.from_dict(json.load(f))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+            raise UserError(f"cannot read plan {path}: {e}") from e
+
+    # ---- execution ----------------------------------------------------------------------
+    def mesh(self, devices: Sequence | None = None):
+        """A jax.sharding.Mesh over `devices` (real TPU devices or compile-only ones) in the
+        planned order, matched by chip coordinates."""
+        return mesh_from_coords(self.choice.device_coords, self.choice.mesh_shape,
+                                self.choice.axis_names, devices)
+
+
+def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None):
+    """Arranges devices into a Mesh so that mesh.devices.flat[i] sits at device_coords[i]."""
+    import numpy as np
+    from jax.sharding import Mesh
+
+    if devices is None:
+        import jax
+
+        devices = jax.devices()
+    by_coords = {}
+    for d in devices:
+        coords = getattr(d, "coords", None)
+        if coords is None:
+            raise UserError(f"device {d} has no coords: a plan needs TPU (or compile-only) devices")
+        by_coords[tuple(coords)] = d
+    try:
+        ordered = [by_coords[tuple(c)] for c in device_coords]
+    except KeyError as e:
+        raise UserError(f"no device at chip coords {e.args[0]}: the plan is for another slice") from e
+    return Mesh(np.array(ordered, dtype=object).reshape(mesh_shape), tuple(axis_names))
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes text to path through a temporary file and a rename: never half-written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
