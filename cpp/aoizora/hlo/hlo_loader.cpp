@@ -224,7 +224,7 @@ class Builder {
     if (collective_kind(ins.opcode)) {
       found.push_back({c, i});
       async = is_async_start(ins.opcode);
-    } else if (!ins.called.empty() && ins.opcode != "while") {
+    } else if (!ins.called.empty() && ins.opcode != "while" && ins.opcode != "call") {
       std::vector<bool> seen(m_.computations.size(), false);
       if (ins.opcode == "conditional") {
         // The most expensive branch stands for the conditional.

@@ -133,13 +133,19 @@ double CostModel::flops(int c, int i) {
     return out * per;
   }
   if (op == "custom-call") {
-    // Opaque kernel: matmul-like when the first two operands are matrices (2 x result x the
-    // lhs minor dim), else one flop per result element.
+    // Opaque kernel. When the shapes read as a (batched) matmul, [..,M,K] x [..,K,N] ->
+    // [..,M,N], count 2*M*N*K per batch; otherwise it moves data (bytes only), as XLA counts.
     const Shape* a = operand(0);
     const Shape* b = operand(1);
-    if (a != nullptr && b != nullptr && a->dims.size() >= 2 && b->dims.size() >= 2)
-      return 2 * out * static_cast<double>(a->dims.back());
-    return out;
+    const auto& r = ins.shape.dims;
+    if (a != nullptr && b != nullptr && ins.shape.is_array() && r.size() >= 2 &&
+        a->dims.size() == r.size() && b->dims.size() == r.size()) {
+      const size_t n = r.size();
+      if (a->dims[n - 2] == r[n - 2] && b->dims[n - 1] == r[n - 1] &&
+          a->dims[n - 1] == b->dims[n - 2])
+        return 2 * out * static_cast<double>(a->dims[n - 1]);
+    }
+    return 0;
   }
   if (is_elementwise(op)) return out;
   return 0;

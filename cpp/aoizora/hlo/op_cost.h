@@ -16,7 +16,8 @@ namespace aoizora::hlo {
 struct OpCost {
   double flops = 0;
   double bytes = 0;
-  bool opaque = false;  // a custom-call: flops estimated from shapes (see op_cost.cpp)
+  // A custom-call: flops estimated from shapes (2*M*N*K when they read as a matmul, else 0).
+  bool opaque = false;
 };
 
 // Memoizes the flops of called computations; cycles in malformed input count as zero.

@@ -1,0 +1,330 @@
+#include "aoizora/hlo/hlo_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace aoizora::hlo {
+namespace {
+
+CollectiveGraph load(const std::string& text) {
+  auto g = collective_graph_from_text(text, "snippet.hlo");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().to_string());
+  return g.ok() ? std::move(*g) : CollectiveGraph{};
+}
+
+constexpr const char* kAdd = R"(
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+)";
+
+TEST(HloLoader, AsyncStartDoneAndWindow) {
+  std::string text = std::string("HloModule m, num_partitions=8\n") + kAdd + R"(
+ENTRY %e (p: bf16[64,128]) -> bf16[64,512] {
+  %p = bf16[64,128]{1,0} parameter(0)
+  %ags = (bf16[64,128]{1,0}, bf16[64,512]{1,0}) all-gather-start(%p), channel_id=3, replica_groups=[2,4]<=[4,2]T(1,0), dimensions={1}, use_global_device_ids=true
+  %n = bf16[64,128]{1,0} negate(%p)
+  %agd = bf16[64,512]{1,0} all-gather-done(%ags)
+  ROOT %r = bf16[64,512]{1,0} add(%agd, %agd)
+}
+)";
+  CollectiveGraph g = load(text);
+  ASSERT_EQ(g.collectives.size(), 1u);
+  const Collective& c = g.collectives[0];
+  EXPECT_EQ(c.kind, CollectiveKind::kAllGather);
+  EXPECT_TRUE(c.async);
+  EXPECT_EQ(c.groups, (std::vector<std::vector<int>>{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+  EXPECT_EQ(c.operand_bytes, 64 * 128 * 2);
+  EXPECT_EQ(c.result_bytes, 64 * 512 * 2);
+  EXPECT_EQ(c.channel_id, 3);
+  const Region& r = g.regions[0];
+  EXPECT_EQ(r.ops[c.start_op].kind, OpKind::kCollectiveStart);
+  EXPECT_EQ(r.ops[c.done_op].kind, OpKind::kCollectiveDone);
+  EXPECT_EQ(c.done_op - c.start_op, 2);  // the negate runs in the async window
+  EXPECT_EQ(r.ops[c.done_op + 1].deps, (std::vector<int>{c.done_op}));
+  EXPECT_DOUBLE_EQ(g.total_flops(), 64 * 128 + 64 * 512);
+}
+
+TEST(HloLoader, AsyncWrapperFusedReduceScatterAndTupleAllToAll) {
+  std::string text = std::string("HloModule m, num_partitions=4\n") + kAdd + R"(
+%wrapped (a: f32[16]) -> f32[4] {
+  %a = f32[16]{0} parameter(0)
+  ROOT %rs = f32[4]{0} reduce-scatter(%a), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, dimensions={0}, to_apply=%add
+}
+
+%all-reduce-scatter (input: f32[32]) -> f32[8] {
+  %input = f32[32]{0} parameter(0)
+  %ar = f32[32]{0} all-reduce(%input), channel_id=2, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%add
+  %i = u32[] partition-id()
+  ROOT %ds = f32[8]{0} dynamic-slice(%ar, %i), dynamic_slice_sizes={8}
+}
+
+ENTRY %e (p: f32[16], q: f32[32]) -> f32[4] {
+  %p = f32[16]{0} parameter(0)
+  %q = f32[32]{0} parameter(1)
+  %as = ((f32[16]{0}), f32[4]{0}) async-start(%p), calls=%wrapped
+  %f = f32[8]{0} fusion(%q), kind=kCustom, calls=%all-reduce-scatter
+  %ad = f32[4]{0} async-done(%as)
+  %t = (f32[2]{0}, f32[2]{0}) all-to-all(%ad, %ad), channel_id=4, replica_groups={{0,1},{2,3}}
+  ROOT %g = f32[2]{0} get-tuple-element(%t), index=0
+}
+)";
+  CollectiveGraph g = load(text);
+  ASSERT_EQ(g.collectives.size(), 3u);
+  const Collective& rs = g.collectives[0];
+  EXPECT_EQ(rs.kind, CollectiveKind::kReduceScatter);
+  EXPECT_TRUE(rs.async);
+  EXPECT_EQ(rs.name, "as");
+  EXPECT_EQ(rs.operand_bytes, 64);
+  EXPECT_EQ(rs.result_bytes, 16);
+  EXPECT_EQ(g.regions[0].ops[rs.done_op].name, "ad");
+  const Collective& fused = g.collectives[1];
+  EXPECT_EQ(fused.kind, CollectiveKind::kReduceScatter);  // all-reduce + slice of its result
+  EXPECT_EQ(fused.opcode, "all-reduce");
+  EXPECT_EQ(fused.name, "f");
+  EXPECT_EQ(fused.operand_bytes, 128);
+  EXPECT_EQ(fused.result_bytes, 32);
+  const Collective& a2a = g.collectives[2];
+  EXPECT_EQ(a2a.kind, CollectiveKind::kAllToAll);
+  EXPECT_EQ(a2a.operand_bytes, 32);
+  EXPECT_EQ(a2a.result_bytes, 32);
+  EXPECT_EQ(a2a.groups, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));  // cross-partition
+}
+
+TEST(HloLoader, NestedWhilesCallsAndConditionals) {
+  std::string text = std::string("HloModule m, num_partitions=2\n") + kAdd + R"(
+%inner_cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%n, %i), direction=GT
+}
+
+%inner_body (s: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[4]{0} get-tuple-element(%s), index=1
+  %cp = f32[4]{0} collective-permute(%x), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  ROOT %t = (s32[], f32[4]{0}) tuple(%i, %cp)
+}
+
+%outer_cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(7)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%helper (h: f32[4]) -> f32[4] {
+  %h = f32[4]{0} parameter(0)
+  ROOT %ar = f32[4]{0} all-reduce(%h), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+}
+
+%outer_body (s: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %w = (s32[], f32[4]{0}) while(%s), condition=%inner_cond, body=%inner_body
+  %i = s32[] get-tuple-element(%w), index=0
+  %x = f32[4]{0} get-tuple-element(%w), index=1
+  %c = f32[4]{0} call(%x), to_apply=%helper
+  ROOT %t = (s32[], f32[4]{0}) tuple(%i, %c)
+}
+
+%branch_cheap (b: f32[4]) -> f32[4] {
+  ROOT %b = f32[4]{0} parameter(0)
+}
+
+%branch_dear (b: f32[4]) -> f32[4] {
+  %b = f32[4]{0} parameter(0)
+  %m = f32[4]{0} multiply(%b, %b)
+  ROOT %ag = f32[4]{0} all-reduce(%m), replica_groups={}, to_apply=%add
+}
+
+ENTRY %e (p: f32[4], k: s32[]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %k = s32[] parameter(1)
+  %z = s32[] constant(2)
+  %t = (s32[], f32[4]{0}) tuple(%z, %p)
+  %w = (s32[], f32[4]{0}) while(%t), condition=%outer_cond, body=%outer_body, backend_config={"known_trip_count":{"n":"3"}}
+  %x = f32[4]{0} get-tuple-element(%w), index=1
+  ROOT %r = f32[4]{0} conditional(%k, %x, %x), branch_computations={%branch_cheap, %branch_dear}
+}
+)";
+  CollectiveGraph g = load(text);
+  // entry-before, outer body (x3), inner body (x3x5), outer body rest (x3), entry-after.
+  ASSERT_EQ(g.regions.size(), 5u);
+  EXPECT_EQ(g.regions[1].repeat, 3);
+  EXPECT_EQ(g.regions[2].name, "inner_body");
+  EXPECT_EQ(g.regions[2].repeat, 15);
+  EXPECT_EQ(g.regions[3].repeat, 3);
+  EXPECT_EQ(g.regions[4].repeat, 1);
+  ASSERT_EQ(g.collectives.size(), 3u);
+  EXPECT_EQ(g.collectives[0].kind, CollectiveKind::kCollectivePermute);
+  EXPECT_EQ(g.collectives[0].repeat, 15);
+  EXPECT_EQ(g.collectives[0].source_target_pairs,
+            (std::vector<std::pair<int, int>>{{0, 1}, {1, 0}}));
+  EXPECT_EQ(g.collectives[1].kind, CollectiveKind::kAllReduce);  // inlined from the call
+  EXPECT_EQ(g.collectives[1].repeat, 3);
+  EXPECT_EQ(g.regions[3].ops[g.collectives[1].start_op].name, "ar");
+  // The conditional stands for its dearer branch; no channel_id: cross-replica, so with one
+  // replica each partition is its own group.
+  EXPECT_EQ(g.collectives[2].name, "r");
+  EXPECT_EQ(g.collectives[2].groups, (std::vector<std::vector<int>>{{0}, {1}}));
+  EXPECT_EQ(g.collective_bytes(CollectiveKind::kCollectivePermute), 16 * 15);
+  EXPECT_EQ(g.collective_bytes(CollectiveKind::kAllReduce), 16 * 3 + 16);
+  // Flops: all-reduce 4 x 3 (call) + conditional (multiply 4 + all-reduce 4).
+  EXPECT_DOUBLE_EQ(g.total_flops(), 12 + 8);
+}
+
+TEST(HloLoader, UnknownTripCountIsFlagged) {
+  std::string text = R"(HloModule m
+%c (s: (s32[], f32[])) -> pred[] {
+  %s = (s32[], f32[]) parameter(0)
+  ROOT %b = pred[] custom-call(%s), custom_call_target="opaque"
+}
+%b (s: (s32[], f32[])) -> (s32[], f32[]) {
+  ROOT %s = (s32[], f32[]) parameter(0)
+}
+ENTRY %e (p: (s32[], f32[])) -> (s32[], f32[]) {
+  %p = (s32[], f32[]) parameter(0)
+  ROOT %w = (s32[], f32[]) while(%p), condition=%c, body=%b
+}
+)";
+  CollectiveGraph g = load(text);
+  ASSERT_EQ(g.regions.size(), 3u);
+  EXPECT_FALSE(g.regions[1].trip_count_known);
+  EXPECT_EQ(g.regions[1].repeat, 1);
+}
+
+TEST(HloLoader, ErrorsAreValues) {
+  auto bad_groups = collective_graph_from_text(
+      std::string("HloModule m, num_partitions=4\n") + kAdd +
+          "ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n"
+          "  ROOT %a = f32[4]{0} all-reduce(%p), channel_id=1, replica_groups={{0,9}}, "
+          "use_global_device_ids=true, to_apply=%add\n}\n",
+      "x.hlo");
+  ASSERT_FALSE(bad_groups.ok());
+  EXPECT_EQ(bad_groups.error().line, 10);
+  EXPECT_NE(bad_groups.error().to_string().find("x.hlo:10"), std::string::npos);
+  EXPECT_FALSE(collective_graph_from_file("/nonexistent/file.hlo").ok());
+}
+
+// --- the real fixtures compiled by JAX (tests/data/hlo) against XLA's own numbers ---
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// MANIFEST.json: {"name.hlo": {..., "collectives": {"all-reduce": 1}, ..., "flops": 1.0, ...}}
+// Read with string search: the file is written by tests/data/regen.py with sort_keys.
+struct ManifestEntry {
+  double flops = -1;
+  std::map<std::string, int> collectives;
+};
+
+ManifestEntry manifest_entry(const std::string& manifest, const std::string& name) {
+  ManifestEntry e;
+  size_t at = manifest.find("\"" + name + "\"");
+  if (at == std::string::npos) return e;
+  size_t next = manifest.find(".hlo\"", at + name.size() + 2);
+  std::string body = manifest.substr(at, next == std::string::npos ? std::string::npos : next - at);
+  size_t f = body.find("\"flops\":");
+  if (f != std::string::npos) e.flops = std::stod(body.substr(f + 8));
+  size_t c = body.find("\"collectives\":");
+  size_t end = body.find('}', c);
+  std::string coll = body.substr(c, end - c);
+  for (size_t q = coll.find('"', 14); q != std::string::npos; q = coll.find('"', q + 1)) {
+    size_t q2 = coll.find('"', q + 1);
+    std::string kind = coll.substr(q + 1, q2 - q - 1);
+    size_t colon = coll.find(':', q2);
+    e.collectives[kind] = std::stoi(coll.substr(colon + 1));
+    q = coll.find(',', q2);
+    if (q == std::string::npos) break;
+  }
+  return e;
+}
+
+class HloFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HloFixture, MatchesXla) {
+  const std::string dir = std::string(AOIZORA_TEST_DATA) + "/hlo/";
+  const std::string name = GetParam();
+  auto g = collective_graph_from_file(dir + name);
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ManifestEntry want = manifest_entry(read(dir + "MANIFEST.json"), name);
+  ASSERT_GT(want.flops, 0) << name;
+  // XLA's cost_analysis counts a loop body once and reports per device.
+  EXPECT_NEAR(g->static_flops() / want.flops, 1.0, 0.05) << name;
+  EXPECT_GE(g->total_flops(), g->static_flops());
+  // Collective counts by HLO opcode (XLA's regex count) match.
+  std::map<std::string, int> got;
+  for (const Collective& c : g->collectives) {
+    std::string op = c.opcode;
+    if (op.size() > 6 && op.substr(op.size() - 6) == "-start") op.resize(op.size() - 6);
+    got[op] += 1;
+  }
+  EXPECT_EQ(got, want.collectives) << name;
+  // Every collective has groups (or pairs) covering distinct partition ids.
+  for (const Collective& c : g->collectives) {
+    if (c.kind == CollectiveKind::kCollectivePermute) {
+      EXPECT_EQ(static_cast<int>(c.source_target_pairs.size()), g->num_partitions);
+      continue;
+    }
+    int covered = 0;
+    for (const auto& grp : c.groups) covered += static_cast<int>(grp.size());
+    EXPECT_EQ(covered, g->num_partitions) << name << " " << c.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Real, HloFixture,
+    ::testing::Values("matmul.cpu8.hlo", "matmul.v5e_2x4.hlo", "matmul.v5e_4x4.hlo",
+                      "ring_alltoall.cpu8.hlo", "ring_alltoall.v5e_2x4.hlo",
+                      "ring_alltoall.v5e_4x4.hlo", "layers_scan.cpu8.hlo",
+                      "layers_scan.v5e_2x4.hlo", "layers_scan.v5e_4x4.hlo"),
+    [](const auto& info) {
+      std::string s = info.param;
+      for (char& ch : s)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return s;
+    });
+
+// Closed forms of the probes (python/aoizora/probes.py), derived from the program:
+// matmul x[1024,2048] @ w1[2048,2048] sharded (data, model) then @ w2[2048,1024].
+TEST(HloFixtureClosedForm, MatmulV5e2x4) {
+  auto g = collective_graph_from_file(std::string(AOIZORA_TEST_DATA) + "/hlo/matmul.v5e_2x4.hlo");
+  ASSERT_TRUE(g.ok());
+  // Partial sums [512 rows, 2048] bf16 are reduce-scattered over model=4 (the TPU's
+  // all-reduce-scatter fusion); then h [512, 2048/4] is all-gathered to [512,2048].
+  std::map<CollectiveKind, int> kinds;
+  for (const Collective& c : g->collectives) kinds[c.kind]++;
+  EXPECT_EQ(kinds[CollectiveKind::kReduceScatter], 1);
+  EXPECT_EQ(kinds[CollectiveKind::kAllGather], 2);
+  EXPECT_EQ(g->collective_bytes(CollectiveKind::kReduceScatter), 512 * 2048 * 2);
+  EXPECT_EQ(g->collectives[0].result_bytes, 512 * 512 * 2);
+  // Matmul flops per device: 2*512*512*2048 + 2*512*2048*256.
+  EXPECT_NEAR(g->total_flops() / (2.0 * 512 * 512 * 2048 + 2.0 * 512 * 2048 * 256), 1.0, 0.01);
+}
+
+TEST(HloFixtureClosedForm, LayersScanRepeats) {
+  auto g =
+      collective_graph_from_file(std::string(AOIZORA_TEST_DATA) + "/hlo/layers_scan.v5e_2x4.hlo");
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->collectives.size(), 1u);
+  EXPECT_EQ(g->collectives[0].repeat, 4);  // four scanned layers
+  // Per layer and device: two matmuls 2*256*1024*1024 each.
+  EXPECT_NEAR(g->total_flops() / (4 * 2 * 2.0 * 256 * 1024 * 1024), 1.0, 0.01);
+  EXPECT_EQ(g->collective_bytes(CollectiveKind::kAllReduce), 4 * 256 * 1024 * 2);
+}
+
+}  // namespace
+}  // namespace aoizora::hlo

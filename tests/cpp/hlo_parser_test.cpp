@@ -1,0 +1,119 @@
+#include "aoizora/hlo/hlo_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace aoizora::hlo {
+namespace {
+
+TEST(HloParser, Shapes) {
+  auto s = parse_shape("bf16[256,1024]{1,0:T(8,128)(2,1)S(1)}");
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ(s->type, PrimitiveType::kBF16);
+  EXPECT_EQ(s->dims, (std::vector<int64_t>{256, 1024}));
+  EXPECT_EQ(s->layout.minor_to_major, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(s->layout.tiles, (std::vector<std::vector<int64_t>>{{8, 128}, {2, 1}}));
+  EXPECT_EQ(s->layout.memory_space, 1);
+  EXPECT_EQ(s->byte_size(), 256 * 1024 * 2);
+
+  auto scalar = parse_shape("s32[]{:T(128)S(6)}");
+  ASSERT_TRUE(scalar.ok());
+  EXPECT_EQ(scalar->num_elements(), 1);
+  EXPECT_EQ(scalar->byte_size(), 4);
+
+  auto tuple = parse_shape("(f32[2,3]{1,0}, (s4[16], pred[]), token[], /*index=3*/u8[0])");
+  ASSERT_TRUE(tuple.ok()) << tuple.error().to_string();
+  ASSERT_EQ(tuple->tuple.size(), 4u);
+  EXPECT_EQ(tuple->tuple[1].tuple[0].byte_size(), 8);  // 16 x 4 bits
+  EXPECT_EQ(tuple->byte_size(), 24 + 8 + 1);
+
+  for (const char* t : {"f8e4m3fn[4]", "f8e5m2[4]", "f8e4m3b11fnuz[4]", "u4[4]", "c64[4]",
+                        "bf16[<=8,4]", "f32[?]", "f32[4]{0:T(256)E(32)#(s32)*(u64)}"})
+    EXPECT_TRUE(parse_shape(t).ok()) << t;
+  for (const char* t : {"f33[4]", "f32[4", "f32[4]{0:?}", "(f32[]", "f32[-1]", "f32[4]{0,}x"})
+    EXPECT_FALSE(parse_shape(t).ok()) << t;
+}
+
+constexpr const char* kModule = R"(HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[8]{0})->f32[8]{0}}, num_partitions=4, frontend_attributes={a="b,c"}
+
+FileNames
+1 "/a/b.py"
+
+FunctionNames
+1 "<module>"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=2}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+
+add (x: f32[], y: f32[]) -> f32[] {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT sum = f32[] add(x, y), backend_config={"k":"}{,\"]","n":[1,{"m":2}]}
+}
+
+ENTRY %main (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0), sharding={devices=[4]<=[4]}, metadata={op_name="a{b" source_file="x.py" source_line=3}
+  %c = f32[] constant(0.5)
+  %b = f32[8]{0} broadcast(f32[] %c), dimensions={}
+  %m = f32[8]{0} multiply(f32[8]{0} %p, %b)
+  ROOT %ar = f32[8]{0} all-reduce(%m), channel_id=1, replica_groups=mesh['x'=2,'y'=2], device_ids=(0,2,1,3) {'y'}, use_global_device_ids=true, to_apply=%add
+}
+)";
+
+TEST(HloParser, Module) {
+  auto m = parse_hlo_module(kModule, "m.hlo");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->name, "jit_f");
+  EXPECT_EQ(m->num_partitions, 4);
+  EXPECT_TRUE(m->is_scheduled);
+  ASSERT_EQ(m->computations.size(), 2u);
+  EXPECT_EQ(m->computations[0].name, "add");
+  EXPECT_EQ(m->computations[0].instructions[2].attr("backend_config"),
+            R"({"k":"}{,\"]","n":[1,{"m":2}]})");
+  const Computation& e = m->computations[m->entry];
+  EXPECT_TRUE(e.is_entry);
+  ASSERT_EQ(e.instructions.size(), 5u);
+  EXPECT_EQ(e.root, 4);
+  const Instruction& mul = e.instructions[3];
+  EXPECT_EQ(mul.opcode, "multiply");
+  EXPECT_EQ(mul.operands, (std::vector<int>{0, 2}));  // inline operand shapes tolerated
+  const Instruction& ar = e.instructions[4];
+  EXPECT_EQ(ar.attr("replica_groups"), "mesh['x'=2,'y'=2], device_ids=(0,2,1,3) {'y'}");
+  EXPECT_EQ(ar.attr("use_global_device_ids"), "true");
+  EXPECT_EQ(ar.called, (std::vector<int>{0}));
+  EXPECT_EQ(ar.line, 27);
+  EXPECT_EQ(e.instructions[0].attr("metadata"),
+            R"({op_name="a{b" source_file="x.py" source_line=3})");
+}
+
+TEST(HloParser, ErrorsCarryLineAndColumn) {
+  std::string text = kModule;
+  text.replace(text.find("multiply("), 9, "multiply ");
+  auto m = parse_hlo_module(text, "m.hlo");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().file, "m.hlo");
+  EXPECT_EQ(m.error().line, 26);
+  EXPECT_GT(m.error().column, 20);
+  EXPECT_NE(m.error().message.find("expected '('"), std::string::npos) << m.error().message;
+
+  auto unknown = parse_hlo_module("HloModule m\nENTRY e {\n  ROOT r = f32[] call(), to_apply=%nope\n}\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("nope"), std::string::npos);
+
+  for (const char* bad : {"", "HloModule", "HloModule m\nENTRY e {\n", "HloModule m\ne {\n}\n",
+                          "HloModule m\nENTRY e {\n r = f32[] add(\n}\n",
+                          "HloModule m, a={\nENTRY e {\n ROOT r = f32[] constant(1)\n}\n",
+                          "HloModule m\nENTRY e {\n ROOT r = f32[] constant(1), b=\"x\n}\n"}) {
+    auto r = parse_hlo_module(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) EXPECT_GE(r.error().line, 1) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace aoizora::hlo

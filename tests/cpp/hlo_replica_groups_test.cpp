@@ -1,0 +1,87 @@
+#include "aoizora/hlo/replica_groups.h"
+
+#include <gtest/gtest.h>
+
+namespace aoizora::hlo {
+namespace {
+
+Groups parse(std::string_view s) {
+  auto r = parse_replica_groups(s);
+  EXPECT_TRUE(r.ok()) << s << ": " << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : Groups{};
+}
+
+TEST(HloReplicaGroups, Explicit) {
+  EXPECT_EQ(parse("{{0,1},{2,3}}"), (Groups{{0, 1}, {2, 3}}));
+  EXPECT_EQ(parse("{ {0, 4} , {1,5} }"), (Groups{{0, 4}, {1, 5}}));
+  EXPECT_EQ(parse("{}"), Groups{});
+}
+
+TEST(HloReplicaGroups, IotaWithTranspose) {
+  EXPECT_EQ(parse("[2,4]<=[4,2]T(1,0)"), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+  EXPECT_EQ(parse("[2,4]<=[8]"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(parse("[4,2]<=[2,4]T(1,0)"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // arange(8).reshape(2,2,2).transpose(2,0,1) -> [[0,2],[4,6]],[[1,3],[5,7]]
+  EXPECT_EQ(parse("[2,4]<=[2,2,2]T(2,0,1)"), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+}
+
+TEST(HloReplicaGroups, MeshAxes) {
+  EXPECT_EQ(parse("mesh['x'=2,'y'=4] {'y'}"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(parse("mesh['x'=2,'y'=4] {'x'}"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(parse("mesh[x=2,y=4] {x}"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // Both axes, y listed first: y is the major (slower) index within the group.
+  EXPECT_EQ(parse("mesh['x'=2,'y'=2] {'y','x'}"), (Groups{{0, 2, 1, 3}}));
+  EXPECT_EQ(parse("mesh['x'=2,'y'=4], device_ids=(0,2,4,6,1,3,5,7) {'y'}"),
+            (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+}
+
+TEST(HloReplicaGroups, MeshSubAxes) {
+  // x=4 splits into (2 major, 2 minor); 'x':(2)2 is the minor half, 'x':(1)2 the major one.
+  EXPECT_EQ(parse("mesh['x'=4,'y'=2] {'x':(2)2}"), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(parse("mesh['x'=4,'y'=2] {'x':(1)2}"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(parse("mesh['x'=4,'y'=2] {'x':(2)2,'y'}"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+}
+
+TEST(HloReplicaGroups, Malformed) {
+  for (std::string_view bad :
+       {"{{0,1},{2,", "[2,4]<=[4,3]", "[2,4]<=[4,2]T(0,0)", "mesh['x'=2] {'z'}",
+        "mesh['x'=4] {'x':(3)2}", "{{0,-1}}", "garbage", "[2,4]<=[8] trailing",
+        "mesh['x'=2,'y'=4], device_ids=(0,1) {'y'}", "[1048577,1048577]<=[1099513724929]"}) {
+    EXPECT_FALSE(parse_replica_groups(bad).ok()) << bad;
+  }
+}
+
+TEST(HloReplicaGroups, SourceTargetPairs) {
+  auto r = parse_source_target_pairs("{{0,1},{1,2},{2,0}}");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (std::vector<std::pair<int, int>>{{0, 1}, {1, 2}, {2, 0}}));
+  EXPECT_FALSE(parse_source_target_pairs("{{0,1,2}}").ok());
+}
+
+TEST(HloReplicaGroups, GroupModes) {
+  EXPECT_EQ(group_mode(false, true, false), GroupMode::kCrossReplica);
+  EXPECT_EQ(group_mode(true, false, false), GroupMode::kCrossPartition);
+  EXPECT_EQ(group_mode(true, true, false), GroupMode::kCrossReplicaAndPartition);
+  EXPECT_EQ(group_mode(true, true, true), GroupMode::kFlattenedId);
+  // 2 replicas x 4 partitions; global id = replica * 4 + partition.
+  auto part = resolve_groups({{0, 1}, {2, 3}}, GroupMode::kCrossPartition, 2, 4);
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(*part, (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  auto rep = resolve_groups({{0, 1}}, GroupMode::kCrossReplica, 2, 4);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(*rep, (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  auto both = resolve_groups({{0}}, GroupMode::kCrossReplicaAndPartition, 1, 4);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(*both, (Groups{{0, 1, 2, 3}}));
+  auto all = resolve_groups({}, GroupMode::kCrossPartition, 1, 4);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (Groups{{0, 1, 2, 3}}));
+  auto flat = resolve_groups({{0, 7}}, GroupMode::kFlattenedId, 2, 4);
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(*flat, (Groups{{0, 7}}));
+  EXPECT_FALSE(resolve_groups({{0, 8}}, GroupMode::kFlattenedId, 2, 4).ok());
+  EXPECT_FALSE(resolve_groups({{4}}, GroupMode::kCrossPartition, 1, 4).ok());
+}
+
+}  // namespace
+}  // namespace aoizora::hlo
