@@ -59,7 +59,9 @@ std::string trace_json(const SimResult& result, const topo::Topology& topology) 
   out += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"topology\":";
   append_escaped(out, topology.name);
   out += ",\"step_seconds\":";
-  append_number(out, result.step_seconds);
+  char step[32];
+  std::snprintf(step, sizeof step, "%.9g", result.step_seconds);
+  out += step;
   out += "},\"traceEvents\":[\n";
   bool first = true;
   auto begin = [&] {
