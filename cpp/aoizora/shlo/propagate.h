@@ -1,0 +1,62 @@
+// Sharding rules for the ops Stage 1 understands: given operand shardings, the sharding of
+// the result and the sharding each operand must be brought to first. Pure functions over
+// plain data; the DAG builder turns every "operand must become X" into an implicit
+// communication node. Rules follow what Shardy + the SPMD partitioner do in the common
+// cases: keep shardings where a dimension maps through unchanged, never shard one mesh axis
+// twice, and prefer moving the smaller operand when two shardings conflict.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "aoizora/shlo/ir.h"
+#include "aoizora/shlo/sharding.h"
+
+namespace aoizora::shlo {
+
+// A value during analysis: its sharding, the axes over which it is still a partial sum
+// (result of a contraction or reduction over a sharded dim), and whether it is manual
+// (inside shard_map: its type is already per device).
+struct ShardState {
+  TensorSharding sharding;
+  std::vector<AxisRef> partial;
+  bool manual = false;
+  bool from_inputs = true;   // depends only on program inputs (weights, latents)
+};
+
+// Per-device shape of a global type under a sharding (ceil division).
+std::vector<int64_t> local_shape(const MeshTable& meshes, const TensorType& type,
+                                 const TensorSharding& s);
+double local_bytes(const MeshTable& meshes, const TensorType& type, const ShardState& st);
+
+// Sharding with rank dims, all unsharded, on mesh.
+TensorSharding replicated(const std::string& mesh, size_t rank);
+
+// Number of devices the sharding splits a tensor over.
+int64_t num_shards(const MeshTable& meshes, const TensorSharding& s);
+
+// Sharding of the result of a reshape from `in` to `out` shapes, and the operand sharding
+// it needs (axes on dimensions that do not map through are dropped).
+struct ReshapeRule {
+  TensorSharding operand;
+  TensorSharding result;
+};
+ReshapeRule reshape_rule(const MeshTable& meshes, const TensorSharding& s,
+                         const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+
+struct DotDims {
+  std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
+};
+
+// dot_general: operand shardings to reshard to, result sharding and partial axes.
+struct DotRule {
+  TensorSharding lhs, rhs, result;
+  std::vector<AxisRef> partial;
+};
+// Chooses among (a) keeping both operands, (b) moving one operand's contraction sharding to
+// match the other, (c) gathering the contraction, the option with the fewest bytes moved.
+DotRule dot_rule(const MeshTable& meshes, const DotDims& dims, const TensorType& lhs_type,
+                 const TensorSharding& lhs, const TensorType& rhs_type,
+                 const TensorSharding& rhs);
+
+}  // namespace aoizora::shlo

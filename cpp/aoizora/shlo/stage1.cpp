@@ -1,0 +1,106 @@
+#include "aoizora/shlo/stage1.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "aoizora/cost/q1.h"
+#include "aoizora/shlo/dag_builder.h"
+#include "aoizora/shlo/parser.h"
+#include "aoizora/topo/topology.h"
+
+namespace aoizora::shlo {
+
+namespace {
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  return buf;
+}
+}  // namespace
+
+Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Options& options) {
+  Stage1Options o = options;
+  if (!o.topology.empty()) {
+    Result<topo::Topology> t = topo::make_topology(o.topology);
+    if (!t.ok()) return t.error();
+    o.peak_flops = t->spec.peak_flops;
+    o.hbm_bandwidth = t->spec.hbm_bandwidth;
+    o.hbm_bytes = t->spec.hbm_bytes;
+    o.link_bandwidth = t->spec.link_bandwidth;
+    o.alpha = t->spec.hop_latency;
+    o.slice_dims = t->dims;
+    o.slice_wrap = t->wrap;
+  }
+  Result<Module> m = parse_module(text);
+  if (!m.ok()) return m.error();
+  Result<PredictionDag> dag = build_dag(*m);
+  if (!dag.ok()) return dag.error();
+
+  cost::Q1Params p;
+  p.peak_flops = o.peak_flops;
+  p.hbm_bandwidth = o.hbm_bandwidth;
+  p.link_bandwidth = o.link_bandwidth;
+  p.alpha = o.alpha;
+  p.slice_dims = o.slice_dims;
+  p.slice_wrap = o.slice_wrap;
+  // With no slice shape given, assume the devices could form one wrapped ring.
+  if (o.slice_dims == std::array<int, 3>{1, 1, 1}) {
+    p.slice_dims = {static_cast<int>(dag->num_devices), 1, 1};
+    p.slice_wrap = {true, false, false};
+  }
+  cost::Q1Breakdown q = cost::q1(*dag, p);
+
+  Stage1Result r;
+  r.q1_seconds = q.q1;
+  r.compute_seconds = q.compute;
+  r.comm_seconds = q.comm;
+  r.overlappable_comm_seconds = q.overlappable_comm;
+  r.barrier_comm_seconds = q.barrier_comm;
+  r.comm_seconds_by_axis = q.comm_by_axis;
+  r.param_bytes = dag->param_bytes;
+  r.peak_activation_bytes = dag->peak_activation_bytes;
+  r.num_devices = dag->num_devices;
+  r.warnings = dag->warnings;
+  for (const DagNode& n : dag->nodes) {
+    if (n.kind == DagNode::Kind::kCompute) {
+      r.flops += n.flops * n.repeat;
+      continue;
+    }
+    std::string kind(to_string(n.comm));
+    r.comm_bytes_by_kind[kind] += n.operand_bytes * n.repeat;
+    r.comm_count_by_kind[kind] += n.repeat;
+    r.comm_bytes_by_origin[std::string(to_string(n.origin))] += n.operand_bytes * n.repeat;
+    for (const std::string& a : n.axes)
+      r.comm_bytes_by_axis[a] += n.operand_bytes * n.repeat / static_cast<double>(n.axes.size());
+  }
+  const double need = r.param_bytes + r.peak_activation_bytes;
+  const double have = o.hbm_bytes * o.hbm_usable_fraction;
+  if (need > have) {
+    r.fits = false;
+    r.reject_reason = "needs " + gb(need) + " per device (parameters " + gb(r.param_bytes) +
+                      " + peak activations " + gb(r.peak_activation_bytes) + ") > " + gb(have) +
+                      " usable HBM (" + gb(o.hbm_bytes) + " x " +
+                      std::to_string(o.hbm_usable_fraction).substr(0, 4) + ")";
+  }
+  r.dag = std::move(*dag);
+  return r;
+}
+
+std::vector<int> select_top_k(const std::vector<double>& q1, int k) {
+  std::vector<int> idx;
+  for (size_t i = 0; i < q1.size(); ++i)
+    if (std::isfinite(q1[i]) && q1[i] >= 0) idx.push_back(static_cast<int>(i));
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return q1[static_cast<size_t>(a)] < q1[static_cast<size_t>(b)]; });
+  if (k > 0 && static_cast<size_t>(k) < idx.size()) idx.resize(static_cast<size_t>(k));
+  return idx;
+}
+
+int k_from_recall(const std::vector<int>& winner_ranks, int min_k, int slack) {
+  int worst = -1;
+  for (int r : winner_ranks) worst = std::max(worst, r);
+  return std::max(min_k, worst + 1 + slack);
+}
+
+}  // namespace aoizora::shlo
