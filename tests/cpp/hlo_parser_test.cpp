@@ -12,9 +12,13 @@ TEST(HloParser, Shapes) {
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   EXPECT_EQ(s->type, PrimitiveType::kBF16);
   EXPECT_EQ(s->dims, (std::vector<int64_t>{256, 1024}));
-  EXPECT_EQ(s->layout.minor_to_major, (std::vector<int64_t>{1, 0}));
-  EXPECT_EQ(s->layout.tiles, (std::vector<std::vector<int64_t>>{{8, 128}, {2, 1}}));
-  EXPECT_EQ(s->layout.memory_space, 1);
+  EXPECT_EQ(s->layout_text, "1,0:T(8,128)(2,1)S(1)");
+  auto layout = parse_layout(s->layout_text);
+  ASSERT_TRUE(layout.ok()) << layout.error().to_string();
+  EXPECT_EQ(layout->minor_to_major, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(layout->tiles, (std::vector<std::vector<int64_t>>{{8, 128}, {2, 1}}));
+  EXPECT_EQ(layout->memory_space, 1);
+  EXPECT_FALSE(parse_layout("1,0:T(8,").ok());
   EXPECT_EQ(s->byte_size(), 256 * 1024 * 2);
 
   auto scalar = parse_shape("s32[]{:T(128)S(6)}");

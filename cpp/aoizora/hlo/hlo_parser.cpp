@@ -18,6 +18,15 @@ bool is_name_char(char c) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
+// Characters that end a run of ordinary attribute text: quotes, brackets, ',' and newline.
+struct SpecialTable {
+  bool special[256] = {};
+  constexpr SpecialTable() {
+    for (unsigned char c : std::string_view("\"(){}[],\n")) special[c] = true;
+  }
+};
+constexpr SpecialTable kSpecial;
+
 std::string_view strip_percent(std::string_view s) {
   if (!s.empty() && s.front() == '%') s.remove_prefix(1);
   return s;
@@ -40,6 +49,7 @@ class Parser {
 
   Result<HloModule> module();
   Result<Shape> shape_only();
+  Result<Layout> layout_only();
 
  private:
   // --- errors and positions ---
@@ -149,6 +159,8 @@ class Parser {
     size_t start = p_;
     int depth = 0;
     while (p_ < s_.size()) {
+      while (p_ < s_.size() && !kSpecial.special[static_cast<unsigned char>(s_[p_])]) ++p_;
+      if (p_ >= s_.size()) break;
       char c = s_[p_];
       if (c == '"') {
         if (!skip_string()) return error("a closing '\"'", start);
@@ -175,6 +187,8 @@ class Parser {
     size_t b = p_;
     int depth = 0;
     while (p_ < s_.size()) {
+      while (p_ < s_.size() && !kSpecial.special[static_cast<unsigned char>(s_[p_])]) ++p_;
+      if (p_ >= s_.size()) break;
       char c = s_[p_];
       if (c == '"') {
         size_t at = p_;
@@ -246,7 +260,7 @@ Result<bool> Parser::layout(Layout* out) {
   while (peek() != ':' && peek() != '}') {
     int64_t v;
     if (!integer(&v)) return error("a layout dimension", p_);
-    out->minor_to_major.push_back(v);
+    if (out != nullptr) out->minor_to_major.push_back(v);
     skip_ws();
     if (peek() == ',') ++p_;
     else if (peek() != ':' && peek() != '}') return error("',', ':' or '}' in the layout", p_);
@@ -268,11 +282,11 @@ Result<bool> Parser::layout(Layout* out) {
           while (peek() != ')') {
             if (peek() == '*') {
               ++p_;
-              tile.push_back(-1);
+              if (out != nullptr) tile.push_back(-1);
             } else {
               int64_t v;
               if (!integer(&v)) return error("a tile dimension", p_);
-              tile.push_back(v);
+              if (out != nullptr) tile.push_back(v);
             }
             skip_ws();
             if (peek() == ',') ++p_;
@@ -280,7 +294,7 @@ Result<bool> Parser::layout(Layout* out) {
             skip_ws();
           }
           ++p_;
-          out->tiles.push_back(std::move(tile));
+          if (out != nullptr) out->tiles.push_back(std::move(tile));
         }
         continue;
       }
@@ -288,7 +302,7 @@ Result<bool> Parser::layout(Layout* out) {
         p_ += 2;
         int64_t v;
         if (!integer(&v)) return error("a memory space", p_);
-        out->memory_space = v;
+        if (out != nullptr) out->memory_space = v;
         if (!consume(')')) return error("')'", p_);
         continue;
       }
@@ -368,9 +382,11 @@ Result<bool> Parser::shape(Shape* out, int depth) {
   ++p_;
   if (peek() == '{') {
     ++p_;
+    size_t lb = p_;
     out->has_layout = true;
-    auto r = layout(&out->layout);
+    auto r = layout(nullptr);
     if (!r.ok()) return r;
+    out->layout_text = s_.substr(lb, p_ - 1 - lb);
   }
   return true;
 }
@@ -608,7 +624,21 @@ Result<Shape> Parser::shape_only() {
   return out;
 }
 
+Result<Layout> Parser::layout_only() {
+  Layout out;
+  auto r = layout(&out);
+  if (!r.ok()) return r.error();
+  if (!eof()) return error("the end of the layout", p_);
+  return out;
+}
+
 }  // namespace
+
+Result<Layout> parse_layout(std::string_view layout_text) {
+  std::string braced = std::string(layout_text) + "}";
+  Result<Layout> r = Parser(braced, "").layout_only();
+  return r;
+}
 
 Result<HloModule> parse_hlo_module(std::string_view text, std::string filename) {
   return Parser(text, std::move(filename)).module();

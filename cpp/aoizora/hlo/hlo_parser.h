@@ -19,6 +19,10 @@ namespace aoizora::hlo {
 Result<HloModule> parse_hlo_module(std::string_view text, std::string filename = "");
 
 // Parses one shape, e.g. "bf16[8,128]{1,0:T(8,128)(2,1)S(1)}" or "(f32[], s32[4])".
+// The shape's string_views point into `text`.
 Result<Shape> parse_shape(std::string_view text);
+
+// Decodes Shape::layout_text, e.g. "1,0:T(8,128)(2,1)S(1)".
+Result<Layout> parse_layout(std::string_view layout_text);
 
 }  // namespace aoizora::hlo

@@ -1,6 +1,6 @@
 // Shapes of compiled HLO: arrays (element type, dims, layout with tiling and memory space),
 // tuples (possibly nested), tokens. Only what the planner needs: sizes in bytes and element
-// counts; layouts are kept for inspection, not interpreted (byte sizes ignore tile padding).
+// counts; layouts are kept as text for inspection (byte sizes ignore tile padding).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +37,10 @@ struct Shape {
   PrimitiveType type = PrimitiveType::kInvalid;
   std::vector<int64_t> dims;   // a bounded dynamic dim `<=N` keeps its bound N; `?` is 0
   bool has_layout = false;
-  Layout layout;
+  // The layout as printed between the braces ("1,0:T(8,128)(2,1)S(1)"), checked by the
+  // parser but decoded only on demand (parse_layout in hlo_parser.h): most readers never
+  // need it, and decoding every layout would cost allocations on every instruction.
+  std::string_view layout_text;
   std::vector<Shape> tuple;    // element shapes when type == kTuple
 
   bool is_tuple() const { return type == PrimitiveType::kTuple; }

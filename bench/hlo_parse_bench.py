@@ -1,0 +1,125 @@
+"""Parse throughput and peak memory of the C++ HLO front end against XLA's own HLO text parser
+(`jaxlib._hlo.hlo_module_from_text`, the parser behind `HloModule` in jaxlib), on real
+compiled HLO: a many-layer sharded transformer, unrolled (a Python loop, not scan), compiled
+for v5e:2x4 through libtpu (deviceless). Prints a table and the speed ratio.
+
+    PYTHONPATH=build/hlo/pyroot:python .venv/bin/python bench/hlo_parse_bench.py [--layers 400]
+
+Each parser runs in its own subprocess so that its peak RSS (ru_maxrss) over the process's
+baseline after the text is in memory is the parser's own peak, not the other's. The C++ row
+parses and builds the whole CollectiveGraph (what `aoizora` uses), from the file
+(`load_hlo_file`, so its own copy of the text is counted in its peak); XLA's row only parses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.path.join("/tmp", "aoizora_hlo_bench")
+
+
+def make_hlo(layers: int) -> str:
+    path = os.path.join(CACHE, f"dit_unrolled_{layers}.v5e_2x4.hlo")
+    if os.path.exists(path):
+        return path
+    os.makedirs(CACHE, exist_ok=True)
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from aoizora import jaxenv  # noqa: F401
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    from aoizora import tpu
+
+    mesh = Mesh(np.array(tpu.compile_only_devices("v5e:2x4")).reshape(2, 4), ("data", "model"))
+    d, f, heads = 512, 2048, 8
+
+    def block(x, w):
+        wq, wk, wv, wo, w1, w2 = w
+        h = x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+        q, k, v = (h @ wq, h @ wk, h @ wv)
+        b, s, _ = q.shape
+        q, k, v = (t.reshape(b, s, heads, -1) for t in (q, k, v))
+        a = jax.nn.softmax(jnp.einsum("bshd,bthd->bhst", q, k) / 8.0, axis=-1)
+        o = jnp.einsum("bhst,bthd->bshd", a, v).reshape(b, s, -1) @ wo
+        x = x + o
+        return x + jax.nn.gelu((x / jnp.sqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6)) @ w1) @ w2
+
+    def model(x, ws):
+        for w in ws:
+            x = block(x, w)
+        return x
+
+    spec = lambda shape, p: jax.ShapeDtypeStruct(shape, jnp.bfloat16,  # noqa: E731
+                                                 sharding=NamedSharding(mesh, p))
+    layer = (spec((d, d), P(None, "model")), spec((d, d), P(None, "model")),
+             spec((d, d), P(None, "model")), spec((d, d), P("model", None)),
+             spec((d, f), P(None, "model")), spec((f, d), P("model", None)))
+    args = (spec((2, 256, d), P("data", None, None)), [layer] * layers)
+    t0 = time.perf_counter()
+    text = jax.jit(model).lower(*args).compile().as_text()
+    print(f"compiled {layers} unrolled layers for v5e:2x4 in {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr)
+    with open(path + ".tmp", "w") as fh:
+        fh.write(text)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+WORKER = r"""
+import json, resource, sys, time
+which, path, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if which == "xla":
+    from jaxlib import _hlo
+    text = open(path).read()
+    parse = lambda: _hlo.hlo_module_from_text(text)
+else:
+    from aoizora import _core
+    parse = lambda: _core.load_hlo_file(path)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+times = []
+for _ in range(reps):
+    t0 = time.perf_counter(); out = parse(); times.append(time.perf_counter() - t0); del out
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"best_s": min(times), "peak_extra": peak - base}))
+"""
+
+
+def run_worker(which: str, path: str, reps: int) -> dict:
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    out = subprocess.run([sys.executable, "-c", WORKER, which, path, str(reps)], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=400)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--hlo", help="use this HLO file instead of compiling one")
+    args = ap.parse_args()
+    path = args.hlo or make_hlo(args.layers)
+    size = os.path.getsize(path)
+    rows = {name: run_worker(name, path, args.reps) for name in ("aoizora", "xla")}
+    mb = size / 1e6
+    print(f"HLO: {path} ({mb:.1f} MB, {sum(1 for _ in open(path))} lines)")
+    print(f"{'parser':<34} {'best s':>8} {'MB/s':>8} {'peak extra RSS':>15} {'x file':>7}")
+    labels = {"aoizora": "aoizora._core.load_hlo_file (C++)",
+              "xla": "jaxlib._hlo.hlo_module_from_text"}
+    for name, r in rows.items():
+        print(f"{labels[name]:<34} {r['best_s']:>8.3f} {mb / r['best_s']:>8.1f} "
+              f"{r['peak_extra'] / 1e6:>12.1f} MB {r['peak_extra'] / size:>7.2f}")
+    print(f"speed ratio (XLA time / aoizora time): {rows['xla']['best_s'] / rows['aoizora']['best_s']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
