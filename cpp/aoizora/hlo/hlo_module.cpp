@@ -1,17 +1,90 @@
 #include "aoizora/hlo/hlo_module.h"
 
+#include <algorithm>
+
 namespace aoizora::hlo {
+namespace {
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// The next ", key=value" of text the parser already validated; false at the end. Values end
+// at a top-level ',' or newline (strings and brackets skipped), except that the mesh form of
+// replica_groups keeps its ", device_ids=(...)".
+bool next_attribute(std::string_view t, size_t* pos, Attribute* out) {
+  size_t p = *pos;
+  while (p < t.size() && is_blank(t[p])) ++p;
+  if (p >= t.size() || t[p] != ',') return false;
+  ++p;
+  while (p < t.size() && is_blank(t[p])) ++p;
+  size_t kb = p;
+  while (p < t.size() && t[p] != '=' && t[p] != ',' && !is_blank(t[p])) ++p;
+  out->key = t.substr(kb, p - kb);
+  out->value = {};
+  while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
+  if (p < t.size() && t[p] == '=') {
+    ++p;
+    while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
+    size_t vb = p;
+    int depth = 0;
+    while (p < t.size()) {
+      char c = t[p];
+      if (c == '"') {
+        ++p;
+        while (p < t.size() && t[p] != '"') p += (t[p] == '\\') ? 2 : 1;
+        ++p;
+        continue;
+      }
+      if (c == '(' || c == '{' || c == '[') {
+        ++depth;
+      } else if (c == ')' || c == '}' || c == ']') {
+        if (depth == 0) break;
+        --depth;
+      } else if (depth == 0 && (c == '\n' || c == ',')) {
+        if (c == ',' && t.compare(vb, 5, "mesh[") == 0) {
+          size_t q = p + 1;
+          while (q < t.size() && t[q] == ' ') ++q;
+          if (t.compare(q, 11, "device_ids=") == 0) {
+            p = q + 11;
+            continue;
+          }
+        }
+        break;
+      }
+      ++p;
+    }
+    p = std::min(p, t.size());
+    size_t ve = p;
+    while (ve > vb && is_blank(t[ve - 1])) --ve;
+    out->value = t.substr(vb, ve - vb);
+  }
+  *pos = p;
+  return true;
+}
+
+}  // namespace
 
 std::string_view Instruction::attr(std::string_view key) const {
-  for (const Attribute& a : attributes)
+  size_t pos = 0;
+  Attribute a;
+  while (next_attribute(attribute_text, &pos, &a))
     if (a.key == key) return a.value;
   return {};
 }
 
 bool Instruction::has_attr(std::string_view key) const {
-  for (const Attribute& a : attributes)
+  size_t pos = 0;
+  Attribute a;
+  while (next_attribute(attribute_text, &pos, &a))
     if (a.key == key) return true;
   return false;
+}
+
+std::vector<Attribute> Instruction::attributes() const {
+  std::vector<Attribute> out;
+  size_t pos = 0;
+  Attribute a;
+  while (next_attribute(attribute_text, &pos, &a)) out.push_back(a);
+  return out;
 }
 
 int HloModule::find_computation(std::string_view name) const {

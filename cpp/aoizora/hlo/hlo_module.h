@@ -25,15 +25,19 @@ struct Instruction {
   Shape shape;
   bool is_root = false;
   int line = 0;                            // 1-based line of the instruction in the text
-  std::vector<std::string_view> operand_names;
   std::vector<int> operands;               // indices into the computation; -1 if unknown
   std::string_view raw_operands;           // text between the opcode's parentheses
-  std::vector<Attribute> attributes;
+  // The attribute list as printed (", key=value, ..."), validated by the parser and split on
+  // demand by attr(): keeping one view instead of a vector of pairs per instruction keeps the
+  // IR near the size of the text.
+  std::string_view attribute_text;
   std::vector<int> called;                 // computation indices (calls, to_apply, body, ...)
 
   // The raw value of attribute `key`, or an empty view when absent.
   std::string_view attr(std::string_view key) const;
   bool has_attr(std::string_view key) const;
+  // Every attribute, in order.
+  std::vector<Attribute> attributes() const;
 };
 
 struct Computation {

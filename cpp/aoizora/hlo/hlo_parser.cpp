@@ -42,6 +42,14 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Attributes whose values name called computations.
+bool is_call_attribute(std::string_view key) {
+  return key == "calls" || key == "to_apply" || key == "condition" || key == "body" ||
+         key == "true_computation" || key == "false_computation" ||
+         key == "branch_computations" || key == "called_computations" || key == "select" ||
+         key == "scatter" || key == "comparator";
+}
+
 class Parser {
  public:
   Parser(std::string_view text, std::string filename)
@@ -217,8 +225,9 @@ class Parser {
     return trim(s_.substr(b, p_ - b));
   }
 
-  // ", key=value" pairs until something else follows. Stops at a newline when `line_only`.
-  Result<bool> attributes(std::vector<Attribute>* out) {
+  // ", key=value" pairs until something else follows. Keeps them in `out` when given, and
+  // records the values of call attributes (calls=, to_apply=, ...) for `calls_of`.
+  Result<bool> attributes(std::vector<Attribute>* out, int calls_of = -1) {
     for (;;) {
       skip_blank();
       if (peek() != ',') return true;
@@ -230,13 +239,14 @@ class Parser {
       skip_blank();
       if (peek() != '=') {
         // A bare word attribute (rare); keep it with an empty value.
-        out->push_back({key, {}});
+        if (out != nullptr) out->push_back({key, {}});
         continue;
       }
       ++p_;
       auto v = value();
       if (!v.ok()) return v.error();
-      out->push_back({key, *v});
+      if (out != nullptr) out->push_back({key, *v});
+      if (calls_of >= 0 && is_call_attribute(key)) pending_calls_.push_back({calls_of, *v});
     }
   }
 
@@ -250,6 +260,27 @@ class Parser {
   std::string_view s_;
   size_t p_ = 0;
   std::string filename_;
+  // Call attribute values, by instruction of the computation being parsed, resolved to
+  // computation indices once every computation is known.
+  struct PendingCall {
+    int instruction;
+    std::string_view value;
+  };
+  std::vector<PendingCall> pending_calls_;
+  struct ModuleCalls {
+    int computation;
+    std::vector<PendingCall> calls;
+  };
+  std::vector<ModuleCalls> module_calls_;
+  // Name -> index within the computation being parsed, and operands named before their
+  // definition (instruction, operand slot, name).
+  std::unordered_map<std::string_view, int> names_;
+  struct Forward {
+    int instruction;
+    int slot;
+    std::string_view name;
+  };
+  std::vector<Forward> forward_;
   size_t line_pos_ = 0;
   int line_ = 1;
 };
@@ -489,12 +520,23 @@ Result<bool> Parser::instruction(Computation* comp, bool* is_root) {
         if (op.empty()) continue;
         size_t sp = op.find_last_of(" \t\n");
         if (sp != std::string_view::npos) op = op.substr(sp + 1);
-        ins.operand_names.push_back(strip_percent(op));
+        op = strip_percent(op);
+        auto it = names_.find(op);
+        if (it == names_.end()) {
+          forward_.push_back({static_cast<int>(comp->instructions.size()),
+                              static_cast<int>(ins.operands.size()), op});
+          ins.operands.push_back(-1);
+        } else {
+          ins.operands.push_back(it->second);
+        }
       }
     }
   }
-  auto a = attributes(&ins.attributes);
+  size_t ab = p_;
+  auto a = attributes(nullptr, static_cast<int>(comp->instructions.size()));
   if (!a.ok()) return a;
+  ins.attribute_text = s_.substr(ab, p_ - ab);
+  names_.emplace(ins.name, static_cast<int>(comp->instructions.size()));
   comp->instructions.push_back(std::move(ins));
   return true;
 }
@@ -531,6 +573,9 @@ Result<bool> Parser::computation(HloModule* m) {
   }
   if (peek() != '{') return error("'{' opening the computation body", p_);
   ++p_;
+  names_.clear();
+  forward_.clear();
+  pending_calls_.clear();
   int root = -1;
   for (;;) {
     skip_ws();
@@ -548,29 +593,16 @@ Result<bool> Parser::computation(HloModule* m) {
   if (root < 0) root = static_cast<int>(comp.instructions.size()) - 1;
   comp.instructions[root].is_root = true;
   comp.root = root;
-  // Resolve operand names within the computation.
-  std::unordered_map<std::string_view, int> index;
-  index.reserve(comp.instructions.size() * 2);
-  for (size_t i = 0; i < comp.instructions.size(); ++i)
-    index.emplace(comp.instructions[i].name, static_cast<int>(i));
-  for (Instruction& ins : comp.instructions) {
-    ins.operands.reserve(ins.operand_names.size());
-    for (std::string_view n : ins.operand_names) {
-      auto it = index.find(n);
-      ins.operands.push_back(it == index.end() ? -1 : it->second);
-    }
+  // Operands named before their definition (unusual outside hand-written text).
+  for (const Forward& f : forward_) {
+    auto it = names_.find(f.name);
+    if (it != names_.end()) comp.instructions[f.instruction].operands[f.slot] = it->second;
   }
+  if (!pending_calls_.empty())
+    module_calls_.push_back({static_cast<int>(m->computations.size()), pending_calls_});
   if (comp.is_entry) m->entry = static_cast<int>(m->computations.size());
   m->computations.push_back(std::move(comp));
   return true;
-}
-
-// Attributes whose values name called computations.
-bool is_call_attribute(std::string_view key) {
-  return key == "calls" || key == "to_apply" || key == "condition" || key == "body" ||
-         key == "true_computation" || key == "false_computation" ||
-         key == "branch_computations" || key == "called_computations" || key == "select" ||
-         key == "scatter" || key == "comparator";
 }
 
 Result<HloModule> Parser::module() {
@@ -590,11 +622,12 @@ Result<HloModule> Parser::module() {
   by_name.reserve(m.computations.size() * 2);
   for (size_t i = 0; i < m.computations.size(); ++i)
     by_name.emplace(m.computations[i].name, static_cast<int>(i));
-  for (Computation& c : m.computations) {
-    for (Instruction& ins : c.instructions) {
-      for (const Attribute& a : ins.attributes) {
-        if (!is_call_attribute(a.key)) continue;
-        std::string_view v = a.value;
+  for (const ModuleCalls& mc : module_calls_) {
+    Computation& c = m.computations[mc.computation];
+    for (const PendingCall& call : mc.calls) {
+      Instruction& ins = c.instructions[call.instruction];
+      {
+        std::string_view v = call.value;
         if (!v.empty() && v.front() == '{') v = v.substr(1, v.size() >= 2 ? v.size() - 2 : 0);
         size_t b = 0;
         for (size_t i = 0; i <= v.size(); ++i) {
