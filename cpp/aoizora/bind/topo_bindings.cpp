@@ -1,9 +1,257 @@
+// Python view of topo/, place/ and cost/ (flows and Q2). Every function that takes a topology
+// accepts a bound Topology or a catalog name / JSON path.
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <string>
+
 #include "aoizora/bind/bind.h"
+#include "aoizora/cost/flow.h"
+#include "aoizora/cost/q2.h"
+#include "aoizora/place/axis_order.h"
+#include "aoizora/place/jax_default.h"
+#include "aoizora/place/ring_orders.h"
+#include "aoizora/place/search.h"
+#include "aoizora/topo/topology.h"
 
 namespace nb = nanobind;
 
 namespace aoizora::bind {
+namespace {
 
-void bind_topo(nb::module_& m) { (void)m; }
+// A topology argument: the bound object itself, or one made from a name or path.
+struct TopoArg {
+  std::unique_ptr<topo::Topology> owned;
+  const topo::Topology* ptr = nullptr;
+  const topo::Topology& get() const { return *ptr; }
+};
+
+TopoArg topo_arg(nb::handle h) {
+  TopoArg a;
+  if (nb::isinstance<topo::Topology>(h)) {
+    a.ptr = nb::inst_ptr<topo::Topology>(h);
+  } else if (nb::isinstance<nb::str>(h)) {
+    a.owned = std::make_unique<topo::Topology>(unwrap(topo::make_topology(nb::cast<std::string>(h))));
+    a.ptr = a.owned.get();
+  } else {
+    throw CoreError("expected a Topology or a topology name / JSON path");
+  }
+  return a;
+}
+
+place::Placement placement_of(const std::vector<int>& chip_of, const topo::Topology& t) {
+  place::Placement p{"given", chip_of};
+  unwrap(place::validate(p, t));
+  return p;
+}
+
+nb::dict spec_dict(const topo::ChipSpec& s) {
+  nb::dict d;
+  d["generation"] = s.generation;
+  d["device_kind"] = s.device_kind;
+  d["peak_flops"] = s.peak_flops;
+  d["hbm_bytes"] = s.hbm_bytes;
+  d["hbm_bandwidth"] = s.hbm_bandwidth;
+  d["link_bandwidth"] = s.link_bandwidth;
+  d["hop_latency"] = s.hop_latency;
+  return d;
+}
+
+nb::dict link_dict(const topo::Link& l) {
+  nb::dict d;
+  d["id"] = l.id;
+  d["src"] = l.src;
+  d["dst"] = l.dst;
+  d["dim"] = l.dim;
+  d["dir"] = l.dir;
+  d["wraparound"] = l.wraparound;
+  d["bandwidth"] = l.bandwidth;
+  d["latency"] = l.latency;
+  return d;
+}
+
+nb::dict topology_dict(const topo::Topology& t) {
+  nb::dict d;
+  d["name"] = t.name;
+  d["dims"] = nb::cast(t.dims);
+  d["wrap"] = nb::cast(t.wrap);
+  d["num_chips"] = t.num_chips();
+  d["num_links"] = t.num_links();
+  d["spec"] = spec_dict(t.spec);
+  nb::list chips;
+  for (const topo::Chip& c : t.chips) chips.append(nb::cast(c.coords));
+  d["chips"] = chips;
+  nb::list links;
+  for (const topo::Link& l : t.links) links.append(link_dict(l));
+  d["links"] = links;
+  return d;
+}
+
+}  // namespace
+
+void bind_topo(nb::module_& m) {
+  using topo::Topology;
+
+  nb::class_<Topology>(m, "Topology",
+                       "Chips at (x, y, z) and directed full-duplex links. Chip ids are x-fastest; "
+                       "match JAX devices by coords, never by id.")
+      .def_prop_ro("name", [](const Topology& t) { return t.name; })
+      .def_prop_ro("dims", [](const Topology& t) { return t.dims; })
+      .def_prop_ro("wrap", [](const Topology& t) { return t.wrap; })
+      .def_prop_ro("num_chips", &Topology::num_chips)
+      .def_prop_ro("num_links", &Topology::num_links)
+      .def_prop_ro("is_grid", &Topology::is_grid)
+      .def_prop_ro("chips", [](const Topology& t) {
+        std::vector<std::array<int, 3>> out;
+        for (const topo::Chip& c : t.chips) out.push_back(c.coords);
+        return out;
+      }, "coords of chip id i at index i")
+      .def_prop_ro("links", [](const Topology& t) {
+        nb::list out;
+        for (const topo::Link& l : t.links) out.append(link_dict(l));
+        return out;
+      })
+      .def_prop_ro("spec", [](const Topology& t) { return spec_dict(t.spec); })
+      .def_prop_ro("peak_flops", [](const Topology& t) { return t.spec.peak_flops; })
+      .def_prop_ro("hbm_bytes", [](const Topology& t) { return t.spec.hbm_bytes; })
+      .def_prop_ro("hbm_bandwidth", [](const Topology& t) { return t.spec.hbm_bandwidth; })
+      .def_prop_ro("link_bandwidth", [](const Topology& t) { return t.spec.link_bandwidth; })
+      .def_prop_ro("hop_latency", [](const Topology& t) { return t.spec.hop_latency; })
+      .def_prop_ro("device_kind", [](const Topology& t) { return t.spec.device_kind; })
+      .def("chip_at", [](const Topology& t, std::array<int, 3> c) { return t.chip_at(c); },
+           nb::arg("coords"), "Chip id at (x, y, z), or -1.")
+      .def("link_between", &Topology::link_between, nb::arg("a"), nb::arg("b"))
+      .def("route", [](const Topology& t, int a, int b) {
+        if (a < 0 || b < 0 || a >= t.num_chips() || b >= t.num_chips()) throw CoreError("chip id out of range");
+        auto r = t.route(a, b);
+        return std::vector<int>(r.begin(), r.end());
+      }, nb::arg("src"), nb::arg("dst"), "Link ids of the dimension-order route.")
+      .def("hops", [](const Topology& t, int a, int b) {
+        if (a < 0 || b < 0 || a >= t.num_chips() || b >= t.num_chips()) throw CoreError("chip id out of range");
+        return t.hops(a, b);
+      }, nb::arg("src"), nb::arg("dst"))
+      .def("coords_of", [](const Topology& t, const std::vector<int>& chip_of) {
+        return place::coords_of(t, placement_of(chip_of, t));
+      }, nb::arg("chip_of"), "coords of each partition's chip (to build a JAX Mesh).")
+      .def("to_dict", &topology_dict)
+      .def("__repr__", [](const Topology& t) {
+        return "<Topology " + t.name + " chips=" + std::to_string(t.num_chips()) +
+               " links=" + std::to_string(t.num_links()) + ">";
+      });
+
+  m.def("make_topology", [](const std::string& s) { return unwrap(topo::make_topology(s)); },
+        nb::arg("name_or_path"),
+        "A catalog topology ('v5e:2x4', 'v5p:4x4x4', ...) or one from a JSON file.");
+  m.def("catalog_names", &topo::catalog_names, "Every topology name the catalog knows.");
+
+  nb::class_<place::Placement>(m, "Placement", "chip_of[partition id] = chip id, with a name.")
+      .def(nb::init<>())
+      .def("__init__", [](place::Placement* p, std::string name, std::vector<int> chip_of) {
+        new (p) place::Placement{std::move(name), std::move(chip_of)};
+      }, nb::arg("name"), nb::arg("chip_of"))
+      .def_rw("name", &place::Placement::name)
+      .def_rw("chip_of", &place::Placement::chip_of)
+      .def("__repr__", [](const place::Placement& p) {
+        return "<Placement '" + p.name + "' of " + std::to_string(p.chip_of.size()) + ">";
+      });
+
+  m.def("enumerate_axis_orders", [](nb::handle t, std::vector<int> mesh, int max_candidates,
+                                    bool remove_symmetric) {
+    TopoArg a = topo_arg(t);
+    place::AxisOrderOptions o;
+    o.max_candidates = max_candidates;
+    o.remove_symmetric = remove_symmetric;
+    return unwrap(place::enumerate_axis_orders(a.get(), mesh, o));
+  }, nb::arg("topology"), nb::arg("mesh_shape"), nb::arg("max_candidates") = 5000,
+        nb::arg("remove_symmetric") = true,
+        "Physical axis orders of the mesh (the paper's search space), symmetric duplicates removed.");
+  m.def("snake_orders", [](nb::handle t) { return place::snake_orders(topo_arg(t).get()); },
+        nb::arg("topology"));
+  m.def("tile_cycle_orders", [](nb::handle t, std::vector<int> mesh) {
+    return place::tile_cycle_orders(topo_arg(t).get(), mesh);
+  }, nb::arg("topology"), nb::arg("mesh_shape"));
+  m.def("default_placement", [](nb::handle t, std::vector<int> mesh) {
+    return unwrap(place::default_placement(topo_arg(t).get(), mesh));
+  }, nb::arg("topology"), nb::arg("mesh_shape"),
+        "What jax.make_mesh picks (C++ port of mesh_utils.create_device_mesh).");
+  m.def("create_device_mesh", [](nb::handle t, std::vector<int> mesh, bool split) {
+    return unwrap(place::create_device_mesh(topo_arg(t).get(), mesh, split));
+  }, nb::arg("topology"), nb::arg("mesh_shape"), nb::arg("allow_split_physical_axes") = false);
+  m.def("placement_from_coords", [](nb::handle t, std::vector<std::array<int, 3>> coords,
+                                    std::string name) {
+    return unwrap(place::placement_from_coords(topo_arg(t).get(), coords, std::move(name)));
+  }, nb::arg("topology"), nb::arg("coords"), nb::arg("name") = "mesh",
+        "The placement of a JAX Mesh from [d.coords for d in mesh.devices.flat].");
+
+  m.def("expand", [](const hlo::Collective& c, const std::vector<int>& chip_of, nb::handle t) {
+    TopoArg a = topo_arg(t);
+    cost::CollectiveFlows f = cost::expand(c, place::Placement{"given", chip_of}, a.get());
+    nb::list flows;
+    for (const cost::Flow& fl : f.flows) flows.append(nb::make_tuple(fl.src, fl.dst, fl.bytes, fl.step));
+    return nb::make_tuple(flows, f.num_steps);
+  }, nb::arg("collective"), nb::arg("chip_of"), nb::arg("topology"),
+        "([(src_chip, dst_chip, bytes, step)], num_steps) of one collective.");
+
+  nb::class_<cost::Q2Result>(m, "Q2Result", "Q2 of one program under one placement (seconds).")
+      .def_ro("seconds", &cost::Q2Result::seconds)
+      .def_ro("compute_seconds", &cost::Q2Result::compute_seconds)
+      .def_ro("exposed_comm_seconds", &cost::Q2Result::exposed_comm_seconds)
+      .def_ro("comm_seconds", &cost::Q2Result::comm_seconds)
+      .def_ro("link_bytes", &cost::Q2Result::link_bytes)
+      .def_ro("collective_seconds", &cost::Q2Result::collective_seconds)
+      .def("__repr__", [](const cost::Q2Result& r) {
+        return "<Q2Result seconds=" + std::to_string(r.seconds) + " compute=" +
+               std::to_string(r.compute_seconds) + " exposed_comm=" +
+               std::to_string(r.exposed_comm_seconds) + ">";
+      });
+  m.def("evaluate_q2", [](const hlo::CollectiveGraph& g, nb::handle t, const std::vector<int>& chip_of) {
+    TopoArg a = topo_arg(t);
+    place::Placement p = placement_of(chip_of, a.get());
+    nb::gil_scoped_release release;
+    return cost::evaluate_q2(g, a.get(), p);
+  }, nb::arg("graph"), nb::arg("topology"), nb::arg("chip_of"));
+
+  nb::class_<place::RankedPlacement>(m, "RankedPlacement")
+      .def_ro("placement", &place::RankedPlacement::placement)
+      .def_ro("q2", &place::RankedPlacement::q2)
+      .def_prop_ro("name", [](const place::RankedPlacement& r) { return r.placement.name; })
+      .def_prop_ro("chip_of", [](const place::RankedPlacement& r) { return r.placement.chip_of; })
+      .def("__repr__", [](const place::RankedPlacement& r) {
+        return "<RankedPlacement '" + r.placement.name + "' q2=" + std::to_string(r.q2) + ">";
+      });
+  nb::class_<place::Ranking>(m, "Ranking")
+      .def_ro("ranked", &place::Ranking::ranked, "best first")
+      .def_ro("default", &place::Ranking::jax_default, "JAX's own order, or None")
+      .def_ro("default_error", &place::Ranking::default_error)
+      .def_ro("evaluated", &place::Ranking::evaluated);
+  m.def("rank_placements", [](const hlo::CollectiveGraph& g, nb::handle t, std::vector<int> mesh,
+                              bool axis_orders, int max_axis_orders, bool ring_orders,
+                              int search_starts, int search_iterations, uint64_t seed,
+                              bool remove_symmetric) {
+    TopoArg a = topo_arg(t);
+    place::RankOptions o;
+    o.axis_orders = axis_orders;
+    o.max_axis_orders = max_axis_orders;
+    o.ring_orders = ring_orders;
+    o.search_starts = search_starts;
+    o.search.iterations = search_iterations;
+    o.search.seed = seed;
+    o.remove_symmetric = remove_symmetric;
+    Result<place::Ranking> r = Error{};
+    {
+      nb::gil_scoped_release release;
+      r = place::rank_placements(g, a.get(), mesh, o);
+    }
+    return unwrap(std::move(r));
+  }, nb::arg("graph"), nb::arg("topology"), nb::arg("mesh_shape"), nb::arg("axis_orders") = true,
+        nb::arg("max_axis_orders") = 2000, nb::arg("ring_orders") = true,
+        nb::arg("search_starts") = 3, nb::arg("search_iterations") = 2000, nb::arg("seed") = 0,
+        nb::arg("remove_symmetric") = true,
+        "Placements of a compiled program best first by Q2, plus JAX's default placement.");
+}
 
 }  // namespace aoizora::bind
