@@ -58,6 +58,23 @@ def test_fixtures_respect_bounds_and_extrapolate_exactly(name):
         assert fast.extrapolated and fast.flows < full.flows
 
 
+@pytest.mark.parametrize("name", TPU_FIXTURES)
+def test_link_volumes_equal_q2(name):
+    """The simulator plays the flows Q2 routes, so per-link byte totals agree exactly, under
+    JAX's default placement and Q2's best one (they differ on time, not volume)."""
+    topology = _core.make_topology("v5e:2x4" if "2x4" in name else "v5e:4x4")
+    graph = _core.load_hlo_file(os.path.join(DATA, name))
+    mesh = list(MANIFEST[name]["mesh"].values())
+    ranking = _core.rank_placements(graph, topology, mesh, search_starts=0, max_axis_orders=50)
+    for chip_of in (list(_core.default_placement(topology, mesh).chip_of),
+                    list(ranking.ranked[0].chip_of)):
+        sim = _core.simulate(graph, topology, chip_of)
+        q2 = _core.evaluate_q2(graph, topology, chip_of)
+        assert sim.link_bytes == pytest.approx(list(q2.link_bytes), rel=1e-9, abs=1e-3)
+        assert sim.compute_bound_seconds == pytest.approx(q2.compute_seconds, rel=1e-9)
+        assert sim.step_seconds >= q2.compute_seconds
+
+
 def test_overhead_and_latency_options_cost_time():
     graph = _core.load_hlo_file(os.path.join(DATA, "ring_alltoall.v5e_2x4.hlo"))
     chip_of = list(range(8))

@@ -24,7 +24,7 @@ def register(sub) -> None:
                    help="JAX's default device order (default), Q2's best, row-major chip order, "
                         "or a JSON file of device coords in mesh order")
     p.add_argument("--mesh", metavar="AxB", help="the logical mesh shape the HLO was compiled "
-                   "for (needed by --placement default/best; e.g. 2x8)")
+                   "for, used by --placement default/best (e.g. 2x8; default: one axis)")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace here")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--hop-latency", type=float, default=None, metavar="S",
@@ -62,63 +62,55 @@ def _coords_from_json(path: str) -> list[tuple[int, ...]]:
     return [tuple(c) + (0,) * (3 - len(c)) for c in data]
 
 
-def _grid_dims(topology: str) -> tuple[int, int, int] | None:
-    """(x, y, z) chips of a catalog name such as v5e:4x4; None for a JSON file."""
-    if os.path.exists(topology) or ":" not in topology:
-        return None
-    from aoizora.tpu import split_name
-
-    dims = split_name(topology)[1]
-    return tuple(dims) + (1,) * (3 - len(dims))
-
-
-def _chip_of_coords(core, topology: str, coords) -> list[int]:
-    """Chip ids of device coords (x fastest, as topo::Topology numbers its chips)."""
+def _topology(core, name: str):
     from aoizora.errors import UserError
 
-    if hasattr(core, "placement_from_coords") and hasattr(core, "make_topology"):
-        try:
-            return list(core.placement_from_coords(core.make_topology(topology), coords).chip_of)
-        except core.CoreError as e:
-            raise UserError(str(e)) from None
-    dims = _grid_dims(topology)
-    if dims is None:
-        raise UserError("coords placements on topology files need the topology bindings")
-    out = []
-    for c in coords:
-        if any(not 0 <= c[d] < dims[d] for d in range(3)):
-            raise UserError(f"chip coords {list(c)} are outside {topology}")
-        out.append(c[0] + dims[0] * (c[1] + dims[1] * c[2]))
-    if len(set(out)) != len(out):
-        raise UserError("the placement names a chip twice")
-    return out
+    try:
+        return core.make_topology(name)
+    except core.CoreError as e:
+        raise UserError(str(e)) from None
 
 
-def _placement(core, args, graph) -> tuple[str, list[int]]:
+def _mesh_shape(args, n: int) -> list[int]:
+    from aoizora.errors import UserError
+
+    if not args.mesh:
+        return [n]
+    try:
+        mesh = [int(x) for x in args.mesh.lower().split("x")]
+    except ValueError:
+        mesh = []
+    prod = 1
+    for m in mesh:
+        prod *= m
+    if not mesh or any(m <= 0 for m in mesh) or prod != n:
+        raise UserError(f"--mesh {args.mesh}: expected axis sizes like 2x8 whose product is the "
+                        f"program's {n} partitions")
+    return mesh
+
+
+def _placement(core, args, graph, topo) -> tuple[str, list[int], list[int] | None]:
+    """(name, chip_of, mesh shape used or None)."""
     from aoizora.errors import UserError
 
     how = args.placement
     n = graph.num_partitions
-    if how == "row-major":
-        return "row-major", list(range(n))
-    if how in ("default", "best"):
-        mesh = [int(x) for x in args.mesh.split("x")] if args.mesh else [n]
-        fn = getattr(core, "default_placement" if how == "default" else "rank_placements", None)
-        if fn is None:
-            raise UserError(f"--placement {how} needs aoizora._core."
-                            f"{'default_placement' if how == 'default' else 'rank_placements'}, "
-                            "which this build lacks: use --placement row-major or FILE")
-        topo = core.make_topology(args.topology)
-        try:
-            if how == "default":
-                p = fn(topo, mesh)
-            else:
-                p = fn(graph, topo)[0]
-        except core.CoreError as e:
-            raise UserError(str(e)) from None
-        chip_of = list(getattr(p, "chip_of", p))
-        return getattr(p, "name", how), chip_of
-    return os.path.basename(how), _chip_of_coords(core, args.topology, _coords_from_json(how))
+    try:
+        if how == "row-major":
+            return "row-major", list(range(n)), None
+        if how == "default":
+            mesh = _mesh_shape(args, n)
+            p = core.default_placement(topo, mesh)
+            return p.name, list(p.chip_of), mesh
+        if how == "best":
+            mesh = _mesh_shape(args, n)
+            best = core.rank_placements(graph, topo, mesh).ranked[0]
+            return f"best by Q2: {best.name}", list(best.chip_of), mesh
+        coords = _coords_from_json(how)
+        p = core.placement_from_coords(topo, coords, os.path.basename(how))
+        return os.path.basename(how), list(p.chip_of), None
+    except core.CoreError as e:
+        raise UserError(f"--placement {how}: {e}") from None
 
 
 def run(args) -> int:
@@ -129,7 +121,11 @@ def run(args) -> int:
         graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
         raise UserError(str(e)) from None
-    name, chip_of = _placement(_core, args, graph)
+    topo = _topology(_core, args.topology)
+    if topo.num_chips < graph.num_partitions:
+        raise UserError(f"{args.hlo} was compiled for {graph.num_partitions} devices but "
+                        f"{args.topology} has {topo.num_chips} chips")
+    name, chip_of, mesh = _placement(_core, args, graph, topo)
     if len(chip_of) != graph.num_partitions:
         raise UserError(f"the placement has {len(chip_of)} devices but {args.hlo} was compiled "
                         f"for {graph.num_partitions}")
@@ -143,12 +139,12 @@ def run(args) -> int:
     if args.trace:
         options["trace"] = args.trace
     try:
-        result = _core.simulate(graph, args.topology, chip_of, **options)
+        result = _core.simulate(graph, topo, chip_of, **options)
     except _core.CoreError as e:
         raise UserError(str(e)) from None
     d = result.to_dict()
-    d = {"hlo": args.hlo, "topology": args.topology, "placement": name, "chip_of": chip_of,
-         **d, "trace": args.trace}
+    d = {"hlo": args.hlo, "topology": args.topology, "placement": name, "mesh_shape": mesh,
+         "chip_of": chip_of, **d, "trace": args.trace}
     if args.json:
         json.dump(d, sys.stdout, indent=1)
         print()
@@ -159,7 +155,9 @@ def run(args) -> int:
 
 def _print(d: dict) -> None:
     step = d["step_seconds"]
-    print(f"{d['hlo']} on {d['topology']} (placement {d['placement']}), simulated on the model:")
+    mesh = "x".join(map(str, d["mesh_shape"])) if d["mesh_shape"] else None
+    where = f"placement {d['placement']}" + (f", mesh {mesh}" if mesh else "")
+    print(f"{d['hlo']} on {d['topology']} ({where}), simulated on the model:")
     print(f"  step        {step * 1e3:12.3f} ms")
     print(f"  compute-only{d['compute_bound_seconds'] * 1e3:12.3f} ms  (lower bound)")
     chips = [c for c in d["chips"] if c["chip"] in set(d["chip_of"])]
