@@ -1,0 +1,62 @@
+"""`aoizora topology T [--json] [--links]`: chips, links, wraparound and per-chip figures of a
+catalog slice (v5e:2x4, v5p:4x4x4, ...) or a topology JSON file; `aoizora topology --list`
+lists the catalog."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("topology", help="chips, links, wraparound and bandwidths of a slice")
+    p.add_argument("topology", nargs="?", metavar="T",
+                   help="a slice such as v5e:4x4, or a topology JSON file")
+    p.add_argument("--json", action="store_true", help="print everything as JSON")
+    p.add_argument("--links", action="store_true", help="list every directed link")
+    p.add_argument("--list", action="store_true", help="list the catalog's slice names")
+    p.set_defaults(run=run)
+
+
+def _fmt(x: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {prefix}{unit}"
+    return f"{x:.4g} {unit}"
+
+
+def run(args) -> int:
+    from aoizora import _core
+    from aoizora.errors import UserError
+
+    if args.list:
+        names = _core.catalog_names()
+        print(json.dumps(names) if args.json else "\n".join(names))
+        return 0
+    if not args.topology:
+        raise UserError("name a topology (e.g. v5e:4x4) or pass --list")
+    try:
+        topo = _core.make_topology(args.topology)
+    except _core.CoreError as e:
+        raise UserError(str(e)) from None
+    if args.json:
+        print(json.dumps(topo.to_dict(), indent=1))
+        return 0
+    s = topo.spec
+    dims = "x".join(str(d) for d in topo.dims)
+    wrap = ", ".join(a for a, w in zip("xyz", topo.wrap) if w) or "none"
+    print(f"{topo.name}: {topo.num_chips} chips ({dims}), {topo.num_links} directed links, "
+          f"wraparound: {wrap}")
+    print(f"  chip: {s['device_kind'] or s['generation']}, {_fmt(s['peak_flops'], 'FLOP/s')} bf16, "
+          f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}")
+    print(f"  link: {_fmt(s['link_bandwidth'], 'B/s')} one way, {s['hop_latency'] * 1e6:.3g} us per hop")
+    print("  routing: " + ("dimension order (x, y, z), the shorter way round a wrapped axis"
+                           if topo.is_grid else "fewest hops"))
+    if topo.num_chips <= 64:
+        print("  chips (id: x,y,z): " + "  ".join(
+            f"{i}:{','.join(map(str, c))}" for i, c in enumerate(topo.chips)))
+    if args.links:
+        for l in topo.links:
+            print(f"  link {l['id']}: {l['src']} -> {l['dst']}  axis {'xyz'[l['dim']] if l['dim'] >= 0 else '-'}"
+                  f"{'+' if l['dir'] > 0 else '-'}{'  (wraparound)' if l['wraparound'] else ''}  "
+                  f"{_fmt(l['bandwidth'], 'B/s')}")
+    return 0
