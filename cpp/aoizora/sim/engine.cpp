@@ -387,8 +387,12 @@ std::span<const int> op_collectives(const hlo::ScheduledOp& op) {
   return {};
 }
 
+// Runs chip ci from `now` until it blocks. Compute ops touch nothing shared, so a run of them
+// is played inline on the chip's own clock; the chip goes back through the event queue only
+// before its next collective op, so that arrivals and -done checks happen in global time order.
 void Engine::run_chip(int ci, double now) {
   ChipState& s = chips_[ci];
+  const double entry = now;
   if (s.op < 0) s.op = 0;  // back from an extrapolation jump
   while (!s.finished) {
     const hlo::Region& region = graph_.regions[s.region];
@@ -405,16 +409,21 @@ void Engine::run_chip(int ci, double now) {
         s.segments.push_back({now, now + d, SegKind::kCompute, op_labels_[s.region][s.op],
                               s.weight});
         s.stats.compute += d;
-        push(now + d, EvKind::kResume, ci);
-        return;
+        now += d;
+        ++result_.events;
       }
+    }
+    const std::span<const int> colls = op_collectives(op);
+    if (!colls.empty() && now > entry) {
+      push(now, EvKind::kResume, ci);  // s.computed stays set: resume at the collective part
+      return;
     }
     s.computed = false;
     // Collectives: a sync op (or a compute op that carries collectives, e.g. a conditional)
     // arrives and waits; a -start arrives; a -done waits for what its -start began.
     s.waiting = 0;
     s.blocked_t0 = -1;
-    for (int c : op_collectives(op)) {
+    for (int c : colls) {
       int inst = -1;
       if (op.kind == hlo::OpKind::kCollectiveDone) {
         inst = s.open[c];
