@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 from aoizora import jaxenv  # noqa: F401  (environment before jax)
 from aoizora.cache import Cache, cache_key
 from aoizora.models.base import FunctionSpec
-from aoizora.strategies import Candidate, Layout
+from aoizora.strategies import Candidate, Layout, layout_for
 
 import jax
 
@@ -89,8 +89,7 @@ def build(candidate: Candidate, model, workload, devices, *, order=None):
             x, jax.ShapeDtypeStruct)) for arg, axes in zip(model.args, model.arg_axes))
         out = jax.tree.map(lambda a: layout.sharding(a), model.out_axes, is_leaf=_is_axes)
         return jax.jit(model.fn, out_shardings=out), args
-    layout = Layout(candidate, mesh, getattr(model, "seq_multiple", 1),
-                    getattr(model, "attention", "blockwise"))
+    layout = layout_for(candidate, mesh, model)
     params = model.abstract_params()
     p_args = jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=layout.sharding(a, s.shape)),

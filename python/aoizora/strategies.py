@@ -254,6 +254,12 @@ def padding(candidate: Candidate, model, workload) -> int:
     return model.padded_len(workload, candidate.context) - model.seq_len(workload)
 
 
+def layout_for(candidate: Candidate, mesh, model) -> "Layout":
+    """The Layout of a candidate for a model (its padding multiples and attention impl)."""
+    seq, shard = model.pad_multiples() if hasattr(model, "pad_multiples") else (1, 1)
+    return Layout(candidate, mesh, seq, shard, getattr(model, "attention", "blockwise"))
+
+
 def make_mesh(candidate: Candidate, devices: Sequence):
     """A Mesh of the candidate's shape over `devices` in the given order (the placement)."""
     import numpy as np
@@ -271,10 +277,12 @@ class Layout:
     and the attention core of the candidate's context form (shard_map over the mesh)."""
 
     def __init__(self, candidate: Candidate, mesh, seq_multiple: int = 1,
-                 attention_impl: str = "blockwise"):
+                 shard_multiple: int = 1, attention_impl: str = "blockwise"):
+        from aoizora.models.base import pad_multiple
+
         self.candidate, self.mesh = candidate, mesh
         self.rules = candidate.rules
-        self._seq_multiple = seq_multiple * candidate.context
+        self._seq_multiple = pad_multiple(seq_multiple, shard_multiple, candidate.context)
         self.attention_impl = attention_impl
 
     def seq_multiple(self) -> int:

@@ -18,6 +18,7 @@ A `Workload` is the input size (for Wan: resolution, frames, CFG batch).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Protocol, Sequence
 
 import jax
@@ -56,6 +57,12 @@ class ModelSpec(Protocol):
     def output_axes(self, workload) -> Axes: ...
     def seq_len(self, workload) -> int: ...
     def apply(self, params, *inputs, workload, layout: Layout): ...
+
+
+def pad_multiple(seq_multiple: int, shard_multiple: int, context: int) -> int:
+    """The sequence is padded to a multiple of this: the whole sequence to `seq_multiple`,
+    each of the `context` shards to `shard_multiple` (TPU tiles: 128 and 8)."""
+    return math.lcm(seq_multiple, shard_multiple * context)
 
 
 class LocalLayout:

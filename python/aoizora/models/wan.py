@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from aoizora.models.base import LocalLayout
+from aoizora.models.base import LocalLayout, pad_multiple
 
 VAE_STRIDE = (4, 8, 8)
 RESOLUTIONS = {"480p": (480, 832), "720p": (720, 1280)}  # (height, width) in pixels
@@ -77,7 +77,8 @@ class WanConfig:
     dtype: str = "bfloat16"
     q_block: int = 1024      # attention query block (flash-style)
     kv_block: int = 1024     # attention key/value block
-    seq_multiple: int = 128  # the token sequence is padded to a multiple of this (x context)
+    seq_multiple: int = 128  # the token sequence is padded to a multiple of this,
+    shard_multiple: int = 8  # and each context shard to a multiple of this (splash: 128)
     scan: bool = True        # blocks under lax.scan (one while loop) or unrolled
     attention: str = "blockwise"  # or "splash" (TPU Pallas kernel; TPU targets only)
 
@@ -101,9 +102,15 @@ class WanConfig:
         pt, ph, pw = self.patch
         return (f // pt) * (h // ph) * (w // pw)
 
+    def pad_multiples(self) -> tuple[int, int]:
+        """(whole sequence, per context shard); the splash kernel tiles shards by 128."""
+        shard = math.lcm(self.shard_multiple, 128) if self.attention == "splash" else \
+            self.shard_multiple
+        return self.seq_multiple, shard
+
     def padded_len(self, workload: Video, context: int = 1) -> int:
         """The sequence length after padding for `context`-way sequence sharding."""
-        m = self.seq_multiple * context
+        m = pad_multiple(*self.pad_multiples(), context)
         return -(-self.seq_len(workload) // m) * m
 
     def abstract_params(self):
@@ -142,7 +149,7 @@ PRESETS = {
     # so the blockwise attention really loops.
     "wan-tiny": WanConfig("wan-tiny", dim=128, ffn_dim=256, heads=8, layers=2, text_dim=32,
                           text_len=16, freq_dim=32, dtype="float32", q_block=8, kv_block=8,
-                          seq_multiple=1),
+                          seq_multiple=1, shard_multiple=1),
 }
 
 # A tiny workload for the tiny model: 3 latent frames of 6x8 -> 3 x 3 x 4 = 36 tokens (not a
