@@ -49,6 +49,12 @@ place::Placement placement_of(const std::vector<int>& chip_of, const topo::Topol
   return p;
 }
 
+void check_chips(const std::vector<int>& chip_of, const topo::Topology& t) {
+  for (int c : chip_of)
+    if (c < 0 || c >= t.num_chips())
+      throw CoreError("chip id " + std::to_string(c) + " outside 0.." + std::to_string(t.num_chips() - 1));
+}
+
 nb::dict spec_dict(const topo::ChipSpec& s) {
   nb::dict d;
   d["generation"] = s.generation;
@@ -214,6 +220,25 @@ void bind_topo(nb::module_& m) {
     nb::gil_scoped_release release;
     return cost::evaluate_q2(g, a.get(), p);
   }, nb::arg("graph"), nb::arg("topology"), nb::arg("chip_of"));
+
+  nb::class_<cost::Q2Evaluator>(m, "Q2Evaluator",
+                                "Q2 of many placements of one graph on one topology (the graph "
+                                "and topology must outlive it; one per thread).")
+      .def("__init__", [](cost::Q2Evaluator* e, const hlo::CollectiveGraph& g, const topo::Topology& t) {
+        new (e) cost::Q2Evaluator(g, t);
+      }, nb::arg("graph"), nb::arg("topology"), nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>())
+      .def("seconds", [](cost::Q2Evaluator& e, const std::vector<int>& chip_of) {
+        check_chips(chip_of, e.topology());
+        return e.seconds(chip_of);
+      }, nb::arg("chip_of"))
+      .def("seconds_many", [](cost::Q2Evaluator& e, const std::vector<std::vector<int>>& placements) {
+        std::vector<double> out(placements.size());
+        for (const auto& p : placements) check_chips(p, e.topology());
+        nb::gil_scoped_release release;
+        for (size_t i = 0; i < placements.size(); ++i) out[i] = e.seconds(placements[i]);
+        return out;
+      }, nb::arg("placements"), "Q2 seconds of each chip_of list, evaluated in C++.")
+      .def_prop_ro("num_patterns", &cost::Q2Evaluator::num_patterns);
 
   nb::class_<place::RankedPlacement>(m, "RankedPlacement")
       .def_ro("placement", &place::RankedPlacement::placement)

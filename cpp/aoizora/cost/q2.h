@@ -51,6 +51,7 @@ class Q2Evaluator {
   Q2Result evaluate(std::span<const int> chip_of);
 
   int num_patterns() const { return static_cast<int>(patterns_.size()); }
+  const topo::Topology& topology() const { return topo_; }
 
  private:
   struct Cluster {

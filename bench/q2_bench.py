@@ -1,0 +1,110 @@
+"""Speed of Q2 (the topology-aware placement cost) on real compiled Wan 2.1 14B graphs: the
+two-block compile proxy at 720p, 81 frames (CFG batch of 2), compiled through libtpu
+(deviceless) for v5e:4x4, v5e:16x16 and v5p:16x16x16. Goals: >= 100,000 Q2 evaluations/s on
+v5e:4x4 (one core), 1,000 placements on v5e:16x16 and on v5p:16x16x16 in < 10 s each.
+
+    PYTHONPATH=build/topo/pyroot:python .venv/bin/python bench/q2_bench.py [--evals 100000]
+
+Compiled HLO is cached under /tmp/aoizora_q2_bench (compiles take minutes on big slices).
+Wall times are measured here, single-threaded, with the placements' Python->C++ conversion
+included; Q2 values are predictions on the hardware model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.path.join("/tmp", "aoizora_q2_bench")
+# (topology, candidate, evaluations to time)
+CASES = [("v5e:4x4", "ag8-tp2", 100_000), ("v5e:16x16", "ag128-tp2", 1_000),
+         ("v5p:16x16x16", "ag2048-tp2", 1_000)]
+
+
+def compiled_hlo(topology: str, candidate: str) -> tuple[str, list[int]]:
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from aoizora import jaxenv  # noqa: F401
+    from aoizora import compiler, strategies
+    from aoizora.models import get_model, get_workload
+
+    model = get_model("wan2.1-t2v-14b", blocks=2)
+    workload = get_workload("720p", 81)
+    n = 1
+    for d in topology.split(":")[1].split("x"):
+        n *= int(d)
+    cands = {c.name: c for c in strategies.enumerate_candidates(model, workload, n)}
+    cand = cands[candidate]
+    path = os.path.join(CACHE, f"wan14b2_720p81_{candidate}.{topology.replace(':', '_')}.hlo")
+    if not os.path.exists(path):
+        os.makedirs(CACHE, exist_ok=True)
+        t = time.perf_counter()
+        text = compiler.compile(cand, model, workload, topology)
+        print(f"compiled {candidate} for {topology} in {time.perf_counter() - t:.0f} s",
+              file=sys.stderr)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    return path, list(cand.mesh_shape)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--evals", type=int, default=None, help="override evaluations per case")
+    ap.add_argument("--cases", default=",".join(c[0] for c in CASES),
+                    help="comma-separated topologies of CASES to run")
+    ap.add_argument("--compile-only", action="store_true")
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    wanted = args.cases.split(",")
+    rows = []
+    for topology, candidate, evals in CASES:
+        if topology not in wanted:
+            continue
+        path, mesh = compiled_hlo(topology, candidate)
+        if args.compile_only:
+            continue
+        from aoizora import _core
+
+        evals = args.evals or evals
+        topo = _core.make_topology(topology)
+        graph = _core.load_hlo_file(path)
+        q2 = _core.Q2Evaluator(graph, topo)
+        rng = random.Random(0)
+        n = topo.num_chips
+        # Random permutations, plus JAX's default order and the axis orders, cycled.
+        base = [list(_core.default_placement(topo, mesh).chip_of)]
+        base += [list(p.chip_of) for p in _core.enumerate_axis_orders(topo, mesh, 200)]
+        for _ in range(min(evals, 1000)):
+            p = list(range(n))
+            rng.shuffle(p)
+            base.append(p)
+        placements = [base[i % len(base)] for i in range(evals)]
+        t = time.perf_counter()
+        values = q2.seconds_many(placements)
+        wall = time.perf_counter() - t
+        rows.append({
+            "topology": topology, "program": f"wan14b@2 {candidate}", "chips": n,
+            "collectives": len(graph.collectives), "patterns": q2.num_patterns, "evals": evals,
+            "wall": wall, "rate": evals / wall, "default_ms": values[0] * 1e3,
+            "best_ms": min(values) * 1e3,
+        })
+    if args.compile_only:
+        return
+    head = (f"{'topology':<14}{'program':<24}{'chips':>6}{'coll':>6}{'patt':>6}{'evals':>9}"
+            f"{'wall s':>9}{'evals/s':>11}{'default Q2 ms':>15}{'best Q2 ms':>12}")
+    print("Q2 evaluation speed, Wan 2.1 14B two-block proxy, 720p 81 frames, batch 2")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(f"{r['topology']:<14}{r['program']:<24}{r['chips']:>6}{r['collectives']:>6}"
+              f"{r['patterns']:>6}{r['evals']:>9}{r['wall']:>9.3f}{r['rate']:>11.4g}"
+              f"{r['default_ms']:>15.4f}{r['best_ms']:>12.4f}")
+    print("wall s and evals/s: measured, one thread; Q2 ms: predicted on the hardware model.")
+
+
+if __name__ == "__main__":
+    main()
