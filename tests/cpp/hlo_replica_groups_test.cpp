@@ -81,6 +81,8 @@ TEST(HloReplicaGroups, GroupModes) {
   EXPECT_EQ(*flat, (Groups{{0, 7}}));
   EXPECT_FALSE(resolve_groups({{0, 8}}, GroupMode::kFlattenedId, 2, 4).ok());
   EXPECT_FALSE(resolve_groups({{4}}, GroupMode::kCrossPartition, 1, 4).ok());
+  EXPECT_FALSE(resolve_groups({{0, 0, 1, 1, 2}}, GroupMode::kCrossPartition, 1, 4).ok());
+  EXPECT_FALSE(resolve_groups({}, GroupMode::kFlattenedId, 1 << 11, 1 << 10).ok());
 }
 
 }  // namespace

@@ -339,6 +339,11 @@ GroupMode group_mode(bool has_channel_id, bool has_use_global_device_ids,
 Result<Groups> resolve_groups(const Groups& groups, GroupMode mode, int replica_count,
                               int num_partitions) {
   const int R = std::max(replica_count, 1), P = std::max(num_partitions, 1);
+  if (static_cast<int64_t>(R) * P > kMaxDevices) {
+    Error e;
+    e.message = "replica_count x num_partitions exceeds 2^20 devices";
+    return e;
+  }
   auto out_of_range = [](int id, int limit, const char* what) {
     Error e;
     e.message = "replica_groups id " + std::to_string(id) + " is not a valid " + what +
@@ -359,6 +364,19 @@ Result<Groups> resolve_groups(const Groups& groups, GroupMode mode, int replica_
   for (const auto& g : in)
     for (int v : g)
       if (v < 0 || v >= space) return out_of_range(v, space, what);
+  // Every mode yields at most R * P ids in all (each device in one group); refuse more.
+  int64_t ids = 0;
+  for (const auto& g : in) ids += static_cast<int64_t>(g.size());
+  const int64_t copies = mode == GroupMode::kCrossReplica ? P
+                         : mode == GroupMode::kCrossPartition ? R
+                         : mode == GroupMode::kCrossReplicaAndPartition ? P
+                                                                          : 1;
+  if (ids * copies > static_cast<int64_t>(R) * P) {
+    Error e;
+    e.message = "replica_groups name more devices than the module has (" +
+                std::to_string(static_cast<int64_t>(R) * P) + ")";
+    return e;
+  }
   Groups out;
   switch (mode) {
     case GroupMode::kFlattenedId:
