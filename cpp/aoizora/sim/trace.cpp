@@ -43,10 +43,14 @@ const char* category(SliceKind k) {
   return "compute";
 }
 
-std::string chip_name(const topo::Topology& t, int c) {
+std::string coords_text(const topo::Topology& t, int c) {
   const auto& x = t.chips[static_cast<size_t>(c)].coords;
-  return "chip " + std::to_string(c) + " (" + std::to_string(x[0]) + "," +
-         std::to_string(x[1]) + "," + std::to_string(x[2]) + ")";
+  return "(" + std::to_string(x[0]) + "," + std::to_string(x[1]) + "," + std::to_string(x[2]) +
+         ")";
+}
+
+std::string chip_name(const topo::Topology& t, int c) {
+  return "chip " + std::to_string(c) + " " + coords_text(t, c);
 }
 
 }  // namespace
@@ -96,12 +100,13 @@ std::string trace_json(const SimResult& result, const topo::Topology& topology) 
     append_number(out, (s.end - s.start) * 1e6);
     out += "}";
   }
+  auto coords = [&](int c) { return coords_text(topology, c); };
   for (const LinkSample& l : tl.links) {
     const topo::Link& link = topology.links[static_cast<size_t>(l.link)];
     begin();
     out += "{\"name\":";
-    append_escaped(out, "link " + std::to_string(l.link) + " " + std::to_string(link.src) +
-                            "->" + std::to_string(link.dst));
+    append_escaped(out, "link " + std::to_string(l.link) + " " + coords(link.src) + "->" +
+                            coords(link.dst));
     out += ",\"ph\":\"C\",\"pid\":2,\"ts\":";
     append_number(out, l.time * 1e6);
     out += ",\"args\":{\"GB/s\":";
