@@ -252,6 +252,25 @@ TEST(SimEngine, CollectiveWaitsForSlowestMember) {
   EXPECT_NEAR(r.critical_path[0].seconds, kOver + x, 1e-12);
 }
 
+// A member goes on once its own flows are delivered, while the rest of its group still
+// communicates: chips 0 and 1 exchange S, chips 2 and 3 ten times as much.
+TEST(SimEngine, MembersFinishTheirOwnPart) {
+  topo::Topology t = topo::Topology::grid("line4", {4, 1, 1}, {false, false, false}, Spec());
+  place::Placement p = Identity(4);
+  GraphBuilder b(4);
+  const double S = 1e6;
+  b.Collective(CollectiveKind::kAllToAll, {{0, 1, 2, 3}}, 0);
+  b.Compute(1e6);  // 1 us
+  FlowModel m = FixedModel(t, {{{0, 1, S, 0}, {3, 2, 10 * S, 0}}}, b.g);
+  SimResult r = simulate_with(b.g, t, p, Options(), m);
+  const double fast = kOver + S / kBw + kLat, slow = kOver + 10 * S / kBw + kLat;
+  EXPECT_NEAR(r.step_seconds, slow + 1e-6, 1e-12);
+  EXPECT_NEAR(r.chips[0].comm, fast, 1e-12);
+  EXPECT_NEAR(r.chips[0].idle, slow - fast, 1e-12);
+  EXPECT_NEAR(r.chips[3].comm, slow, 1e-12);
+  ExpectAccounted(r, p);
+}
+
 // Skew from compute: all members run the same ops, so make one group's prior collective slow
 // and check the next collective starts at its members' max arrival plus compute.
 TEST(SimEngine, ComputeIsRooflineAndSkewPropagates) {

@@ -69,6 +69,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct FlowSpec {
   int src = 0;       // chip
   int dst = 0;       // chip
+  int src_member = 0;   // index of src in the group's members
   int dst_member = -1;  // index of dst in the group's members, -1 if outside the group
   int step = 0;
   double bytes = 0;
@@ -81,11 +82,13 @@ struct GroupPlan {
   int num_steps = 0;
   std::vector<std::vector<std::vector<int>>> out;  // [member][step] -> flow ids
   std::vector<std::vector<int>> in_count;     // [member][step]
+  std::vector<int> member_flows;              // [member]: flows it sends or receives
   int num_flows = 0;
 };
 
 struct CollectivePlan {
   std::vector<int> group_of_partition;        // -1: not a participant
+  std::vector<int> member_of_partition;       // its index in its group's members
   std::vector<GroupPlan> groups;
   std::vector<FlowSpec> flows;
   int label = 0;
@@ -100,6 +103,8 @@ struct Instance {
   double t0 = -1;            // every member arrived
   std::vector<int> next_step;              // per member
   std::vector<std::vector<int>> pending;   // per member per step: undelivered inflows
+  std::vector<int> member_left;            // per member: its flows not yet delivered
+  std::vector<char> member_done;           // per member: its part is over
   int flows_left = 0;
   bool done = false;
   double end = 0;
@@ -206,6 +211,8 @@ class Engine {
   void start_flow(int inst, int flow, double now);
   void deliver(int inst, int flow, double now);
   void complete(int inst, double now);
+  void member_complete(int inst, int member, double now);
+  bool member_done(int inst, int chip_index) const;
   void solve_rates(double now);
   void critical_path();
 
@@ -257,6 +264,7 @@ const CollectivePlan& Engine::plan(int ci) {
   const int n = graph_.num_partitions;
   cp.label = label(c.name);
   cp.group_of_partition.assign(n, -1);
+  cp.member_of_partition.assign(n, -1);
   std::vector<std::vector<int>> groups = c.groups;
   if (!c.source_target_pairs.empty()) {
     // A permute synchronises the partitions its pairs connect: connected components.
@@ -286,6 +294,7 @@ const CollectivePlan& Engine::plan(int ci) {
     GroupPlan gp;
     for (int p : groups[g]) {
       cp.group_of_partition[p] = static_cast<int>(g);
+      cp.member_of_partition[p] = static_cast<int>(gp.members.size());
       gp.members.push_back(place_.chip_of[p]);
     }
     cp.groups.push_back(std::move(gp));
@@ -297,6 +306,7 @@ const CollectivePlan& Engine::plan(int ci) {
     gp.num_steps = num_steps;
     gp.out.assign(gp.members.size(), std::vector<std::vector<int>>(num_steps));
     gp.in_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
+    gp.member_flows.assign(gp.members.size(), 0);
   }
   for (const cost::Flow& f : cf.flows) {
     const int sp = partition_of_chip_[f.src];
@@ -319,9 +329,12 @@ const CollectivePlan& Engine::plan(int ci) {
       fs.dst_member = static_cast<int>(dst_it - gp.members.begin());
       ++gp.in_count[fs.dst_member][f.step];
     }
+    fs.src_member = static_cast<int>(src_it - gp.members.begin());
+    ++gp.member_flows[fs.src_member];
+    if (fs.dst_member >= 0 && fs.dst_member != fs.src_member) ++gp.member_flows[fs.dst_member];
     const int id = static_cast<int>(cp.flows.size());
     cp.flows.push_back(fs);
-    gp.out[src_it - gp.members.begin()][f.step].push_back(id);
+    gp.out[fs.src_member][f.step].push_back(id);
     ++gp.num_flows;
   }
   return cp;
@@ -435,7 +448,7 @@ void Engine::run_chip(int ci, double now) {
           continue;
         }
       }
-      if (inst >= 0 && !instances_[inst].done) {
+      if (inst >= 0 && !member_done(inst, ci)) {
         ++s.waiting;
         instances_[inst].waiters.push_back(ci);
       }
@@ -483,6 +496,10 @@ void Engine::start_instance(int id, double now) {
   in.flows_left = gp.num_flows;
   in.next_step.assign(gp.members.size(), 0);
   in.pending = gp.in_count;
+  in.member_left = gp.member_flows;
+  in.member_done.assign(gp.members.size(), 0);
+  for (size_t m = 0; m < gp.members.size(); ++m)
+    if (gp.member_flows[m] == 0) member_complete(id, static_cast<int>(m), now);
   if (gp.num_flows == 0) {
     complete(id, now);
     return;
@@ -521,14 +538,34 @@ void Engine::deliver(int id, int f, double now) {
   --in.flows_left;
   if (fs.dst_member >= 0 && --in.pending[fs.dst_member][fs.step] == 0)
     release(id, fs.dst_member, now);
+  if (--instances_[id].member_left[fs.src_member] == 0) member_complete(id, fs.src_member, now);
+  if (fs.dst_member >= 0 && fs.dst_member != fs.src_member &&
+      --instances_[id].member_left[fs.dst_member] == 0)
+    member_complete(id, fs.dst_member, now);
   if (instances_[id].flows_left == 0) complete(id, now);
 }
 
-void Engine::complete(int id, double now) {
+bool Engine::member_done(int id, int ci) const {
+  const Instance& in = instances_[id];
+  if (in.done) return true;
+  if (in.member_done.empty()) return false;  // not started
+  const int m = plans_[in.collective].member_of_partition[chips_[ci].partition];
+  return m >= 0 && in.member_done[m];
+}
+
+// A member's part is over once every flow it sends or receives has been delivered: it may go
+// on while the rest of its group still communicates.
+void Engine::member_complete(int id, int m, double now) {
   Instance& in = instances_[id];
-  in.done = true;
-  in.end = now;
-  for (int ci : in.waiters) {
+  in.member_done[m] = 1;
+  const int chip = plans_[in.collective].groups[in.group].members[m];
+  size_t keep = 0;
+  for (size_t i = 0; i < in.waiters.size(); ++i) {
+    const int ci = in.waiters[i];
+    if (chips_[ci].chip != chip) {
+      in.waiters[keep++] = ci;
+      continue;
+    }
     ChipState& s = chips_[ci];
     s.blocked_t0 = std::max(s.blocked_t0, in.t0);
     if (--s.waiting > 0) continue;
@@ -539,12 +576,25 @@ void Engine::complete(int id, double now) {
     ++s.op;
     push(now, EvKind::kResume, ci);
   }
+  in.waiters.resize(keep);
+}
+
+void Engine::complete(int id, double now) {
+  Instance& in = instances_[id];
+  for (size_t m = 0; m < in.member_done.size(); ++m)
+    if (!in.member_done[m]) member_complete(id, static_cast<int>(m), now);
+  in.done = true;
+  in.end = now;
   in.waiters.clear();
   in.waiters.shrink_to_fit();
   in.pending.clear();
   in.pending.shrink_to_fit();
   in.next_step.clear();
   in.next_step.shrink_to_fit();
+  in.member_left.clear();
+  in.member_left.shrink_to_fit();
+  in.member_done.clear();
+  in.member_done.shrink_to_fit();
 }
 
 void Engine::solve_rates(double now) {

@@ -11,8 +11,9 @@
 //     into it has been delivered;
 //   - a flow drains at its max-min fair rate over the links of its route (rates recomputed
 //     whenever a flow starts or drains) and is delivered `hops x hop latency` later;
-//   - a group's collective is done when its last flow is delivered; a sync op blocks its
-//     chip until then, a -start op does not block, its -done blocks if it is not yet done;
+//   - a chip's part of a collective is over when every flow it sends or receives has been
+//     delivered; a sync op blocks its chip until then, a -start op does not block, its
+//     -done blocks until then;
 //   - regions run in order, each `repeat` times. A region with repeat > max_iterations runs
 //     max_iterations iterations for real; each chip then skips the remaining iterations at
 //     the period of its last simulated one (steady state extrapolation), and the last
