@@ -5,7 +5,7 @@ Q2's pick lands in the simulator's order, and the simulated gain over the defaul
 of Q2's pick and of the simulator's own best.
 
     PYTHONPATH=build/sim/pyroot:python .venv/bin/python bench/sim_vs_q2.py [--max 40]
-        [--wan]   # also the Wan 2.1 14B 720p/81f forward from bench/sim_bench.py's cache
+        [--wan ag16w,dp2-usp4x2]   # also Wan 2.1 14B 720p/81f forwards (sim_bench's cache)
 
 All latencies are simulated on the v5e model (nothing here is measured but wall time).
 """
@@ -30,7 +30,7 @@ def spearman(a, b) -> float:
     return float(spearmanr(a, b).statistic)
 
 
-def programs(with_wan: bool):
+def programs(wan: str | None):
     with open(os.path.join(DATA, "MANIFEST.json")) as f:
         manifest = json.load(f)
     for name, entry in sorted(manifest.items()):
@@ -38,18 +38,20 @@ def programs(with_wan: bool):
             continue
         topo = "v5e:2x4" if "2x4" in name else "v5e:4x4"
         yield name, os.path.join(DATA, name), topo, list(entry["mesh"].values())
-    if with_wan:
+    if wan:
         sys.path.insert(0, HERE)
         from sim_bench import compiled_hlo
 
-        path, mesh = compiled_hlo("ag16w", False)
-        yield "wan14b 720p81 ag16w", path, "v5e:4x4", mesh
+        for cand in wan.split(","):
+            path, mesh = compiled_hlo(cand, False)
+            yield f"wan14b 720p81 {cand}", path, "v5e:4x4", mesh
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max", type=int, default=40, help="placements per program")
-    ap.add_argument("--wan", action="store_true")
+    ap.add_argument("--wan", nargs="?", const="ag16w", default=None, metavar="CANDIDATES",
+                    help="also Wan 2.1 14B forwards of these candidates (default ag16w)")
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     from aoizora import _core
