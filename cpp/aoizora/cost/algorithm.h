@@ -79,21 +79,24 @@ int line_phase(const topo::Topology& t, const Box& box, int d, double shard, int
   std::array<int, 3> o{}, p{};
   std::array<int, 3> span = box.ext;
   span[d] = 1;
-  std::vector<int> line(static_cast<size_t>(e));
+  // Lines are short (an axis is at most a few dozen chips): no allocation in the hot path.
+  std::array<int, 64> small;
+  std::vector<int> big(e > 64 ? static_cast<size_t>(e) : 0);
+  int* line = e > 64 ? big.data() : small.data();
   for (o[2] = 0; o[2] < span[2]; ++o[2])
     for (o[1] = 0; o[1] < span[1]; ++o[1])
       for (o[0] = 0; o[0] < span[0]; ++o[0]) {
         for (int i = 0; i < e; ++i) {
           for (int k = 0; k < 3; ++k) p[k] = box.lo[k] + o[k];
           p[d] = box.lo[d] + i;
-          line[static_cast<size_t>(i)] = t.chip_at(p);
+          line[(i)] = t.chip_at(p);
         }
         if (ring) {
           // Bidirectional ring: every step each chip sends half a shard each way.
           for (int i = 0; i < e; ++i) {
-            const int c = line[static_cast<size_t>(i)];
-            const int next = line[static_cast<size_t>((i + 1) % e)];
-            const int prev = line[static_cast<size_t>((i + e - 1) % e)];
+            const int c = line[(i)];
+            const int next = line[((i + 1) % e)];
+            const int prev = line[((i + e - 1) % e)];
             if (aggregate) {
               emit(c, next, shard / 2 * (e - 1), step0, e - 1);
               emit(c, prev, shard / 2 * (e - 1), step0, e - 1);
@@ -108,14 +111,14 @@ int line_phase(const topo::Topology& t, const Box& box, int d, double shard, int
           // Bidirectional line: in step s chip i forwards chip (i-s)'s shard rightwards and
           // chip (i+s)'s shard leftwards. Link i->i+1 carries i+1 shards in all.
           for (int i = 0; i < e; ++i) {
-            const int c = line[static_cast<size_t>(i)];
+            const int c = line[(i)];
             if (aggregate) {
-              if (i + 1 < e) emit(c, line[static_cast<size_t>(i + 1)], shard * (i + 1), step0, e - 1);
-              if (i > 0) emit(c, line[static_cast<size_t>(i - 1)], shard * (e - i), step0, e - 1);
+              if (i + 1 < e) emit(c, line[(i + 1)], shard * (i + 1), step0, e - 1);
+              if (i > 0) emit(c, line[(i - 1)], shard * (e - i), step0, e - 1);
             } else {
               for (int s = 0; s < e - 1; ++s) {
-                if (i + 1 < e && i - s >= 0) emit(c, line[static_cast<size_t>(i + 1)], shard, step0 + s, 1);
-                if (i > 0 && i + s <= e - 1) emit(c, line[static_cast<size_t>(i - 1)], shard, step0 + s, 1);
+                if (i + 1 < e && i - s >= 0) emit(c, line[(i + 1)], shard, step0 + s, 1);
+                if (i > 0 && i + s <= e - 1) emit(c, line[(i - 1)], shard, step0 + s, 1);
               }
             }
           }

@@ -101,6 +101,23 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
     }
   }
   scratch_.assign(topology.links.size(), 0);
+  // Precomputed routes pay off up to a few hundred chips (a 16x16 torus: 65,536 routes).
+  const size_t n = static_cast<size_t>(topology.num_chips());
+  if (n <= 512) {
+    route_start_.reserve(n * n + 1);
+    route_latency_.reserve(n * n);
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = 0; b < n; ++b) {
+        route_start_.push_back(static_cast<int>(route_links_.size()));
+        double lat = 0;
+        topology.for_each_route_link(static_cast<int>(a), static_cast<int>(b), [&](int l) {
+          route_links_.push_back(l);
+          lat += topology.links[static_cast<size_t>(l)].latency;
+        });
+        route_latency_.push_back(lat);
+      }
+    route_start_.push_back(static_cast<int>(route_links_.size()));
+  }
   inv_bw_.resize(topology.links.size());
   for (size_t l = 0; l < topology.links.size(); ++l)
     inv_bw_[l] = topology.links[l].bandwidth > 0 ? 1.0 / topology.links[l].bandwidth : 0;
@@ -111,17 +128,33 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*chip_of*/, bool kee
   PatternCost& pc = cost_[static_cast<size_t>(p)];
   touched_.clear();
   double max_latency = 0;
-  const int steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                                   [&](int src, int dst, double bytes, int, int) {
-                                     double lat = 0;
-                                     topo_.for_each_route_link(src, dst, [&](int l) {
-                                       double& s = scratch_[static_cast<size_t>(l)];
-                                       if (s == 0) touched_.push_back(l);
-                                       s += bytes;
-                                       lat += topo_.links[static_cast<size_t>(l)].latency;
-                                     });
-                                     max_latency = std::max(max_latency, lat);
-                                   });
+  auto add = [&](int l, double bytes) {
+    double& s = scratch_[static_cast<size_t>(l)];
+    if (s == 0) touched_.push_back(l);
+    s += bytes;
+  };
+  const size_t n = static_cast<size_t>(topo_.num_chips());
+  int steps;
+  if (!route_start_.empty()) {
+    steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
+                           [&](int src, int dst, double bytes, int, int) {
+                             const size_t r = static_cast<size_t>(src) * n + static_cast<size_t>(dst);
+                             const int end = route_start_[r + 1];
+                             for (int i = route_start_[r]; i < end; ++i)
+                               add(route_links_[static_cast<size_t>(i)], bytes);
+                             max_latency = std::max(max_latency, route_latency_[r]);
+                           });
+  } else {
+    steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
+                           [&](int src, int dst, double bytes, int, int) {
+                             double lat = 0;
+                             topo_.for_each_route_link(src, dst, [&](int l) {
+                               add(l, bytes);
+                               lat += topo_.links[static_cast<size_t>(l)].latency;
+                             });
+                             max_latency = std::max(max_latency, lat);
+                           });
+  }
   pc.unit_max = 0;
   pc.latency = steps * max_latency;
   pc.links.clear();

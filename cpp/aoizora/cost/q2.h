@@ -87,6 +87,12 @@ class Q2Evaluator {
   std::vector<double> scratch_;      // per link
   std::vector<int> touched_;
   std::vector<double> inv_bw_;       // per link
+  // All routes of a small topology, flattened: links of (s, d) are
+  // route_links_[route_start_[s*N+d] .. route_start_[s*N+d+1]). Empty for big topologies,
+  // which walk routes instead.
+  std::vector<int> route_start_;
+  std::vector<int> route_links_;
+  std::vector<double> route_latency_;
 };
 
 }  // namespace aoizora::cost

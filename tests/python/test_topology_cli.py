@@ -1,0 +1,83 @@
+"""`aoizora topology`, `aoizora rank` and the C++ `aoizora-rank` on real compiled HLO."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import aoizora.jaxenv  # noqa: F401
+from aoizora import _core, cli
+
+HLO = pathlib.Path(__file__).resolve().parents[1] / "data" / "hlo"
+
+
+def _run(capsys, *argv):
+    rc = cli.main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_topology_json(capsys):
+    rc, out, _ = _run(capsys, "topology", "v5e:4x4", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert d["num_links"] == 48 and d["dims"] == [4, 4, 1] and d["wrap"] == [False] * 3
+    assert len(d["chips"]) == 16 and d["chips"][5] == [1, 1, 0]
+    rc, out, _ = _run(capsys, "topology", "v5e:16x16")
+    assert rc == 0 and "1024 directed links" in out and "wraparound: x, y" in out
+
+
+def test_topology_unknown_name_is_one_line_error(capsys):
+    rc, _, err = _run(capsys, "topology", "v5e:3x3")
+    assert rc == 2
+    assert err.count("\n") == 1 and "v5e:2x4" in err
+
+
+def test_rank_json_on_real_hlo(capsys):
+    rc, out, _ = _run(capsys, "rank", "--hlo", str(HLO / "ring_alltoall.v5e_2x4.hlo"),
+                      "--topology", "v5e:2x4", "--json", "--top", "50")
+    assert rc == 0
+    d = json.loads(out)
+    q = [r["q2_seconds"] for r in d["ranked"]]
+    assert q == sorted(q) and len(q) >= 8
+    assert d["mesh"] == [2, 4] and d["default"] is not None
+    assert d["best_over_default"] == pytest.approx(d["default"]["q2_seconds"] / q[0])
+    # Every listed Q2 is what evaluate_q2 gives for that placement.
+    g = _core.load_hlo_file(str(HLO / "ring_alltoall.v5e_2x4.hlo"))
+    for r in d["ranked"][:5]:
+        assert _core.evaluate_q2(g, "v5e:2x4", r["chip_of"]).seconds == pytest.approx(r["q2_seconds"])
+    # The default is JAX's tray ring on v5e-8.
+    assert d["default"]["device_coords"][4] == [1, 3, 0]
+
+
+def test_rank_mesh_option_and_errors(capsys):
+    rc, out, _ = _run(capsys, "rank", "--hlo", str(HLO / "matmul.v5e_4x4.hlo"),
+                      "--topology", "v5e:4x4", "--mesh", "2x8", "--json", "--search-starts", "0")
+    assert rc == 0 and json.loads(out)["mesh"] == [2, 8]
+    rc, _, err = _run(capsys, "rank", "--hlo", str(HLO / "matmul.v5e_4x4.hlo"),
+                      "--topology", "v5e:4x4", "--mesh", "2x4")
+    assert rc == 2 and "8 devices" in err
+    rc, _, err = _run(capsys, "rank", "--hlo", str(HLO / "matmul.v5e_4x4.hlo"),
+                      "--topology", "v5e:2x4")
+    assert rc == 2 and "16 partitions" in err
+
+
+def _tool():
+    so = pathlib.Path(_core.__file__).resolve()
+    exe = so.parent.parent.parent / "aoizora-rank"  # build/<dir>/pyroot/aoizora/_core.so
+    return exe if exe.exists() else None
+
+
+@pytest.mark.skipif(_tool() is None, reason="aoizora-rank not built next to _core")
+def test_cpp_tool_matches_python(capsys):
+    hlo = str(HLO / "layers_scan.v5e_4x4.hlo")
+    out = subprocess.run([str(_tool()), "--hlo", hlo, "--topology", "v5e:4x4", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    tool = json.loads(out)
+    rc, py, _ = _run(capsys, "rank", "--hlo", hlo, "--topology", "v5e:4x4", "--json")
+    py = json.loads(py)
+    assert tool["default"]["q2_seconds"] == pytest.approx(py["default"]["q2_seconds"])
+    assert [r["name"] for r in tool["ranked"]] == [r["name"] for r in py["ranked"]]
+    assert tool["ranked"][0]["q2_seconds"] == pytest.approx(py["ranked"][0]["q2_seconds"])
