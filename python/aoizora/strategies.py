@@ -381,11 +381,12 @@ def function_candidates(spec, n_chips: int) -> list[Candidate]:
     import jax
 
     dims: dict[str, list[int]] = {}
-    for sds, axes in zip(jax.tree.leaves(spec.args),
-                         jax.tree.leaves(spec.arg_axes, is_leaf=lambda a: isinstance(a, tuple))):
-        for n, a in zip(sds.shape, axes):
-            if a:
-                dims.setdefault(a, []).append(n)
+    is_axes = lambda a: isinstance(a, tuple) and all(x is None or isinstance(x, str) for x in a)
+    for arg, arg_axes in zip(spec.args, spec.arg_axes):
+        for sds, axes in zip(jax.tree.leaves(arg), jax.tree.leaves(arg_axes, is_leaf=is_axes)):
+            for n, a in zip(sds.shape, axes):
+                if a:
+                    dims.setdefault(a, []).append(n)
 
     def ok(degree: int, *logical: str) -> bool:
         """Some dim carries one of `logical` and every such dim divides by degree."""
