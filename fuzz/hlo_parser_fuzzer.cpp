@@ -1,9 +1,13 @@
 // libFuzzer target for the HLO front end: any byte string must give a CollectiveGraph or an
 // Error, never a crash, a hang or an out-of-bounds read. Seed corpus: tests/data/hlo/*.hlo.
 //
-//   cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DAOIZORA_BUILD_FUZZ=ON \
-//     -DAOIZORA_BUILD_PYTHON=OFF -DAOIZORA_BUILD_TESTS=OFF -DCMAKE_CXX_FLAGS=-fsanitize=address,fuzzer-no-link
-//   build/fuzz/hlo_parser_fuzzer -max_total_time=600 -max_len=65536 corpus/ tests/data/hlo
+//   clang++ -std=c++20 -O1 -g -fsanitize=address,undefined,fuzzer -fno-sanitize-recover=undefined \
+//     -Icpp fuzz/hlo_parser_fuzzer.cpp cpp/aoizora/hlo/*.cpp cpp/aoizora/base/*.cpp \
+//     -o build/hlo-fuzz/hlo_parser_fuzzer
+//   mkdir -p /tmp/corpus && cp tests/data/hlo/*.hlo /tmp/corpus/
+//   build/hlo-fuzz/hlo_parser_fuzzer -max_total_time=600 -max_len=32768 -dict=fuzz/hlo.dict /tmp/corpus
+// (CMake's AOIZORA_BUILD_FUZZ=ON also works once the whole library compiles with clang; it
+// needs -DCMAKE_CXX_FLAGS=-fsanitize=address,fuzzer-no-link so the library is instrumented.)
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
