@@ -181,13 +181,17 @@ def _versions() -> dict[str, str]:
 
 
 def job_key(job: Job) -> dict[str, Any]:
+    """The cache key fields. The device order enters only for compiles: lowered StableHLO
+    names mesh axes, not devices (checked: the text is identical under a permuted order)."""
     order = job.order
-    if order is None:
+    if job.kind == "lower":
+        order = None
+    elif order is None:
         order = [list(getattr(d, "coords", (d.id,))) for d in resolve_devices(job.target)]
     return {"kind": job.kind, "model": job.model.key(), "workload": job.workload.key()
             if hasattr(job.workload, "key") else repr(job.workload),
             "candidate": job.candidate.key(), "target": job.target,
-            "order": [list(c) for c in order][:job.candidate.n_chips],
+            "order": None if order is None else [list(c) for c in order][:job.candidate.n_chips],
             "versions": _versions(), "code": _code_hash(), "xla_flags": os.environ.get(
                 "XLA_FLAGS", "")}
 

@@ -102,7 +102,12 @@ def test_cache_hit_failure_values_and_keys(tmp_path):
     k = lambda j: C.cache_key(C.job_key(j))
     assert k(jobs[0]) != k(C.Job("lower", good, cfg.replace(q_block=4), w, "cpu:4"))
     assert k(jobs[0]) != k(C.Job("compile", good, cfg, w, "cpu:4"))
-    assert k(jobs[0]) != k(C.Job("lower", good, cfg, w, "cpu:4", order=((3,), (2,), (1,), (0,))))
+    rev = ((3,), (2,), (1,), (0,))
+    assert k(C.Job("compile", good, cfg, w, "cpu:4")) != k(C.Job("compile", good, cfg, w, "cpu:4",
+                                                                order=rev))
+    # lowering does not depend on the device order: same key, and truly the same text
+    assert k(jobs[0]) == k(C.Job("lower", good, cfg, w, "cpu:4", order=rev))
+    assert C.lower(good, cfg, w, "cpu:4", order=rev) == first[0].text
 
 
 def test_generic_function_spec_lowers_and_compiles_on_cpu():
