@@ -118,6 +118,9 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
       }
     route_start_.push_back(static_cast<int>(route_links_.size()));
   }
+  uniform_latency_ = topology.links.empty() ? 0 : topology.links[0].latency;
+  for (const topo::Link& l : topology.links)
+    if (l.latency != uniform_latency_) uniform_latency_ = -1;
   inv_bw_.resize(topology.links.size());
   for (size_t l = 0; l < topology.links.size(); ++l)
     inv_bw_[l] = topology.links[l].bandwidth > 0 ? 1.0 / topology.links[l].bandwidth : 0;
@@ -144,6 +147,18 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*chip_of*/, bool kee
                                add(route_links_[static_cast<size_t>(i)], bytes);
                              max_latency = std::max(max_latency, route_latency_[r]);
                            });
+  } else if (uniform_latency_ >= 0) {
+    int max_hops = 0;
+    steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
+                           [&](int src, int dst, double bytes, int, int) {
+                             int h = 0;
+                             topo_.for_each_route_link(src, dst, [&](int l) {
+                               add(l, bytes);
+                               ++h;
+                             });
+                             max_hops = std::max(max_hops, h);
+                           });
+    max_latency = max_hops * uniform_latency_;
   } else {
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
                            [&](int src, int dst, double bytes, int, int) {

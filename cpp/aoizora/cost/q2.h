@@ -93,6 +93,7 @@ class Q2Evaluator {
   std::vector<int> route_start_;
   std::vector<int> route_links_;
   std::vector<double> route_latency_;
+  double uniform_latency_ = -1;      // every link's latency when all are equal, else -1
 };
 
 }  // namespace aoizora::cost

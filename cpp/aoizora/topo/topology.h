@@ -131,8 +131,11 @@ void Topology::for_each_route_link(int src, int dst, F&& f) const {
     for (int l : route(src, dst)) f(l);
     return;
   }
-  std::array<int, 3> a = chips[static_cast<size_t>(src)].coords;
+  // Chip ids are x-fastest, so a step along axis d moves the id by stride[d] (wrapping by
+  // n * stride[d]); only the small step table is read, not the link table.
+  const std::array<int, 3>& a = chips[static_cast<size_t>(src)].coords;
   const std::array<int, 3>& b = chips[static_cast<size_t>(dst)].coords;
+  const std::array<int, 3> stride{1, dims[0], dims[0] * dims[1]};
   int cur = src;
   for (int d = 0; d < 3; ++d) {
     if (a[d] == b[d]) continue;
@@ -148,10 +151,20 @@ void Topology::for_each_route_link(int src, int dst, F&& f) const {
       dir = b[d] > a[d] ? +1 : -1;
       steps = b[d] > a[d] ? b[d] - a[d] : a[d] - b[d];
     }
+    int x = a[d];
     for (int s = 0; s < steps; ++s) {
-      const int l = step_link(cur, d, dir);
-      f(l);
-      cur = links[static_cast<size_t>(l)].dst;
+      f(step_link(cur, d, dir));
+      int nx = x + dir;
+      int delta = dir * stride[d];
+      if (nx < 0) {
+        nx += n;
+        delta += n * stride[d];
+      } else if (nx >= n) {
+        nx -= n;
+        delta -= n * stride[d];
+      }
+      cur += delta;
+      x = nx;
     }
   }
 }
