@@ -302,6 +302,25 @@ TEST(SimEngine, StepsWaitForInflows) {
   EXPECT_NEAR(r.step_seconds, kOver + 2 * (S / kBw + kLat), 1e-12);
 }
 
+// Chip 0 sends at steps 0 and 1 with no inflow to wait for; chip 1 forwards at step 1 what
+// it got at step 0. Step-synchronous (the default): chip 0's step 1 waits for its step-0
+// send, so the step-0 chunk gets the whole link. Without it the two steps of chip 0 share the
+// link and the forward starts a chunk later.
+TEST(SimEngine, StepsWaitForOwnSends) {
+  topo::Topology t = topo::Topology::grid("line4", {4, 1, 1}, {false, false, false}, Spec());
+  place::Placement p = Identity(4);
+  GraphBuilder b(4);
+  const double S = 1e6;
+  b.Collective(CollectiveKind::kAllGather, {{0, 1, 2, 3}}, 0);
+  FlowModel m = FixedModel(t, {{{0, 1, S, 0}, {0, 1, S, 1}, {1, 2, S, 1}}}, b.g);
+  SimOptions o = Options();
+  SimResult sync = simulate_with(b.g, t, p, o, m);
+  EXPECT_NEAR(sync.step_seconds, kOver + 2 * S / kBw + 2 * kLat, 1e-12);
+  o.steps_wait_for_sends = false;
+  SimResult ahead = simulate_with(b.g, t, p, o, m);
+  EXPECT_NEAR(ahead.step_seconds, kOver + 3 * S / kBw + 2 * kLat, 1e-12);
+}
+
 // An async collective overlaps the compute between its start and done.
 TEST(SimEngine, AsyncOverlapsCompute) {
   const int n = 8;

@@ -23,12 +23,13 @@ sim::SimOptions options_from(const nb::kwargs& kw, std::string& trace_path) {
     else if (k == "max_iterations") o.max_iterations = nb::cast<int>(value);
     else if (k == "top_contributors") o.top_contributors = nb::cast<int>(value);
     else if (k == "record_timeline") o.record_timeline = nb::cast<bool>(value);
+    else if (k == "steps_wait_for_sends") o.steps_wait_for_sends = nb::cast<bool>(value);
     else if (k == "trace") {
       if (!value.is_none()) trace_path = nb::cast<std::string>(value);
     } else {
       throw CoreError("simulate: unknown option '" + k +
                       "' (expected hop_latency, collective_overhead, max_iterations, "
-                      "top_contributors, record_timeline, trace)");
+                      "top_contributors, steps_wait_for_sends, record_timeline, trace)");
     }
   }
   if (!trace_path.empty()) o.record_timeline = true;
@@ -131,7 +132,8 @@ void bind_sim(nb::module_& m) {
       "path) with chip_of[partition] = chip id. Options: hop_latency (s, default: the "
       "links'), collective_overhead (s, default 1e-6), max_iterations (simulated iterations "
       "of a repeated region before steady-state extrapolation, default 3, 0 = all), "
-      "top_contributors (default 10), record_timeline (bool), trace (path: record the "
+      "top_contributors (default 10), steps_wait_for_sends (default True: a chip's next "
+      "step also waits for its own sends), record_timeline (bool), trace (path: record the "
       "timeline and write a Chrome/Perfetto trace there atomically).";
   m.def(
       "simulate",

@@ -82,6 +82,7 @@ struct GroupPlan {
   int num_steps = 0;
   std::vector<std::vector<std::vector<int>>> out;  // [member][step] -> flow ids
   std::vector<std::vector<int>> in_count;     // [member][step]
+  std::vector<std::vector<int>> out_count;    // [member][step]
   std::vector<int> member_flows;              // [member]: flows it sends or receives
   int num_flows = 0;
 };
@@ -103,6 +104,7 @@ struct Instance {
   double t0 = -1;            // every member arrived
   std::vector<int> next_step;              // per member
   std::vector<std::vector<int>> pending;   // per member per step: undelivered inflows
+  std::vector<std::vector<int>> unsent;    // per member per step: outflows not yet drained
   std::vector<int> member_left;            // per member: its flows not yet delivered
   std::vector<char> member_done;           // per member: its part is over
   int flows_left = 0;
@@ -144,7 +146,7 @@ struct ChipState {
   std::vector<Segment> segments;
 };
 
-enum class EvKind : uint8_t { kResume, kStart, kDeliver };
+enum class EvKind : uint8_t { kResume, kStart, kDrained, kDeliver };
 
 struct Event {
   double time;
@@ -209,6 +211,7 @@ class Engine {
   void start_instance(int inst, double now);
   void release(int inst, int member, double now);
   void start_flow(int inst, int flow, double now);
+  void drained(int inst, int flow, double now);
   void deliver(int inst, int flow, double now);
   void complete(int inst, double now);
   void member_complete(int inst, int member, double now);
@@ -306,6 +309,7 @@ const CollectivePlan& Engine::plan(int ci) {
     gp.num_steps = num_steps;
     gp.out.assign(gp.members.size(), std::vector<std::vector<int>>(num_steps));
     gp.in_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
+    gp.out_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
     gp.member_flows.assign(gp.members.size(), 0);
   }
   for (const cost::Flow& f : cf.flows) {
@@ -335,6 +339,7 @@ const CollectivePlan& Engine::plan(int ci) {
     const int id = static_cast<int>(cp.flows.size());
     cp.flows.push_back(fs);
     gp.out[fs.src_member][f.step].push_back(id);
+    ++gp.out_count[fs.src_member][f.step];
     ++gp.num_flows;
   }
   return cp;
@@ -496,6 +501,7 @@ void Engine::start_instance(int id, double now) {
   in.flows_left = gp.num_flows;
   in.next_step.assign(gp.members.size(), 0);
   in.pending = gp.in_count;
+  in.unsent = gp.out_count;
   in.member_left = gp.member_flows;
   in.member_done.assign(gp.members.size(), 0);
   for (size_t m = 0; m < gp.members.size(); ++m)
@@ -512,7 +518,10 @@ void Engine::release(int id, int m, double now) {
   while (true) {
     Instance& in = instances_[id];
     const int s = in.next_step[m];
-    if (s >= gp.num_steps || (s > 0 && in.pending[m][s - 1] > 0)) break;
+    if (s >= gp.num_steps) break;
+    if (s > 0 && (in.pending[m][s - 1] > 0 ||
+                  (opt_.steps_wait_for_sends && in.unsent[m][s - 1] > 0)))
+      break;
     ++in.next_step[m];
     for (int f : gp.out[m][s]) start_flow(id, f, now);
   }
@@ -525,11 +534,19 @@ void Engine::start_flow(int id, int f, double now) {
   const double w = instances_[id].weight;
   for (int l : links) result_.link_bytes[l] += fs.bytes * w;
   if (links.empty() || fs.bytes <= 0) {
+    push(now, EvKind::kDrained, id, f);
     push(now + fs.latency, EvKind::kDeliver, id, f);
     return;
   }
   active_.push_back(ActiveFlow{id, f, fs.bytes, 0});
   flows_changed_ = true;
+}
+
+// The flow's bytes have left its sender.
+void Engine::drained(int id, int f, double now) {
+  const FlowSpec& fs = plans_[instances_[id].collective].flows[f];
+  if (--instances_[id].unsent[fs.src_member][fs.step] == 0 && opt_.steps_wait_for_sends)
+    release(id, fs.src_member, now);
 }
 
 void Engine::deliver(int id, int f, double now) {
@@ -589,6 +606,8 @@ void Engine::complete(int id, double now) {
   in.waiters.shrink_to_fit();
   in.pending.clear();
   in.pending.shrink_to_fit();
+  in.unsent.clear();
+  in.unsent.shrink_to_fit();
   in.next_step.clear();
   in.next_step.shrink_to_fit();
   in.member_left.clear();
@@ -635,7 +654,7 @@ SimResult Engine::run() {
   }
 
   double last = 0;  // time active flows were last advanced to
-  std::vector<ActiveFlow> drained;
+  std::vector<ActiveFlow> finished;
   while (true) {
     double t_flow = kInf;
     for (const ActiveFlow& a : active_)
@@ -646,23 +665,24 @@ SimResult Engine::run() {
     // Advance every active flow to t; those (all but) drained are done.
     const double dt = t - last;
     const double tol = 1e-12 * std::max(t, 1e-9);
-    drained.clear();
+    finished.clear();
     size_t keep = 0;
     for (size_t i = 0; i < active_.size(); ++i) {
       ActiveFlow a = active_[i];
       a.remaining -= a.rate * dt;
       if (a.remaining <= 0 || (a.rate > 0 && a.remaining / a.rate <= tol))
-        drained.push_back(a);
+        finished.push_back(a);
       else
         active_[keep++] = a;
     }
     active_.resize(keep);
     last = t;
-    for (const ActiveFlow& a : drained) {
+    for (const ActiveFlow& a : finished) {
       ++result_.events;
       flows_changed_ = true;
       const FlowSpec& fs = plans_[instances_[a.inst].collective].flows[a.flow];
       push(t + fs.latency, EvKind::kDeliver, a.inst, a.flow);
+      drained(a.inst, a.flow, t);
     }
     while (!queue_.empty() && queue_.top().time <= t) {
       const Event e = queue_.top();
@@ -671,6 +691,7 @@ SimResult Engine::run() {
       switch (e.kind) {
         case EvKind::kResume: run_chip(e.a, e.time); break;
         case EvKind::kStart: start_instance(e.a, e.time); break;
+        case EvKind::kDrained: drained(e.a, e.b, e.time); break;
         case EvKind::kDeliver: deliver(e.a, e.b, e.time); break;
       }
     }

@@ -8,7 +8,8 @@
 //   - a collective starts on a group once every member has reached it (its sync op or its
 //     -start op); it then waits `collective_overhead` and plays the flows of
 //     cost::expand step by step: a chip sends its step-s flows once every step-(s-1) flow
-//     into it has been delivered;
+//     into it has been delivered and (steps_wait_for_sends) its own step-(s-1) flows have
+//     drained;
 //   - a flow drains at its max-min fair rate over the links of its route (rates recomputed
 //     whenever a flow starts or drains) and is delivered `hops x hop latency` later;
 //   - a chip's part of a collective is over when every flow it sends or receives has been
@@ -42,6 +43,11 @@ struct SimOptions {
   double hop_latency = -1;
   // Fixed cost of every collective execution (launch and synchronisation), seconds.
   double collective_overhead = 1e-6;
+  // A chip starts step s of a collective once its step s-1 inflows are delivered (the rule
+  // of cost/flow.h) and, when set, its own step s-1 sends have drained too, as
+  // step-synchronous implementations (send and receive, then the next step) do. Without it a
+  // chip with no inflow in a step runs ahead and its consecutive steps share its links.
+  bool steps_wait_for_sends = true;
   // Iterations of a repeated region simulated before extrapolating; <= 0 simulates all.
   int max_iterations = 3;
   // Keep per-chip op slices and link rate samples in SimResult::timeline (for the trace).
