@@ -160,6 +160,16 @@ def test_cli_json_with_a_coords_file(compiled_orders, tmp_path, capsys):
     direct = _core.simulate(_core.load_hlo(text), "v5e:2x4", out["chip_of"])
     assert out["step_seconds"] == pytest.approx(direct.step_seconds, rel=1e-12)
     assert json.loads(trace.read_text())["traceEvents"]
+    # JAX's default order and Q2's best for the compiled mesh shape.
+    topology = _core.make_topology("v5e:2x4")
+    for how, want in (("default", list(_core.default_placement(topology, [2, 4]).chip_of)),
+                      ("best", list(_core.rank_placements(_core.load_hlo(text), topology,
+                                                          [2, 4]).ranked[0].chip_of))):
+        rc = cli.main(["simulate", "--hlo", str(hlo), "--topology", "v5e:2x4", "--placement",
+                       how, "--mesh", "2x4", "--json"])
+        assert rc == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["chip_of"] == want and out["mesh_shape"] == [2, 4]
     # A placement of the wrong size is one clear line and exit 2.
     placement.write_text(json.dumps([list(c) for c in coords[:4]]))
     rc = cli.main(["simulate", "--hlo", str(hlo), "--topology", "v5e:2x4", "--placement",
