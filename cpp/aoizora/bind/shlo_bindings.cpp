@@ -1,9 +1,120 @@
+// Python view of shlo/ (Stage 1): analyze_stablehlo(text, **options) -> dict, and the
+// Top-K helpers. A dict keeps the result JSON-ready for the planner's report.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+
 #include "aoizora/bind/bind.h"
+#include "aoizora/shlo/stage1.h"
 
 namespace nb = nanobind;
 
 namespace aoizora::bind {
 
-void bind_shlo(nb::module_& m) { (void)m; }
+namespace {
+
+shlo::Stage1Options options_from(const nb::kwargs& kw, bool* nodes) {
+  shlo::Stage1Options o;
+  for (auto [k, v] : kw) {
+    std::string key = nb::cast<std::string>(k);
+    if (key == "topology") o.topology = nb::cast<std::string>(v);
+    else if (key == "peak_flops") o.peak_flops = nb::cast<double>(v);
+    else if (key == "hbm_bandwidth") o.hbm_bandwidth = nb::cast<double>(v);
+    else if (key == "hbm_bytes") o.hbm_bytes = nb::cast<double>(v);
+    else if (key == "link_bandwidth") o.link_bandwidth = nb::cast<double>(v);
+    else if (key == "alpha") o.alpha = nb::cast<double>(v);
+    else if (key == "hbm_usable_fraction") o.hbm_usable_fraction = nb::cast<double>(v);
+    else if (key == "slice_dims") {
+      auto d = nb::cast<std::vector<int>>(v);
+      for (size_t i = 0; i < 3; ++i) o.slice_dims[i] = i < d.size() ? d[i] : 1;
+    } else if (key == "slice_wrap") {
+      auto w = nb::cast<std::vector<bool>>(v);
+      for (size_t i = 0; i < 3; ++i) o.slice_wrap[i] = i < w.size() ? w[i] : false;
+    } else if (key == "nodes") *nodes = nb::cast<bool>(v);
+    else throw nb::type_error(("analyze_stablehlo: unknown option '" + key + "'").c_str());
+  }
+  return o;
+}
+
+nb::dict to_dict(const shlo::Stage1Result& r, bool with_nodes) {
+  nb::dict d;
+  d["q1_seconds"] = r.q1_seconds;
+  d["compute_seconds"] = r.compute_seconds;
+  d["comm_seconds"] = r.comm_seconds;
+  d["overlappable_comm_seconds"] = r.overlappable_comm_seconds;
+  d["barrier_comm_seconds"] = r.barrier_comm_seconds;
+  d["flops"] = r.flops;
+  d["param_bytes"] = r.param_bytes;
+  d["peak_activation_bytes"] = r.peak_activation_bytes;
+  d["fits"] = r.fits;
+  d["reject_reason"] = r.reject_reason;
+  d["num_devices"] = r.num_devices;
+  d["comm_bytes_by_kind"] = r.comm_bytes_by_kind;
+  d["comm_count_by_kind"] = r.comm_count_by_kind;
+  d["comm_bytes_by_origin"] = r.comm_bytes_by_origin;
+  d["comm_seconds_by_axis"] = r.comm_seconds_by_axis;
+  d["comm_bytes_by_axis"] = r.comm_bytes_by_axis;
+  d["warnings"] = r.warnings;
+  d["num_nodes"] = r.dag.nodes.size();
+  if (with_nodes) {
+    nb::list nodes;
+    for (const shlo::DagNode& n : r.dag.nodes) {
+      nb::dict x;
+      bool comm = n.kind == shlo::DagNode::Kind::kComm;
+      x["kind"] = comm ? "comm" : "compute";
+      x["op"] = n.op;
+      x["line"] = n.line;
+      x["repeat"] = n.repeat;
+      x["deps"] = n.deps;
+      if (comm) {
+        x["comm"] = std::string(shlo::to_string(n.comm));
+        x["origin"] = std::string(shlo::to_string(n.origin));
+        x["axes"] = n.axes;
+        x["group_size"] = n.group_size;
+        x["operand_bytes"] = n.operand_bytes;
+        x["result_bytes"] = n.result_bytes;
+        x["overlappable"] = n.overlappable;
+      } else {
+        x["flops"] = n.flops;
+        x["bytes"] = n.bytes;
+        x["opaque"] = n.opaque;
+      }
+      nodes.append(x);
+    }
+    d["nodes"] = nodes;
+  }
+  return d;
+}
+
+}  // namespace
+
+void bind_shlo(nb::module_& m) {
+  m.def(
+      "analyze_stablehlo",
+      [](std::string_view text, nb::kwargs kw) {
+        bool nodes = false;
+        shlo::Stage1Options o = options_from(kw, &nodes);
+        std::string owned(text);
+        Result<shlo::Stage1Result> r = Error{};
+        {
+          nb::gil_scoped_release release;
+          r = shlo::analyze_stablehlo(owned, o);
+        }
+        return to_dict(unwrap(std::move(r)), nodes);
+      },
+      nb::arg("text"), nb::arg("kwargs"),
+      "Stage 1 on StableHLO text: Q1 (seconds), memory per device, predicted communication.\n"
+      "Options: topology ('v5e:4x4', sets chip figures, dims, wrap), peak_flops, hbm_bandwidth,\n"
+      "hbm_bytes, link_bandwidth, alpha, slice_dims, slice_wrap, hbm_usable_fraction,\n"
+      "nodes (include the prediction DAG). Raises CoreError with line:column on bad text.");
+  m.def("select_top_k", &shlo::select_top_k, nb::arg("q1"), nb::arg("k"),
+        "Indices of the k lowest finite, non-negative Q1 values (stable); k <= 0 keeps all.");
+  m.def("k_from_recall", &shlo::k_from_recall, nb::arg("winner_ranks"), nb::arg("min_k") = 1,
+        nb::arg("slack") = 1,
+        "Smallest K whose Top-K held the Stage-2 winner in every setting, plus slack.");
+}
 
 }  // namespace aoizora::bind

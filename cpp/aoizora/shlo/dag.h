@@ -50,6 +50,7 @@ struct DagNode {
   // True when the data it moves depends only on program inputs (weights), so the
   // scheduler can prefetch it under compute; or for explicit permutes (ring steps).
   bool overlappable = false;
+  std::string detail;        // the value and the shardings involved, for reports
 };
 
 struct PredictionDag {

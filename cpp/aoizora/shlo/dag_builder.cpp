@@ -27,7 +27,7 @@ bool is_elementwise(std::string_view n) {
       "log_plus_one", "logistic", "tanh", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan",
       "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign", "is_finite",
       "convert", "bitcast_convert", "compare", "select", "clamp", "real", "imag", "complex",
-      "popcnt", "count_leading_zeros", "reduce_precision", "erf", "erf_inv", "optimization_barrier"};
+      "popcnt", "count_leading_zeros", "reduce_precision", "erf", "erf_inv", "square"};
   return k.count(n) > 0;
 }
 
@@ -44,13 +44,14 @@ struct Collected {
   std::vector<int> users_count;
   std::vector<std::string_view> producer;   // short op name producing each value
   std::vector<bool> all_users_fuse;
+  std::vector<const Op*> first_user;
 };
 
 void collect(const Module& m, const Block& b, Collected* c) {
   for (const Op& op : b.ops) {
     std::string_view n = short_name(op.name);
     for (int v : op.operands) {
-      c->users_count[static_cast<size_t>(v)]++;
+      if (c->users_count[static_cast<size_t>(v)]++ == 0) c->first_user[static_cast<size_t>(v)] = &op;
       if (!fusing_consumer(n)) c->all_users_fuse[static_cast<size_t>(v)] = false;
     }
     for (int r : op.results) c->producer[static_cast<size_t>(r)] = n;
@@ -68,7 +69,15 @@ class Builder {
     col_.users_count.assign(n, 0);
     col_.producer.assign(n, "");
     col_.all_users_fuse.assign(n, true);
+    col_.first_user.assign(n, nullptr);
     for (const Func& f : m.funcs) collect(m, f.body, &col_);
+    hint_.assign(n, std::nullopt);
+    for (const Func& f : m.funcs) {
+      for (size_t k = 0; k < f.result_shardings.size(); ++k)
+        if (!f.body.ops.empty() && f.result_shardings[k] && k < f.body.ops.back().operands.size())
+          hint_[static_cast<size_t>(f.body.ops.back().operands[k])] = f.result_shardings[k];
+      hints(f.body);
+    }
     // The mesh shardings refer to: the largest one.
     int64_t best = 0;
     for (const Mesh& mesh : m.meshes.meshes)
@@ -79,6 +88,27 @@ class Builder {
     dag_.mesh = mesh_;
     dag_.meshes = m.meshes;
     dag_.num_devices = std::max<int64_t>(m.num_partitions, 1);
+  }
+
+  // Backward pass: the sharding a value will be asked for by a later sharding constraint,
+  // carried back through elementwise ops (what Shardy's backward propagation would give it).
+  void hints(const Block& b) {
+    for (auto it = b.ops.rbegin(); it != b.ops.rend(); ++it) {
+      const Op& op = *it;
+      for (const Block& r : op.regions) hints(r);
+      if (op.results.empty()) continue;
+      int r = op.results[0];
+      const auto& ann = m_.values[static_cast<size_t>(r)].sharding;
+      std::optional<TensorSharding> h = ann ? ann : hint_[static_cast<size_t>(r)];
+      if (!h || h->manual) continue;
+      std::string_view n = short_name(op.name);
+      bool pass = op.name == "sdy.sharding_constraint" || op.name == "sdy.reshard" || is_elementwise(n);
+      if (!pass) continue;
+      for (int v : op.operands)
+        if (type(v).shape.size() == type(r).shape.size() && !hint_[static_cast<size_t>(v)] &&
+            !m_.values[static_cast<size_t>(v)].sharding)
+          hint_[static_cast<size_t>(v)] = h;
+    }
   }
 
   Result<PredictionDag> run() {
@@ -195,6 +225,8 @@ class Builder {
         c.origin = origin;
       }
       c.overlappable = from.from_inputs && from.partial.empty();
+      c.detail = m_.values[static_cast<size_t>(v)].name + " " + to_string(from.sharding) +
+                 (from.partial.empty() ? "" : " partial") + " -> " + to_string(to);
       *dep = emit(std::move(c), repeat, op, {*dep});
     }
     out.sharding = normalize(to, type(v).shape.size());
@@ -210,7 +242,27 @@ class Builder {
   void resolve_partial(int v, const TensorSharding* want, const Op& op, double repeat) {
     ShardState& s = state(v);
     if (s.partial.empty()) return;
-    TensorSharding to = want ? *want : s.sharding;
+    // Only the partial axes move: onto the dim the consumer shards by them (reduce-scatter),
+    // else summed in place (all-reduce). Everything else stays as it is.
+    // Where the consumer does not say, the sharding a later constraint asks for (hint).
+    TensorSharding to = s.sharding;
+    std::vector<const TensorSharding*> prefs;
+    if (want) prefs.push_back(want);
+    if (hint_[static_cast<size_t>(v)]) prefs.push_back(&*hint_[static_cast<size_t>(v)]);
+    for (int r : op.results)
+      if (hint_[static_cast<size_t>(r)] && type(r).shape.size() == type(v).shape.size())
+        prefs.push_back(&*hint_[static_cast<size_t>(r)]);
+    for (const AxisRef& a : s.partial) {
+      bool placed = false;
+      for (const TensorSharding* p : prefs) {
+        for (size_t d = 0; d < p->dims.size() && d < to.dims.size() && !placed; ++d)
+          if (std::find(p->dims[d].axes.begin(), p->dims[d].axes.end(), a) != p->dims[d].axes.end()) {
+            to.dims[d].axes.push_back(a);
+            placed = true;
+          }
+        if (placed) break;
+      }
+    }
     int dep;
     ShardState r = bring(v, to, op, repeat, CommOrigin::kContraction, &dep);
     extra_ = 0;
@@ -318,6 +370,17 @@ class Builder {
       }
       define_alias(r, s, node_of_[static_cast<size_t>(v)]);
       alloc(r, local_bytes(dag_.meshes, type(r), s));
+      return Error{};
+    }
+    if (n == "optimization_barrier") {
+      for (size_t k = 0; k < op.results.size() && k < op.operands.size(); ++k) {
+        resolve_partial(op.operands[k], nullptr, op, repeat);
+        define(op.results[k], state(op.operands[k]), node_of_[static_cast<size_t>(op.operands[k])]);
+      }
+      return Error{};
+    }
+    if (n == "partition_id" || n == "replica_id") {
+      for (int r : op.results) define(r, ShardState{replicated(mesh_, 0), {}, false, true}, -1);
       return Error{};
     }
     if (op.name == "func.call") return call(op, repeat);
@@ -500,7 +563,7 @@ class Builder {
     const ShardState* best = nullptr;
     int64_t best_n = 0;
     for (int v : op.operands) {
-      if (type(v).shape.size() != rank || state(v).partial.size()) continue;
+      if (type(v).shape.size() != rank) continue;
       int64_t k = num_shards(dag_.meshes, state(v).sharding);
       if (!best || k > best_n) {
         best = &state(v);
@@ -565,7 +628,9 @@ class Builder {
       int dep;
       ShardState s = bring(v, want, op, repeat, CommOrigin::kReshard, &dep);
       deps.push_back(dep);
-      bytes += local_bytes(dag_.meshes, type(v), s);
+      // A slice reads only what it keeps.
+      if (!(first && (n == "slice" || n == "dynamic_slice" || n == "gather")))
+        bytes += local_bytes(dag_.meshes, type(v), s);
       if (first) out.sharding = want;
       first = false;
     }
@@ -675,6 +740,18 @@ class Builder {
       auto groups = attr_dense_2d(op.attrs, "replica_groups").value_or(std::vector<std::vector<int64_t>>{});
       if (!groups.empty()) c.axes = axes_of_group(groups[0], &c.group_size);
       else c.group_size = dag_.num_devices;
+    }
+    // XLA moves a narrowing convert that is the collective's only user in front of it
+    // (data-movement collectives only: a sum must stay in the wide type).
+    if (r >= 0 && n != "all_reduce" && n != "reduce_scatter" && col_.users_count[static_cast<size_t>(r)] == 1) {
+      const Op* u = col_.first_user[static_cast<size_t>(r)];
+      if (u && short_name(u->name) == "convert" && !u->results.empty()) {
+        double ratio = type(u->results[0]).element_bytes / std::max(type(r).element_bytes, 0.5);
+        if (ratio < 1) {
+          in *= ratio;
+          outb *= ratio;
+        }
+      }
     }
     c.operand_bytes = in;
     c.result_bytes = outb;
@@ -862,6 +939,7 @@ class Builder {
   std::vector<std::optional<ShardState>> st_;
   std::vector<int> node_of_;
   std::vector<std::optional<int64_t>> const_int_;
+  std::vector<std::optional<TensorSharding>> hint_;
   std::map<int, CommOrigin> origin_of_partial_;
   Collected col_;
   std::map<int, double> live_;

@@ -20,11 +20,10 @@ double element_bytes_of(std::string_view t) {
     return inner < 0 ? inner : 2 * inner;
   }
   if (t == "index") return 8;
-  if (t.starts_with("f8") || t.starts_with("f6") || t.starts_with("f4")) {
-    if (t.starts_with("f8")) return 1;
-    if (t.starts_with("f6")) return 0.75;
-    return 0.5;
-  }
+  // Narrow floats are spelled with their format: f8E4M3FN, f6E2M3FN, f4E2M1FN.
+  if (t.starts_with("f8E")) return 1;
+  if (t.starts_with("f6E")) return 0.75;
+  if (t.starts_with("f4E")) return 0.5;
   if (t == "bf16" || t == "f16") return 2;
   if (t == "tf32") return 4;
   size_t k = 0;
@@ -38,6 +37,10 @@ double element_bytes_of(std::string_view t) {
     if (!std::isdigit(static_cast<unsigned char>(t[j]))) return -1;
     bits = bits * 10 + (t[j] - '0');
   }
+  const bool is_float = t[0] == 'f';
+  if (is_float ? (bits != 16 && bits != 32 && bits != 64)
+               : (bits != 1 && bits != 2 && bits != 4 && bits != 8 && bits != 16 && bits != 32 && bits != 64))
+    return -1;
   if (bits == 1) return 1;  // i1 is stored as a byte
   return bits / 8.0;
 }

@@ -595,8 +595,23 @@ class Parser {
       if (k == std::string::npos) return err(start, "op " + op->name + " has no type signature");
       std::string_view sig = trim(std::string_view(header).substr(k + 3));
       std::string_view res = sig;
-      if (size_t r = sig.rfind("->"); r != std::string_view::npos && sig.front() == '(') {
-        res = trim(sig.substr(r + 2));
+      bool arrow_free = true;
+      {
+        // The result part of `(A, B) -> C` or `A -> C` (an arrow at depth 0).
+        int d = 0;
+        size_t arrow = std::string_view::npos;
+        for (size_t j = 0; j + 1 < sig.size(); ++j) {
+          char c = sig[j];
+          if (c == '-' && sig[j + 1] == '>') {
+            if (d == 0) arrow = j;
+            ++j;
+            continue;
+          }
+          if (c == '<' || c == '(' || c == '[' || c == '{') ++d;
+          if (c == '>' || c == ')' || c == ']' || c == '}') --d;
+        }
+        if (arrow != std::string_view::npos) res = trim(sig.substr(arrow + 2));
+        arrow_free = arrow == std::string_view::npos;
       }
       if (res.front() == '(' && res.back() == ')') res = res.substr(1, res.size() - 2);
       // A `{R}` placeholder can trail a while signature: drop anything after the types.
@@ -607,6 +622,9 @@ class Parser {
         if (!tt.ok()) return err(start, "in the signature of " + op->name + ": " + tt.error().message);
         rtypes.push_back(*tt);
       }
+      // `select %c, %a, %b : tensor<i1..>, tensor<f32..>`: the trailing types are the results.
+      if (static_cast<int>(rtypes.size()) > nresults && arrow_free)
+        rtypes.erase(rtypes.begin(), rtypes.end() - nresults);
       if (static_cast<int>(rtypes.size()) == 1 && nresults > 1) rtypes.assign(static_cast<size_t>(nresults), rtypes[0]);
       if (static_cast<int>(rtypes.size()) != nresults)
         return err(start, op->name + " has " + std::to_string(nresults) + " results but " +
