@@ -55,6 +55,12 @@ void check_chips(const std::vector<int>& chip_of, const topo::Topology& t) {
       throw CoreError("chip id " + std::to_string(c) + " outside 0.." + std::to_string(t.num_chips() - 1));
 }
 
+void check_partitions(const std::vector<int>& chip_of, const hlo::CollectiveGraph& g) {
+  if (static_cast<int>(chip_of.size()) < g.num_partitions)
+    throw CoreError("chip_of has " + std::to_string(chip_of.size()) + " entries but the program has " +
+                    std::to_string(g.num_partitions) + " partitions");
+}
+
 nb::dict spec_dict(const topo::ChipSpec& s) {
   nb::dict d;
   d["generation"] = s.generation;
@@ -217,6 +223,7 @@ void bind_topo(nb::module_& m) {
   m.def("evaluate_q2", [](const hlo::CollectiveGraph& g, nb::handle t, const std::vector<int>& chip_of) {
     TopoArg a = topo_arg(t);
     place::Placement p = placement_of(chip_of, a.get());
+    check_partitions(chip_of, g);
     nb::gil_scoped_release release;
     return cost::evaluate_q2(g, a.get(), p);
   }, nb::arg("graph"), nb::arg("topology"), nb::arg("chip_of"));
@@ -229,11 +236,15 @@ void bind_topo(nb::module_& m) {
       }, nb::arg("graph"), nb::arg("topology"), nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>())
       .def("seconds", [](cost::Q2Evaluator& e, const std::vector<int>& chip_of) {
         check_chips(chip_of, e.topology());
+        check_partitions(chip_of, e.graph());
         return e.seconds(chip_of);
       }, nb::arg("chip_of"))
       .def("seconds_many", [](cost::Q2Evaluator& e, const std::vector<std::vector<int>>& placements) {
         std::vector<double> out(placements.size());
-        for (const auto& p : placements) check_chips(p, e.topology());
+        for (const auto& p : placements) {
+          check_chips(p, e.topology());
+          check_partitions(p, e.graph());
+        }
         nb::gil_scoped_release release;
         for (size_t i = 0; i < placements.size(); ++i) out[i] = e.seconds(placements[i]);
         return out;

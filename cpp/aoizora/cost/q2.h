@@ -52,6 +52,7 @@ class Q2Evaluator {
 
   int num_patterns() const { return static_cast<int>(patterns_.size()); }
   const topo::Topology& topology() const { return topo_; }
+  const hlo::CollectiveGraph& graph() const { return graph_; }
 
  private:
   struct Cluster {
