@@ -125,3 +125,13 @@ def test_generic_function_spec_lowers_and_compiles_on_cpu():
     assert "tp4" in cands and "dp4" in cands and "ag4" in cands and "dp2-tp2" in cands
     hlo = C.compile(cands["tp4"], spec, None, "cpu:4")
     assert "num_partitions=4" in hlo and count_collectives(hlo).get("all-reduce", 0) >= 1
+
+
+def test_splash_kernel_lowers_for_tpu_as_an_opaque_custom_call(proxy):
+    cfg, w, by = proxy
+    splash = cfg.replace(attention="splash")
+    text = C.lower(by["dp2-ag4w"], splash, w, TARGET)
+    assert 'stablehlo.custom_call @tpu_custom_call' in text
+    assert splash.padded_len(w, 4) % (4 * 128) == 0  # the kernel tiles shards by 128
+    with pytest.raises(C.CompileError, match="lowering failed"):
+        C.lower(by["dp2-ag4w"], splash, w, "cpu:8")  # Mosaic kernels do not lower for CPU
