@@ -414,3 +414,8 @@ def forward(cfg: WanConfig, params, x, t, context, *, workload: Video, layout=No
         cond, uncond = out[0].astype(jnp.float32), out[1].astype(jnp.float32)
         out = (uncond + workload.guidance * (cond - uncond)).astype(dt)
     return out
+
+
+def param_count(cfg: WanConfig) -> int:
+    """Number of parameters, counted from abstract shapes (nothing allocated)."""
+    return cfg.param_count()
