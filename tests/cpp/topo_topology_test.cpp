@@ -123,6 +123,11 @@ TEST(TopologyJson, GridAndExplicitForms) {
   EXPECT_EQ(e->route(2, 0).size(), 1u);  // the one-way link
   EXPECT_EQ(e->route(0, 2).size(), 2u);  // no link 0->2: via 1
   EXPECT_DOUBLE_EQ(e->links[static_cast<size_t>(e->link_between(1, 2))].bandwidth, 2e9);
+  Result<Topology> cut = topology_from_json(
+      R"({"spec": {"link_bandwidth": 1e9}, "chips": [[0],[1],[2]],
+          "links": [{"src":0,"dst":1}, {"src":1,"dst":2,"bidirectional":false}]})", "cut.json");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.error().message.find("chip 2 cannot reach chip 0"), std::string::npos);
   Result<Topology> bad = topology_from_json("{\"chips\": [[0,0]], \"links\": [}", "bad.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().line, 1);

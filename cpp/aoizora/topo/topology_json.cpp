@@ -127,6 +127,26 @@ Result<Topology> topology_from_json(const std::string& text, const std::string& 
     }
   }
   t.reindex();
+  // Every chip must reach every other, or some flows would have no route.
+  for (int pass = 0; pass < 2 && n > 0; ++pass) {
+    std::vector<std::vector<int>> adj(static_cast<size_t>(n));
+    for (const Link& l : t.links)
+      adj[static_cast<size_t>(pass == 0 ? l.src : l.dst)].push_back(pass == 0 ? l.dst : l.src);
+    std::vector<char> seen(static_cast<size_t>(n), 0);
+    std::vector<int> stack{0};
+    seen[0] = 1;
+    while (!stack.empty()) {
+      const int c = stack.back();
+      stack.pop_back();
+      for (int m : adj[static_cast<size_t>(c)])
+        if (!seen[static_cast<size_t>(m)]) seen[static_cast<size_t>(m)] = 1, stack.push_back(m);
+    }
+    for (int c = 0; c < n; ++c)
+      if (!seen[static_cast<size_t>(c)])
+        return Error{"chip " + std::to_string(c) + (pass == 0 ? " cannot be reached from" : " cannot reach") +
+                         " chip 0 over the links: the fabric must be connected",
+                     name};
+  }
   return t;
 }
 
