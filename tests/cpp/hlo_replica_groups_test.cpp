@@ -35,6 +35,19 @@ TEST(HloReplicaGroups, MeshAxes) {
             (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
 }
 
+TEST(HloReplicaGroups, MeshIotaDeviceIds) {
+  // As the TPU compiler prints them for a (data 2, context 4) candidate: the device list is
+  // arange(8).reshape(2,4).T = (0,4,1,5,2,6,3,7) laid over the mesh [1,4,2].
+  EXPECT_EQ(parse("mesh['axis_0'=1,'axis_1'=4,'axis_2'=2], device_ids=([2,4]T(1,0)) {'axis_1'}"),
+            (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(parse("mesh['a'=1,'b'=2,'c'=1,'d'=1,'e'=4], device_ids=([2,2,2]T(1,0,2)) {'b'}"),
+            (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(parse("mesh['x'=4,'y'=2], device_ids=([8]<=[2,4]T(1,0)) {'x'}"),
+            (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(parse("mesh['x'=4,'y'=2], device_ids=([2,4]T(1,0)) {'y'}"),
+            (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+}
+
 TEST(HloReplicaGroups, MeshSubAxes) {
   // x=4 splits into (2 major, 2 minor); 'x':(2)2 is the minor half, 'x':(1)2 the major one.
   EXPECT_EQ(parse("mesh['x'=4,'y'=2] {'x':(2)2}"), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));

@@ -140,6 +140,32 @@ Result<Groups> parse_iota(Cursor& c) {
   return out;
 }
 
+// An iota id list at the cursor: "[d0,d1]T(p)" (arange reshaped to the dims, transposed by
+// p, flattened) or "[n]<=[d0,d1]T(p)" (the same with the output shape given first).
+Result<std::vector<int64_t>> parse_iota_list(Cursor& c) {
+  auto first = c.list('[', ']');
+  if (!first.ok()) return first.error();
+  std::vector<int64_t> dims = *first;
+  if (c.eat("<=")) {
+    auto reshape = c.list('[', ']');
+    if (!reshape.ok()) return reshape.error();
+    dims = *reshape;
+  }
+  std::vector<int64_t> perm;
+  if (c.eat('T')) {
+    auto t = c.list('(', ')');
+    if (!t.ok()) return t.error();
+    perm = *t;
+  } else {
+    for (size_t i = 0; i < dims.size(); ++i) perm.push_back(static_cast<int64_t>(i));
+  }
+  int64_t total = 0, listed = 0;
+  if (!checked_product(dims, &total) || !checked_product(*first, &listed) || listed != total)
+    return c.fail("an iota device list whose shape matches its reshape dims");
+  if (!valid_perm(perm, dims.size())) return c.fail("a permutation of the reshape dims");
+  return iota_transposed(dims, perm, total);
+}
+
 std::string_view axis_name(Cursor& c) {
   c.ws();
   size_t b = c.p;
@@ -188,11 +214,12 @@ Result<Groups> parse_mesh(Cursor& c) {
       if (!ids.ok()) return ids.error();
       device_ids = *ids;
     } else {
-      // An iota device list, e.g. ([8]<=[2,4]T(1,0)) or [8]<=[2,4]T(1,0).
+      // An iota device list: ([2,4]T(1,0)) as the TPU compiler prints it (arange reshaped
+      // to [2,4], transposed, flattened), or ([8]<=[2,4]T(1,0)) / [8]<=[2,4]T(1,0).
       bool paren = c.eat('(');
-      auto g = parse_iota(c);
-      if (!g.ok()) return g.error();
-      for (const auto& row : *g) device_ids.insert(device_ids.end(), row.begin(), row.end());
+      auto ids = parse_iota_list(c);
+      if (!ids.ok()) return ids.error();
+      device_ids = std::move(*ids);
       if (paren && !c.eat(')')) return c.fail("')' after device_ids");
     }
     if (static_cast<int64_t>(device_ids.size()) != total)
