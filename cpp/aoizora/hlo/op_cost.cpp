@@ -54,6 +54,78 @@ double elements(const Shape& s) {
   return static_cast<double>(s.num_elements());
 }
 
+// One window attribute ("size=2x12 stride=1x11 lhs_dilate=2x12 pad=0_0x1_1") as numbers
+// per spatial dimension; `fill` where the attribute is absent.
+std::vector<int64_t> window_field(std::string_view window, std::string_view key, size_t n,
+                                  int64_t fill) {
+  std::vector<int64_t> out(n, fill);
+  size_t at = 0;
+  while ((at = window.find(key, at)) != std::string_view::npos) {
+    if ((at == 0 || window[at - 1] == ' ') && at + key.size() < window.size() &&
+        window[at + key.size()] == '=')
+      break;
+    at += key.size();
+  }
+  if (at == std::string_view::npos) return out;
+  size_t b = at + key.size() + 1, e = window.find(' ', b);
+  std::vector<int64_t> v = ints(window.substr(b, e == std::string_view::npos ? e : e - b));
+  for (size_t i = 0; i < n && i < v.size(); ++i) out[i] = v[i];
+  return out;
+}
+
+// FLOPs of a convolution as XLA's HloCostAnalysis counts them: per spatial dimension only the
+// (output, kernel) position pairs that land on a real input element, so windows over
+// dilated (holed) inputs, as the TPU compiler writes batched matmuls
+// ("window={size=2x12 stride=1x11 lhs_dilate=2x12}"), cost what they compute.
+double convolution_flops(const Instruction& ins, const Shape* lhs, const Shape* kernel) {
+  std::string_view labels = ins.attr("dim_labels");
+  size_t us = labels.find('_'), arrow = labels.find("->");
+  if (lhs == nullptr || kernel == nullptr || us == std::string_view::npos ||
+      arrow == std::string_view::npos || arrow < us)
+    return 0;
+  std::string_view ll = labels.substr(0, us), kl = labels.substr(us + 1, arrow - us - 1),
+                   ol = labels.substr(arrow + 2);
+  const Shape& out = ins.shape.is_tuple() && !ins.shape.tuple.empty() ? ins.shape.tuple[0]
+                                                                       : ins.shape;
+  auto dim = [](const Shape& s, std::string_view l, char c) -> int64_t {
+    size_t k = l.find(c);
+    return k == std::string_view::npos || k >= s.dims.size() ? 1 : s.dims[k];
+  };
+  size_t spatial = 0;
+  for (char c : kl)
+    if (c >= '0' && c <= '9') ++spatial;
+  std::string_view window = ins.attr("window");
+  std::vector<int64_t> stride = window_field(window, "stride", spatial, 1);
+  std::vector<int64_t> lhs_dilate = window_field(window, "lhs_dilate", spatial, 1);
+  std::vector<int64_t> rhs_dilate = window_field(window, "rhs_dilate", spatial, 1);
+  std::vector<int64_t> pad = window_field(window, "pad", 2 * spatial, 0);  // lo_hi pairs
+  double positions = 1;
+  for (size_t i = 0; i < spatial; ++i) {
+    const char c = static_cast<char>('0' + i);
+    const int64_t in_n = dim(*lhs, ll, c), k_n = dim(*kernel, kl, c), out_n = dim(out, ol, c);
+    if (lhs_dilate[i] <= 0 || k_n * out_n > (int64_t{1} << 26)) {
+      positions *= static_cast<double>(k_n) * static_cast<double>(out_n);  // not worth exactness
+      continue;
+    }
+    int64_t valid = 0;
+    for (int64_t k = 0; k < k_n; ++k)
+      for (int64_t o = 0; o < out_n; ++o) {
+        const int64_t undilated = o * stride[i] - pad[2 * i] + k * rhs_dilate[i];
+        if (undilated % lhs_dilate[i] != 0) continue;
+        const int64_t at = undilated / lhs_dilate[i];
+        if (at >= 0 && at < in_n) ++valid;
+      }
+    positions *= static_cast<double>(valid);
+  }
+  int64_t feature_groups = 1, batch_groups = 1;
+  for (int64_t v : ints(ins.attr("feature_group_count"))) feature_groups = std::max<int64_t>(v, 1);
+  for (int64_t v : ints(ins.attr("batch_group_count"))) batch_groups = std::max<int64_t>(v, 1);
+  const double in_features = static_cast<double>(dim(*lhs, ll, 'f')) / feature_groups;
+  const double out_features = static_cast<double>(dim(out, ol, 'f'));
+  const double batch = static_cast<double>(dim(*lhs, ll, 'b')) / batch_groups;
+  return 2 * in_features * out_features * batch * positions;
+}
+
 }  // namespace
 
 CostModel::CostModel(const HloModule& module)
@@ -94,20 +166,7 @@ double CostModel::flops(int c, int i) {
         if (d >= 0 && static_cast<size_t>(d) < lhs->dims.size()) k *= lhs->dims[d];
     return 2 * out * k;
   }
-  if (op == "convolution") {
-    // dim_labels=b01f_01io->b01f: the kernel's input-feature and spatial dims are contracted.
-    const Shape* kernel = operand(1);
-    std::string_view labels = ins.attr("dim_labels");
-    size_t us = labels.find('_'), arrow = labels.find("->");
-    double k = 1;
-    if (kernel != nullptr && us != std::string_view::npos && arrow != std::string_view::npos &&
-        arrow > us) {
-      std::string_view kl = labels.substr(us + 1, arrow - us - 1);
-      for (size_t d = 0; d < kl.size() && d < kernel->dims.size(); ++d)
-        if (kl[d] != 'o') k *= kernel->dims[d];
-    }
-    return 2 * out * k;
-  }
+  if (op == "convolution") return convolution_flops(ins, operand(0), operand(1));
   if (op == "fusion" || op == "call" || op == "async-start") return called_flops();
   if (op == "while") return called_flops();  // body and condition once, as XLA counts
   if (op == "conditional") {
