@@ -73,6 +73,21 @@ double cost(const MeshTable& meshes, const TensorType& t, const TensorSharding& 
   return moved_bytes(reshard(meshes, t, st, to));
 }
 
+// Per-device bytes of a dot_general result under operand shardings l, r.
+double dot_result_bytes(const MeshTable& meshes, const DotDims& dims, const TensorType& lt,
+                        const TensorSharding& l, const TensorType& rt, const TensorSharding& r) {
+  auto contains = [](const std::vector<int64_t>& v, size_t d) {
+    return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
+  };
+  std::vector<int64_t> ls = local_shape(meshes, lt, l), rs = local_shape(meshes, rt, r);
+  double n = 1;
+  for (size_t d = 0; d < ls.size(); ++d)
+    if (!contains(dims.lhs_contract, d)) n *= static_cast<double>(ls[d]);
+  for (size_t d = 0; d < rs.size(); ++d)
+    if (!contains(dims.rhs_contract, d) && !contains(dims.rhs_batch, d)) n *= static_cast<double>(rs[d]);
+  return n * lt.element_bytes;
+}
+
 }  // namespace
 
 ReshapeRule reshape_rule(const MeshTable& meshes, const TensorSharding& s,
@@ -160,6 +175,11 @@ DotRule dot_rule(const MeshTable& meshes, const DotDims& dims, const TensorType&
         set_dim(o.l, lc, axes);
         set_dim(o.rr, rc, axes);
         o.bytes = cost(meshes, lt, r.lhs, o.l) + cost(meshes, rt, r.rhs, o.rr);
+        // Partial sums left by a sharded contraction are all-reduced later: count them.
+        if (!axes.empty()) {
+          double k = static_cast<double>(axes_size(meshes, mesh, axes));
+          o.bytes += 2 * (k - 1) / k * dot_result_bytes(meshes, dims, lt, o.l, rt, o.rr);
+        }
         opts.push_back(o);
       };
       if (!a.empty()) add(a);

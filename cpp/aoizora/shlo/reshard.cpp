@@ -101,7 +101,15 @@ std::vector<DagNode> reshard(const MeshTable& meshes, const TensorType& type,
 
 double moved_bytes(const std::vector<DagNode>& nodes) {
   double b = 0;
-  for (const DagNode& n : nodes) b += n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
+  for (const DagNode& n : nodes) {
+    double k = static_cast<double>(std::max<int64_t>(n.group_size, 1));
+    double f = (k - 1) / k;
+    switch (n.comm) {
+      case CommKind::kAllGather: b += n.result_bytes * f; break;
+      case CommKind::kAllReduce: b += 2 * n.operand_bytes * f; break;
+      default: b += n.operand_bytes * f; break;
+    }
+  }
   return b;
 }
 

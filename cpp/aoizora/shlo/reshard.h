@@ -17,7 +17,8 @@ namespace aoizora::shlo {
 std::vector<DagNode> reshard(const MeshTable& meshes, const TensorType& type,
                              const ShardState& from, const TensorSharding& to);
 
-// Total bytes the nodes move per device (operand bytes; for all-gather the result bytes).
+// Bytes each device sends for the nodes on a ring (all-gather: result x (k-1)/k,
+// all-reduce: 2 x operand x (k-1)/k, others operand x (k-1)/k): what options are compared by.
 double moved_bytes(const std::vector<DagNode>& nodes);
 
 }  // namespace aoizora::shlo
