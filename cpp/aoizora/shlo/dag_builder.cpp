@@ -34,10 +34,12 @@ bool is_elementwise(std::string_view n) {
 // Ops XLA fuses into their consumers without writing the result to HBM.
 bool fusible_producer(std::string_view n) {
   return is_elementwise(n) || n == "broadcast_in_dim" || n == "constant" || n == "iota" ||
-         n == "reshape";
+         n == "reshape" || n == "region-arg";
 }
 bool fusing_consumer(std::string_view n) {
-  return is_elementwise(n) || n == "broadcast_in_dim" || n == "reshape" || n == "reduce";
+  // Calls and returns of private functions are inlined by XLA before fusion.
+  return is_elementwise(n) || n == "broadcast_in_dim" || n == "reshape" || n == "reduce" ||
+         n == "func.call" || n == "func.return" || n == "call";
 }
 
 struct Collected {
@@ -55,6 +57,9 @@ void collect(const Module& m, const Block& b, Collected* c) {
       if (!fusing_consumer(n)) c->all_users_fuse[static_cast<size_t>(v)] = false;
     }
     for (int r : op.results) c->producer[static_cast<size_t>(r)] = n;
+    // What a nested region (body, branch, reducer) starts from is the caller's value.
+    for (const Block& r : op.regions)
+      for (int a : r.args) c->producer[static_cast<size_t>(a)] = "region-arg";
     for (const Block& r : op.regions) collect(m, r, c);
   }
 }
@@ -70,7 +75,12 @@ class Builder {
     col_.producer.assign(n, "");
     col_.all_users_fuse.assign(n, true);
     col_.first_user.assign(n, nullptr);
-    for (const Func& f : m.funcs) collect(m, f.body, &col_);
+    for (const Func& f : m.funcs) {
+      collect(m, f.body, &col_);
+      // A private function's arguments are its caller's values (XLA inlines calls).
+      if (&f != m.entry())
+        for (int a : f.args) col_.producer[static_cast<size_t>(a)] = "region-arg";
+    }
     hint_.assign(n, std::nullopt);
     for (const Func& f : m.funcs) {
       for (size_t k = 0; k < f.result_shardings.size(); ++k)
@@ -393,10 +403,16 @@ class Builder {
     if (manual) {
       // Inside shard_map: types are per device already; no propagation, no implicit comm.
       double bytes = 0, flops = 0;
-      for (int v : op.operands) bytes += materialized(v) ? type(v).bytes() : 0;
-      for (int r : op.results) {
-        bytes += materialized(r) ? type(r).bytes() : 0;
-        flops += static_cast<double>(type(r).num_elements());
+      for (int r : op.results) flops += static_cast<double>(type(r).num_elements());
+      if (n == "reshape" || n == "bitcast_convert") {
+        bytes = 0;  // a bitcast
+      } else if (n == "slice" || n == "dynamic_slice" || n == "gather") {
+        for (int r : op.results) bytes += 2 * type(r).bytes();  // reads only what it keeps
+      } else if ((n == "dynamic_update_slice" || n == "scatter") && op.operands.size() > 1) {
+        bytes = 2 * type(op.operands[1]).bytes();  // in place: the update is read and written
+      } else {
+        for (int v : op.operands) bytes += materialized(v) ? type(v).bytes() : 0;
+        for (int r : op.results) bytes += materialized(r) ? type(r).bytes() : 0;
       }
       if (n == "dot_general") flops = dot_flops(op, nullptr);
       if (n == "reduce") flops = static_cast<double>(type(op.operands[0]).num_elements());
@@ -636,6 +652,8 @@ class Builder {
     }
     if (first && !op.operands.empty() && !is_known_shape_op(n)) warn(std::string(n));
     for (int res : op.results) bytes += local_bytes(dag_.meshes, type(res), out);
+    if ((n == "dynamic_update_slice" || n == "scatter") && op.operands.size() > 1)
+      bytes = 2 * local_bytes(dag_.meshes, type(op.operands[1]), state(op.operands[1]));  // in place
     DagNode c;
     c.bytes = bytes;
     int node = emit(std::move(c), repeat, op, deps);
