@@ -7,12 +7,14 @@
 namespace aoizora::hlo {
 namespace {
 
-double entry_flops(const std::string& body) {
-  std::string text = "HloModule m, num_partitions=1\n\nENTRY %e " + body;
-  auto g = collective_graph_from_text(text, "conv.hlo");
+CollectiveGraph load(const std::string& computations, const std::string& entry) {
+  std::string text = "HloModule m, num_partitions=1\n\n" + computations + "\nENTRY %e " + entry;
+  auto g = collective_graph_from_text(text, "cost.hlo");
   EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().to_string());
-  return g.ok() ? g->total_flops() : -1;
+  return g.ok() ? std::move(*g) : CollectiveGraph{};
 }
+
+double entry_flops(const std::string& body) { return load("", body).total_flops(); }
 
 // The TPU compiler writes a batched matmul [B,H,S,D] x [B,H,T,D] as a convolution whose
 // window runs over the batch dims of a dilated input: only one window position per output
@@ -45,6 +47,54 @@ TEST(HloOpCost, PaddedSpatialConvolutionCountsOnlyRealInputs) {
   ROOT %c = f32[1,4,1]{2,1,0} convolution(%x, %w), window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f
 })");
   EXPECT_DOUBLE_EQ(f, 2.0 * 10);
+}
+
+// A fusion that takes one block out of a stacked operand reads the block, not the stack
+// (XLA's rule), also when a nested fusion does the slicing.
+TEST(HloOpCost, FusionThatSlicesItsOperandReadsOnlyTheSlice) {
+  CollectiveGraph g = load(R"(
+%inner (a: f32[16,256], i: s32[]) -> f32[1,256] {
+  %a = f32[16,256]{1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %z = s32[] constant(0)
+  ROOT %s = f32[1,256]{1,0} dynamic-slice(%a, %i, %z), dynamic_slice_sizes={1,256}
+}
+
+%outer (stack: f32[16,256], i: s32[], x: f32[1,256]) -> f32[1,256] {
+  %stack = f32[16,256]{1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %x = f32[1,256]{1,0} parameter(2)
+  %blk = f32[1,256]{1,0} fusion(%stack, %i), kind=kLoop, calls=%inner
+  ROOT %m = f32[1,256]{1,0} multiply(%blk, %x)
+}
+)", R"((stack: f32[16,256], i: s32[], x: f32[1,256]) -> f32[1,256] {
+  %stack = f32[16,256]{1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %x = f32[1,256]{1,0} parameter(2)
+  ROOT %f = f32[1,256]{1,0} fusion(%stack, %i, %x), kind=kLoop, calls=%outer
+})");
+  // Reads one 1 KiB row of the stack, the 4-byte index and x (1 KiB); writes 1 KiB.
+  EXPECT_DOUBLE_EQ(g.total_bytes(), 1024 + 4 + 1024 + 1024);
+}
+
+TEST(HloOpCost, InPlaceDynamicUpdateSliceWritesOnlyTheUpdate) {
+  CollectiveGraph g = load(R"(
+%upd (buf: f32[16,256], row: f32[1,256], i: s32[]) -> f32[16,256] {
+  %buf = f32[16,256]{1,0} parameter(0)
+  %row = f32[1,256]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %z = s32[] constant(0)
+  ROOT %d = f32[16,256]{1,0} dynamic-update-slice(%buf, %row, %i, %z)
+}
+)", R"((buf: f32[16,256], row: f32[1,256], i: s32[]) -> f32[16,256] {
+  %buf = f32[16,256]{1,0} parameter(0)
+  %row = f32[1,256]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  ROOT %f = f32[16,256]{1,0} fusion(%buf, %row, %i), kind=kLoop, calls=%upd
+})");
+  // Updated in place, as XLA counts it: the buffer is neither read nor rewritten; the row is
+  // read and written once, plus the index.
+  EXPECT_DOUBLE_EQ(g.total_bytes(), 1024 + 4 + 1024);
 }
 
 }  // namespace

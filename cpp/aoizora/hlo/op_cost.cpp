@@ -1,5 +1,6 @@
 #include "aoizora/hlo/op_cost.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -126,6 +127,17 @@ double convolution_flops(const Instruction& ins, const Shape* lhs, const Shape* 
   return 2 * in_features * out_features * batch * positions;
 }
 
+// Index of the instruction `parameter(k)` of a computation, or -1.
+int parameter_index(const Computation& comp, size_t k) {
+  for (size_t i = 0; i < comp.instructions.size(); ++i) {
+    const Instruction& ins = comp.instructions[i];
+    if (ins.opcode != "parameter") continue;
+    std::vector<int64_t> n = ints(ins.raw_operands);
+    if (n.size() == 1 && static_cast<size_t>(n[0]) == k) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace
 
 CostModel::CostModel(const HloModule& module)
@@ -217,11 +229,64 @@ OpCost CostModel::cost(int c, int i) {
   r.flops = flops(c, i);
   r.opaque = ins.opcode == "custom-call";
   if (is_free(ins.opcode)) return r;
-  double bytes = static_cast<double>(ins.shape.byte_size());
-  for (int k : ins.operands)
-    if (k >= 0) bytes += static_cast<double>(comp.instructions[k].shape.byte_size());
+  const bool fusion = ins.opcode == "fusion" && !ins.called.empty();
+  double bytes = fusion ? written_bytes(ins.called[0], ins.shape)
+                        : static_cast<double>(ins.shape.byte_size());
+  for (size_t k = 0; k < ins.operands.size(); ++k) {
+    if (ins.operands[k] < 0) continue;
+    const double full = static_cast<double>(comp.instructions[ins.operands[k]].shape.byte_size());
+    const int param = fusion ? parameter_index(m_.computations[ins.called[0]], k) : -1;
+    bytes += param >= 0 ? std::min(full, read_bytes(ins.called[0], param, 0)) : full;
+  }
   r.bytes = bytes;
   return r;
+}
+
+double CostModel::read_bytes(int c, int target, int depth) {
+  const Computation& comp = m_.computations[c];
+  const double full = static_cast<double>(comp.instructions[target].shape.byte_size());
+  if (depth > 8) return full;
+  double sliced = 0;
+  bool used = false;
+  for (size_t j = 0; j < comp.instructions.size(); ++j) {
+    const Instruction& u = comp.instructions[j];
+    for (size_t k = 0; k < u.operands.size(); ++k) {
+      if (u.operands[k] != target) continue;
+      used = true;
+      const std::string_view op = u.opcode;
+      if (k == 0 && (op == "dynamic-slice" || op == "slice" || op == "gather")) {
+        sliced += static_cast<double>(u.shape.byte_size());
+      } else if (k == 0 && op == "dynamic-update-slice") {
+        // Updated in place: the buffer is not read, only the update written (written_bytes).
+      } else if (op == "bitcast" || op == "get-tuple-element") {
+        sliced += read_bytes(c, static_cast<int>(j), depth + 1);
+      } else if (op == "fusion" && !u.called.empty()) {
+        const int param = parameter_index(m_.computations[u.called[0]], k);
+        if (param < 0) return full;
+        sliced += read_bytes(u.called[0], param, depth + 1);
+      } else {
+        return full;  // read whole by an ordinary consumer
+      }
+      if (sliced >= full) return full;
+    }
+  }
+  return used ? sliced : 0;
+}
+
+double CostModel::written_bytes(int c, const Shape& result) {
+  const Computation& comp = m_.computations[c];
+  if (comp.root < 0) return static_cast<double>(result.byte_size());
+  auto one = [&](int i) -> double {
+    const Instruction& r = comp.instructions[i];
+    if (r.opcode == "dynamic-update-slice" && r.operands.size() > 1 && r.operands[1] >= 0)
+      return static_cast<double>(comp.instructions[r.operands[1]].shape.byte_size());
+    return static_cast<double>(r.shape.byte_size());
+  };
+  const Instruction& root = comp.instructions[comp.root];
+  if (root.opcode != "tuple") return one(comp.root);
+  double total = 0;
+  for (int k : root.operands) total += k >= 0 ? one(k) : 0;
+  return total;
 }
 
 }  // namespace aoizora::hlo

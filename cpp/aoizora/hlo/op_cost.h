@@ -4,7 +4,10 @@
 // elements x contraction size; elementwise ops 1 flop per element (transcendentals 0);
 // reduce and all-reduce the flops of their reducer per reduced element; fusions the sum over
 // their called computation. Bytes are HBM bytes read + written (operands + result) of the
-// instruction as scheduled; for a fusion only its boundary counts.
+// instruction as scheduled; for a fusion only its boundary counts, and, as in XLA, an operand
+// the fusion only slices (dynamic-slice, slice, gather, also through nested fusions and
+// bitcasts) costs the slices it reads, and an in-place dynamic-update-slice neither reads nor
+// rewrites its buffer: only the update is written.
 #pragma once
 
 #include <vector>
@@ -31,6 +34,11 @@ class CostModel {
 
  private:
   double flops(int computation, int instruction);
+  // Bytes computation `c` reads through instruction `ins` (a parameter or a bitcast of one).
+  double read_bytes(int c, int ins, int depth);
+  // Bytes a fusion computation writes: its root, or only the update of an in-place
+  // dynamic-update-slice root (also inside a root tuple).
+  double written_bytes(int c, const Shape& result);
 
   const HloModule& m_;
   std::vector<int> state_;  // 0 = not computed, 1 = in progress, 2 = done
