@@ -29,6 +29,7 @@ class Choice:
     strategy: dict[str, Any]            # degrees per parallelism kind, context form, rules
     placement: str                      # how the device order was found
     device_coords: list[list[int]]      # chip coords of mesh.devices.flat, in order
+    chip_ids: list[int] = field(default_factory=list)  # the same chips as topology chip ids
     q1_s: float | None = None           # Stage 1, placement-oblivious
     q2_s: float | None = None           # Stage 2, topology-aware ranking cost
     simulated_s: float | None = None    # flow-level simulator
@@ -81,11 +82,14 @@ class Plan:
         """A jax.sharding.Mesh over `devices` (real TPU devices or compile-only ones) in the
         planned order, matched by chip coordinates."""
         return mesh_from_coords(self.choice.device_coords, self.choice.mesh_shape,
-                                self.choice.axis_names, devices)
+                                self.choice.axis_names, devices, self.choice.chip_ids)
 
 
-def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None):
-    """Arranges devices into a Mesh so that mesh.devices.flat[i] sits at device_coords[i]."""
+def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None, chip_ids=None):
+    """Arranges devices into a Mesh so that mesh.devices.flat[i] sits at device_coords[i].
+
+    Devices without coordinates (CPU stand-ins) are taken as the slice's chips in chip-id
+    order (x fastest), so device chip_ids[i] goes to mesh position i."""
     import numpy as np
     from jax.sharding import Mesh
 
@@ -93,12 +97,15 @@ def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None):
         import jax
 
         devices = jax.devices()
-    by_coords = {}
-    for d in devices:
-        coords = getattr(d, "coords", None)
-        if coords is None:
-            raise UserError(f"device {d} has no coords: a plan needs TPU (or compile-only) devices")
-        by_coords[tuple(coords)] = d
+    devices = list(devices)
+    if devices and getattr(devices[0], "coords", None) is None:
+        if not chip_ids or max(chip_ids) >= len(devices):
+            raise UserError(f"the plan needs {len(device_coords)} devices, got {len(devices)}")
+        ordered = [devices[i] for i in chip_ids]
+        return Mesh(np.array(ordered, dtype=object).reshape(mesh_shape), tuple(axis_names))
+    from aoizora.placement import devices_by_coords
+
+    by_coords = devices_by_coords(devices)
     try:
         ordered = [by_coords[tuple(c)] for c in device_coords]
     except KeyError as e:

@@ -1,0 +1,258 @@
+"""The planner end to end: `aoizora.plan(...)` and `aoizora plan`.
+
+    candidates (strategies)  ->  lower each (parallel, cached)  ->  Stage 1: Q1 + memory, Top-K
+      ->  compile the Top-K for the TPU target (parallel, cached)  ->  Stage 2: every placement
+      each survivor allows, ranked by Q2  ->  the simulator judges the few best pairs and the
+      baselines  ->  Plan
+
+The blocks of the model run under `lax.scan`, so the compiled HLO holds one block body in a
+while loop whose trip count is the real layer count: compiling the whole model costs what
+the paper's two-block proxy costs, and every figure is for the full forward pass.
+
+Figures are predicted (Q1, Q2) or simulated; wall-clock planning time is measured.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aoizora import jaxenv  # noqa: F401
+from aoizora import baselines, stage1, strategies
+from aoizora.cache import Cache
+from aoizora.compiler import Job, Outcome, run_jobs
+from aoizora.errors import UserError
+from aoizora.models import MODELS, get_model, get_workload
+from aoizora.plan import Choice, Plan
+from aoizora.stage2 import Stage2, Pair
+
+# How many of the best pairs by Q2 the simulator re-judges before the final choice.
+SIMULATED_PAIRS = 8
+
+
+@dataclass
+class Settings:
+    top_k: int | None = None          # None: the K chosen from measured recall (stage1)
+    workers: int | None = None        # compile processes; None: one per two cores
+    cache: Cache | None = field(default_factory=Cache)
+    oracle: bool = False              # also simulate every candidate x every placement
+    search_iters: int = 2000          # local-search steps per survivor (0: none)
+    seed: int = 0
+
+
+class Progress:
+    """Receives the planner's phases; the CLI shows them with rich, tests ignore them."""
+
+    def phase(self, name: str, total: int | None = None) -> None: ...
+    def advance(self, detail: str = "") -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+@dataclass
+class PlanResult:
+    plan: Plan
+    pairs: list[Pair]                     # every simulated pair, best first
+    placements: list[dict[str, Any]]      # the chosen sharding's placements, for the report
+    skipped: list[str]                    # candidates reported and skipped, with the reason
+    graph: Any = None                     # the chosen candidate's CollectiveGraph
+    topology: Any = None
+    # For evaluation (aoizora eval): everything the choice was made from.
+    stage1: list = field(default_factory=list)     # Stage1Result of every lowered candidate
+    ranked: list[Pair] = field(default_factory=list)  # every placement of every survivor, by Q2
+    graphs: dict[str, Any] = field(default_factory=dict)  # candidate name -> CollectiveGraph
+    stage2: Any = None                    # the Stage2 used (topology, simulate, ...)
+
+
+def _resolve(model: str, video: str, frames: int):
+    try:
+        cfg = get_model(model)
+    except KeyError:
+        raise UserError(f"unknown model {model!r}: use one of {', '.join(sorted(MODELS))}")
+    try:
+        wl = get_workload(video, frames)
+    except (KeyError, ValueError) as e:
+        raise UserError(f"unknown workload {video} {frames} frames: {e}") from e
+    return cfg, wl
+
+
+def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int = 21,
+         topology: str = "v5e:2x4", settings: Settings | None = None,
+         progress: Progress | None = None) -> PlanResult:
+    """Plans the sharding and placement of `model` on `topology`. Raises UserError on bad
+    input or when no candidate fits."""
+    settings = settings or Settings()
+    progress = progress or Progress()
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str, t0: float) -> None:
+        timings[name] = round(time.perf_counter() - t0, 3)
+
+    cfg, wl = _resolve(model, video, frames)
+    stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters)
+    n = stage2.num_chips
+    target = stage2.compile_target
+
+    t0 = time.perf_counter()
+    progress.phase("enumerate shardings")
+    candidates = strategies.enumerate_candidates(cfg, wl, n)
+    if not candidates:
+        raise UserError(f"no legal sharding of {model} over {n} chips")
+    lap("enumerate", t0)
+
+    # ---- lower every candidate and run Stage 1 ------------------------------------------
+    t0 = time.perf_counter()
+    lowered = _run(progress, "lower to StableHLO", settings,
+                   [Job("lower", c, cfg, wl, target) for c in candidates])
+    lap("lower", t0)
+    skipped = [f"{c.name}: {o.error}" for c, o in zip(candidates, lowered) if not o.ok]
+    t0 = time.perf_counter()
+    progress.phase("Stage 1: Q1 and memory", len(candidates))
+    s1 = []
+    for c, o in zip(candidates, lowered):
+        if o.ok:
+            try:
+                s1.append(stage1.analyze(c, o.text, stage2.topology.name))
+            except ValueError as e:
+                skipped.append(f"{c.name}: Stage 1 could not read its StableHLO: {e}")
+        progress.advance(c.name)
+    fitting = [r for r in s1 if r.fits]
+    if not fitting:
+        least = min(s1, key=lambda r: r.memory_bytes) if s1 else None
+        detail = f"; the least memory-hungry: {least.reject_reason}" if least else ""
+        raise UserError(f"{model} at {video} {frames} frames fits in no sharding on "
+                        f"{topology}{detail}")
+    top = stage1.select_top_k(fitting, settings.top_k)
+    lap("stage1", t0)
+    progress.note(f"Stage 1 kept {len(top)} of {len(fitting)} fitting shardings "
+                  f"({len(candidates)} legal)")
+
+    # ---- baselines' shardings are compiled too (same cache) -------------------------------
+    base_cands = baselines.baseline_candidates(cfg, wl, n, s1)
+    by_name = {c.name: c for c in candidates}
+    want = {r.candidate.name for r in top}
+    want |= {c.name for c in base_cands.values()}
+    if settings.oracle:
+        want |= {r.candidate.name for r in fitting}
+    to_compile = [by_name[name] for name in sorted(want, key=list(by_name).index)]
+
+    t0 = time.perf_counter()
+    compiled = _run(progress, "compile for the TPU target", settings,
+                    [Job("compile", c, cfg, wl, target) for c in to_compile])
+    lap("compile", t0)
+    graphs = {}
+    for c, o in zip(to_compile, compiled):
+        if not o.ok:
+            skipped.append(f"{c.name}: compile failed: {o.error}")
+            progress.note(f"skipped {c.name}: {o.error}")
+            continue
+        try:
+            graphs[c.name] = stage2.load(o.text)
+        except ValueError as e:
+            skipped.append(f"{c.name}: compiled HLO unreadable: {e}")
+    survivors = [r for r in top if r.candidate.name in graphs]
+    if not survivors:
+        raise UserError("every Top-K candidate failed to compile: " + "; ".join(skipped[-3:]))
+
+    # ---- Stage 2: placements by Q2 --------------------------------------------------------
+    t0 = time.perf_counter()
+    progress.phase("Stage 2: placements by Q2", len(survivors))
+    ranked: list[Pair] = []
+    for r in survivors:
+        ranked += stage2.rank(r.candidate, graphs[r.candidate.name], q1=r.q1_seconds)
+        progress.advance(r.candidate.name)
+    ranked.sort(key=lambda p: (p.q2, p.candidate.name, p.placement))
+    lap("stage2", t0)
+
+    # ---- the simulator judges the best pairs and the baselines ----------------------------
+    t0 = time.perf_counter()
+    q1_of = {r.candidate.name: r.q1_seconds for r in s1}
+    base_pairs = {tag: stage2.default_pair(c, graphs[c.name], q1=q1_of.get(c.name))
+                  for tag, c in base_cands.items() if c.name in graphs}
+    judged = _best_per_key(ranked, SIMULATED_PAIRS)
+    if settings.oracle:
+        judged = list(ranked) + [stage2.default_pair(by_name[nm], g, q1=q1_of.get(nm))
+                                 for nm, g in graphs.items()]
+    pool = judged + list(base_pairs.values())
+    progress.phase("simulate", len(pool))
+    for p in pool:
+        if p.simulated is None:
+            stage2.simulate(p, graphs[p.candidate.name])
+        progress.advance(p.candidate.name)
+    lap("simulate", t0)
+
+    simulated = sorted({(p.candidate.name, p.placement): p for p in pool}.values(),
+                       key=lambda p: (p.simulated, p.q2))
+    best = simulated[0]
+    chosen_graph = graphs[best.candidate.name]
+    placements = [{"name": p.placement, "q2_s": p.q2, "simulated_s": p.simulated}
+                  for p in ranked if p.candidate.name == best.candidate.name][:20]
+
+    timings["total"] = round(time.perf_counter() - t_start, 3)
+    cache_hits = sum(o.cached for o in lowered + compiled)
+    the_plan = Plan(
+        model={"name": model, "layers": cfg.layers, "params": _param_count(cfg)},
+        workload={"video": video, "frames": frames, "tokens": getattr(wl, "tokens", None)},
+        topology=stage2.describe(),
+        choice=stage2.choice(best, with_links=True, graph=chosen_graph),
+        runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
+        baselines=_baseline_choices(stage2, base_pairs, s1, simulated, settings.oracle),
+        planning={"seconds": timings["total"], "phases": timings,
+                  "candidates": len(candidates), "fitting": len(fitting),
+                  "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
+                  "cache_hits": cache_hits, "jobs": len(lowered) + len(compiled),
+                  "skipped": skipped, "pairs_ranked": len(ranked)},
+    )
+    return PlanResult(the_plan, simulated, placements, skipped, chosen_graph, stage2.topology,
+                      stage1=s1, ranked=ranked, graphs=graphs, stage2=stage2)
+
+
+def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job]) -> list[Outcome]:
+    progress.phase(name, len(jobs))
+    return run_jobs(jobs, workers=settings.workers, cache=settings.cache,
+                    progress=lambda done, total, out: progress.advance(
+                        f"{out.name}{' (cached)' if out.cached else ''}"))
+
+
+def _best_per_key(ranked: list[Pair], k: int) -> list[Pair]:
+    """The k best pairs by Q2, plus the best placement of every sharding ranked (so each
+    survivor is judged at least once)."""
+    out = list(ranked[:k])
+    seen = {p.candidate.name for p in out}
+    for p in ranked:
+        if p.candidate.name not in seen:
+            out.append(p)
+            seen.add(p.candidate.name)
+    return out
+
+
+def _other_shardings(simulated: list[Pair], best: Pair) -> list[Pair]:
+    seen, out = {best.candidate.name}, []
+    for p in simulated:
+        if p.candidate.name not in seen:
+            seen.add(p.candidate.name)
+            out.append(p)
+    return out
+
+
+def _baseline_choices(stage2, base_pairs, s1, simulated, oracle: bool) -> dict[str, Choice]:
+    out = {}
+    existing = [p for tag, p in base_pairs.items() if tag != baselines.ALPA]
+    if existing:
+        best = min(existing, key=lambda p: p.simulated)
+        out["existing"] = stage2.choice(best, label=best.tag)
+    for tag, p in base_pairs.items():
+        out[tag] = stage2.choice(p, label=tag)
+    if oracle:
+        out["oracle"] = stage2.choice(simulated[0], label="oracle")
+    return out
+
+
+def _param_count(cfg) -> int | None:
+    try:
+        from aoizora.models.wan import param_count
+
+        return int(param_count(cfg))
+    except Exception:
+        return None

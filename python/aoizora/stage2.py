@@ -1,0 +1,128 @@
+"""Stage 2 over the C++ core: one topology, compiled candidates in, sharding-placement pairs
+out, ranked by Q2 and judged by the simulator. The Python here only carries data between the
+planner and `aoizora._core`; routing, Q2, search and simulation are C++."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aoizora import _core
+from aoizora.errors import UserError
+from aoizora.plan import Choice
+from aoizora.strategies import Candidate
+
+# Generations libtpu can compile for without hardware; other fabrics compile for CPU devices
+# (the same SPMD partitioner, synchronous collectives).
+_DEVICELESS = ("v4", "v5e", "v5p", "v6e")
+
+
+@dataclass
+class Pair:
+    """One sharding-placement pair with its figures (seconds per forward)."""
+
+    candidate: Candidate
+    placement: str
+    chip_of: list[int]
+    q2: float
+    q1: float | None = None
+    simulated: float | None = None
+    tag: str = ""                                   # baseline tag, if it is one
+    sim: Any = field(default=None, repr=False)      # the _core.SimResult
+
+
+class Stage2:
+    def __init__(self, topology, *, seed: int = 0, search_iters: int = 2000):
+        self.topology = topology
+        self.seed = seed
+        self.search_iters = search_iters
+
+    @classmethod
+    def for_topology(cls, name: str, **kw) -> "Stage2":
+        try:
+            topology = _core.make_topology(name)
+        except _core.CoreError as e:
+            raise UserError(str(e)) from e
+        return cls(topology, **kw)
+
+    @property
+    def num_chips(self) -> int:
+        return self.topology.num_chips
+
+    @property
+    def compile_target(self) -> str:
+        name = self.topology.name
+        gen = name.partition(":")[0]
+        return name if gen in _DEVICELESS else f"cpu:{self.num_chips}"
+
+    def chip_figures(self) -> dict[str, float]:
+        return dict(self.topology.spec)
+
+    def describe(self) -> dict[str, Any]:
+        t = self.topology
+        return {"name": t.name, "generation": t.spec["generation"], "dims": list(t.dims),
+                "wrap": list(t.wrap), "chips": t.num_chips, "links": t.num_links,
+                "link_bandwidth": t.spec["link_bandwidth"]}
+
+    @staticmethod
+    def load(hlo_text: str):
+        return _core.load_hlo(hlo_text)
+
+    # ---- placements -----------------------------------------------------------------------
+    def rank(self, candidate: Candidate, graph, *, q1: float | None = None) -> list[Pair]:
+        """Every placement Stage 2 considers for this sharding, best Q2 first."""
+        ranking = _core.rank_placements(graph, self.topology, list(candidate.mesh_shape),
+                                        seed=self.seed, search_iterations=self.search_iters)
+        pairs = [Pair(candidate, r.placement.name, list(r.placement.chip_of), r.q2, q1)
+                 for r in ranking.ranked]
+        d = ranking.default
+        if d is not None and not any(p.chip_of == list(d.placement.chip_of) for p in pairs):
+            pairs.append(Pair(candidate, "jax-default", list(d.placement.chip_of), d.q2, q1))
+        return sorted(pairs, key=lambda p: p.q2)
+
+    def default_pair(self, candidate: Candidate, graph, *, q1: float | None = None,
+                     tag: str = "") -> Pair:
+        """The sharding on JAX's default device order (what a deployment gets today)."""
+        try:
+            p = _core.default_placement(self.topology, list(candidate.mesh_shape))
+        except _core.CoreError as e:
+            raise UserError(f"{candidate.name}: no JAX default order: {e}") from e
+        chip_of = list(p.chip_of)
+        q2 = _core.evaluate_q2(graph, self.topology, chip_of).seconds
+        return Pair(candidate, "jax-default", chip_of, q2, q1, tag=tag or candidate.name)
+
+    # ---- simulation -----------------------------------------------------------------------
+    def simulate(self, pair: Pair, graph, *, timeline: bool = False) -> Pair:
+        pair.sim = _core.simulate(graph, self.topology, pair.chip_of,
+                                  record_timeline=timeline)
+        pair.simulated = pair.sim.step_seconds
+        return pair
+
+    def write_trace(self, pair: Pair, graph, path: str) -> None:
+        result = _core.simulate(graph, self.topology, pair.chip_of, record_timeline=True)
+        _core.write_sim_trace(result, self.topology, path)
+
+    # ---- plan output ----------------------------------------------------------------------
+    def coords(self, chip_of: list[int]) -> list[list[int]]:
+        return [list(c) for c in self.topology.coords_of(chip_of)]
+
+    def choice(self, pair: Pair, *, label: str | None = None, with_links: bool = False,
+               graph=None) -> Choice:
+        c = pair.candidate
+        extra: dict[str, Any] = {}
+        if label:
+            extra["label"] = label
+        if with_links and graph is not None:
+            q2 = _core.evaluate_q2(graph, self.topology, pair.chip_of)
+            chips = self.topology.chips
+            links = self.topology.links
+            extra["link_bytes"] = [
+                [list(chips[links[i]["src"]]), list(chips[links[i]["dst"]]), b]
+                for i, b in enumerate(q2.link_bytes)]
+            extra["q2_compute_s"] = q2.compute_seconds
+            extra["q2_exposed_comm_s"] = q2.exposed_comm_seconds
+        return Choice(candidate=c.name, mesh_shape=list(c.mesh_shape),
+                      axis_names=list(c.axis_names), strategy=c.to_dict(),
+                      placement=pair.placement, device_coords=self.coords(pair.chip_of),
+                      chip_ids=list(pair.chip_of),
+                      q1_s=pair.q1, q2_s=pair.q2, simulated_s=pair.simulated, extra=extra)
