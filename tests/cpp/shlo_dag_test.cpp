@@ -276,3 +276,41 @@ TEST(ShloStage1, TopKAndRecall) {
 
 }  // namespace
 }  // namespace aoizora::shlo
+
+namespace aoizora::shlo {
+namespace {
+
+TEST(ShloDag, ShardingPerValueAndExplicitShardyCollectives) {
+  // An op annotated with sdy.sharding_per_value, and the explicit-axes collectives Shardy
+  // prints (sdy.all_gather / sdy.all_to_all with out_sharding).
+  const char* text = R"(module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%arg0: tensor<16x8xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<16x8xbf16> {
+    %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>} : tensor<16x8xbf16>
+    %1 = sdy.all_to_all [{"x"}: 1->0] %0 out_sharding=<@mesh, [{"x"}, {}]> : tensor<16x8xbf16>
+    %2 = sdy.all_gather [{"x"}, {}] %1 out_sharding=<@mesh, [{}, {}]> : tensor<16x8xbf16>
+    return %2 : tensor<16x8xbf16>
+  }
+})";
+  Result<Module> m = parse_module(text);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Func* f = m->entry();
+  EXPECT_EQ(to_string(*m->values[f->body.ops[0].results[0]].sharding), R"([{}, {"x"}])");
+  EXPECT_EQ(to_string(*m->values[f->body.ops[2].results[0]].sharding), "[{}, {}]");
+  PredictionDag d = build_dag(*m).value();
+  auto c = comms(d);
+  // negate computes [x,-] -> annotated [-,x]: an implicit all-to-all; then the two explicit.
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0]->comm, CommKind::kAllToAll);
+  EXPECT_EQ(c[0]->origin, CommOrigin::kReshard);
+  EXPECT_DOUBLE_EQ(c[0]->operand_bytes, 4 * 8 * 2);
+  EXPECT_EQ(c[1]->comm, CommKind::kAllToAll);
+  EXPECT_EQ(c[1]->origin, CommOrigin::kExplicit);
+  EXPECT_DOUBLE_EQ(c[1]->operand_bytes, 16 * 2 * 2);
+  EXPECT_EQ(c[2]->comm, CommKind::kAllGather);
+  EXPECT_EQ(c[2]->origin, CommOrigin::kExplicit);
+  EXPECT_DOUBLE_EQ(c[2]->result_bytes, 16 * 8 * 2);
+}
+
+}  // namespace
+}  // namespace aoizora::shlo

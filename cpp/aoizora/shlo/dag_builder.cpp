@@ -326,6 +326,18 @@ class Builder {
       extra_ = 0;
       temp_ = 0;
       if (auto e = visit(op, n, repeat); !e.message.empty()) return e;
+      // A result the text annotates (sharding_per_value) is produced in that sharding.
+      for (int r : op.results) {
+        const auto& ann = m_.values[static_cast<size_t>(r)].sharding;
+        if (!ann || ann->manual || !st_[static_cast<size_t>(r)] || state(r).manual) continue;
+        TensorSharding want = normalize(ann, type(r).shape.size());
+        if (state(r).partial.empty() && state(r).sharding.dims == want.dims) continue;
+        resolve_partial(r, &want, op, repeat);
+        int dep;
+        ShardState s = bring(r, want, op, repeat, CommOrigin::kReshard, &dep);
+        st_[static_cast<size_t>(r)] = s;
+        node_of_[static_cast<size_t>(r)] = dep;
+      }
       note_peak(op.line);
       extra_ = 0;
       used(op);
@@ -352,7 +364,9 @@ class Builder {
       }
       return Error{};
     }
-    if (op.name == "sdy.sharding_constraint" || op.name == "sdy.reshard" ||
+    const bool sdy_collective = op.name.starts_with("sdy.") && op.name != "sdy.manual_computation" &&
+                                op.attrs.find("out_sharding=<") != std::string::npos;
+    if (op.name == "sdy.sharding_constraint" || op.name == "sdy.reshard" || sdy_collective ||
         (n == "custom_call" && op.callee == "Sharding")) {
       int v = op.operands.at(0), r = op.results.at(0);
       const auto& ann = m_.values[static_cast<size_t>(r)].sharding;
@@ -364,7 +378,8 @@ class Builder {
       }
       TensorSharding want = normalize(ann, type(r).shape.size());
       int dep;
-      ShardState s = bring(v, want, op, repeat, CommOrigin::kReshard, &dep);
+      ShardState s = bring(v, want, op, repeat,
+                           sdy_collective ? CommOrigin::kExplicit : CommOrigin::kReshard, &dep);
       define(r, s, dep);
       return Error{};
     }

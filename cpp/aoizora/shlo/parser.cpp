@@ -644,7 +644,16 @@ class Parser {
 
     // Shardings the text states for the results.
     std::string_view h = header;
-    if (op->name == "sdy.sharding_constraint" || op->name == "sdy.reshard") {
+    if (op->name.starts_with("sdy.") && h.find("out_sharding=<") != std::string_view::npos &&
+        !op->results.empty()) {
+      // Explicit-sharding collectives (sdy.all_gather, sdy.all_slice, sdy.all_to_all, ...)
+      // state the sharding they produce.
+      size_t k = h.find("out_sharding=<") + 13;
+      Result<TensorSharding> sh = parse_sdy_sharding(balanced(h, k, '<', '>'));
+      if (!sh.ok()) return err(start, sh.error().message);
+      m_.shardy = true;
+      m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
+    } else if (op->name == "sdy.sharding_constraint" || op->name == "sdy.reshard") {
       size_t k = h.find('<');
       if (k == std::string_view::npos) return err(start, op->name + " without a sharding");
       Result<TensorSharding> sh = parse_sdy_sharding(balanced(h, k, '<', '>'));
