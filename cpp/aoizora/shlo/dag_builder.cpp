@@ -274,9 +274,15 @@ class Builder {
       }
     }
     int dep;
+    const double extra = extra_, temp = temp_;
     ShardState r = bring(v, to, op, repeat, CommOrigin::kContraction, &dep);
-    extra_ = 0;
-    temp_ = 0;
+    extra_ = extra;  // resolved in place: no extra copy
+    temp_ = temp;
+    if (live_.count(v) && live_[v] > 0) {  // the value now has its resolved size
+      double b = local_bytes(dag_.meshes, type(v), r);
+      live_total_ += b - live_[v];
+      live_[v] = b;
+    }
     st_[static_cast<size_t>(v)] = r;
     node_of_[static_cast<size_t>(v)] = dep;
   }
