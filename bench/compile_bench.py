@@ -44,6 +44,7 @@ def short(counts: dict[str, int]) -> str:
 
 
 def main() -> None:
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows when redirected
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="wan2.1-t2v-14b")
     ap.add_argument("--blocks", type=int, default=2)
