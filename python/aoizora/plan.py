@@ -84,6 +84,31 @@ class Plan:
         return mesh_from_coords(self.choice.device_coords, self.choice.mesh_shape,
                                 self.choice.axis_names, devices, self.choice.chip_ids)
 
+    def candidate(self):
+        """The chosen logical sharding as a strategies.Candidate."""
+        from aoizora.strategies import Candidate
+
+        return Candidate.from_dict(self.choice.strategy)
+
+    def layout(self, model, devices: Sequence | None = None):
+        """The strategies.Layout that runs `model` (a ModelSpec such as a WanConfig) under
+        this plan: pass it to `model.apply(..., layout=...)`."""
+        from aoizora.strategies import layout_for
+
+        return layout_for(self.candidate(), self.mesh(devices), model)
+
+    def shardings(self, model, workload, devices: Sequence | None = None):
+        """(parameter shardings pytree, input shardings tuple) for jax.device_put / jit."""
+        import jax
+
+        layout = self.layout(model, devices)
+        is_axes = lambda a: isinstance(a, tuple)  # noqa: E731
+        params = jax.tree.map(lambda a, x: layout.sharding(a, x.shape), model.param_axes(),
+                              model.abstract_params(), is_leaf=is_axes)
+        inputs = tuple(layout.sharding(a, x.shape) for a, x in
+                       zip(model.input_axes(workload), model.abstract_inputs(workload)))
+        return params, inputs
+
 
 def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None, chip_ids=None):
     """Arranges devices into a Mesh so that mesh.devices.flat[i] sits at device_coords[i].

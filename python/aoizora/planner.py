@@ -76,7 +76,7 @@ def _resolve(model: str, video: str, frames: int):
     return cfg, wl
 
 
-def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int = 21,
+def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None = 21,
          topology: str = "v5e:2x4", settings: Settings | None = None,
          progress: Progress | None = None) -> PlanResult:
     """Plans the sharding and placement of `model` on `topology`. Raises UserError on bad
@@ -120,7 +120,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int = 21,
     fitting = [r for r in s1 if r.fits]
     if not fitting:
         least = min(s1, key=lambda r: r.memory_bytes) if s1 else None
-        detail = f"; the least memory-hungry: {least.reject_reason}" if least else ""
+        detail = (f"; the least memory-hungry: {least.reject_reason}" if least
+                  else f"; every candidate failed: {'; '.join(skipped[:2])}")
         raise UserError(f"{model} at {video} {frames} frames fits in no sharding on "
                         f"{topology}{detail}")
     top = stage1.select_top_k(fitting, settings.top_k)

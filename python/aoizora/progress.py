@@ -18,14 +18,16 @@ class RichProgress(PlannerProgress):
                             TextColumn("[dim]{task.fields[detail]}"), console=self.console,
                             transient=False)
         self.task = None
+        self.started = False
 
     def __enter__(self):
-        self.bar.start()
         return self
 
     def __exit__(self, *exc):
-        self._finish()
-        self.bar.stop()
+        # Started only at the first phase, so an error before any work prints just its line.
+        if self.started:
+            self._finish()
+            self.bar.stop()
 
     def _finish(self):
         if self.task is not None:
@@ -33,6 +35,9 @@ class RichProgress(PlannerProgress):
             self.bar.update(self.task, completed=t.total or 1, total=t.total or 1, detail="")
 
     def phase(self, name, total=None):
+        if not self.started:
+            self.bar.start()
+            self.started = True
         self._finish()
         self.task = self.bar.add_task(name, total=total or 1, detail="")
 

@@ -42,12 +42,15 @@ def compile_only_devices(name: str) -> tuple:
             f"use one of {', '.join(sorted(_JAX_GENERATION))}"
         )
     chip_config = "megacore" if gen in _MEGACORE else "default"
+    # A host holds up to 2x2x1 chips; a smaller slice is one host of its own size.
+    padded = tuple(dims) + (1,) * (3 - len(dims))
+    bounds = tuple(min(b, d) for b, d in zip((2, 2, 1), padded))
     try:
         desc = topologies.get_topology_desc(
             platform="tpu",
             topology_name=name,
             chip_config_name=chip_config,
-            chips_per_host_bounds=(2, 2, 1),
+            chips_per_host_bounds=bounds,
             num_slices=1,
             wrap=(False, False, False),
         )

@@ -1,0 +1,160 @@
+"""The planner end to end on the tiny Wan (real lowering, Stage 1, deviceless TPU compiles,
+Q2, simulation), the executable plan, and the one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from aoizora import compiler, planner, tpu
+from aoizora.cache import Cache
+from aoizora.errors import UserError
+from aoizora.models import get_model, get_workload, wan
+from aoizora.plan import Plan
+
+TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def result(cache_dir):
+    settings = planner.Settings(top_k=2, workers=1, cache=Cache(cache_dir))
+    return planner.plan(**TINY, settings=settings)
+
+
+def test_plan_never_loses_to_a_baseline_in_simulation(result):
+    plan = result.plan
+    assert plan.baselines, "the existing deployment and the Alpa-style baseline must be there"
+    assert "existing" in plan.baselines and "alpa-style" in plan.baselines
+    for tag, b in plan.baselines.items():
+        assert plan.choice.simulated_s <= b.simulated_s + 1e-12, tag
+    # The choice is the best simulated pair of everything the simulator judged.
+    assert plan.choice.simulated_s == min(p.simulated for p in result.pairs)
+
+
+def test_plan_figures_are_consistent(result):
+    c = result.plan.choice
+    assert int(np.prod(c.mesh_shape)) == 8 == len(c.device_coords) == len(set(map(tuple, c.device_coords)))
+    assert c.q1_s > 0 and c.q2_s > 0 and c.simulated_s > 0
+    # The simulator never beats the compute-only bound of the program it ran.
+    best = result.pairs[0]
+    assert best.sim.step_seconds >= best.sim.compute_bound_seconds * (1 - 1e-9)
+    # Stage 1 kept at most K shardings, all of them fitting.
+    assert 1 <= len(result.plan.planning["top_k"]) <= 2
+    assert result.plan.planning["candidates"] == len(result.stage1)
+
+
+def test_plan_json_round_trips(result, tmp_path):
+    path = tmp_path / "plan.json"
+    result.plan.save(str(path))
+    again = Plan.load(str(path))
+    assert again.to_dict() == result.plan.to_dict()
+    assert json.loads(path.read_text())["schema"] == "aoizora.plan/1"
+
+
+def test_second_run_is_served_from_the_cache(result, cache_dir):
+    settings = planner.Settings(top_k=2, workers=1, cache=Cache(cache_dir))
+    again = planner.plan(**TINY, settings=settings)
+    p = again.plan.planning
+    assert p["cache_hits"] == p["jobs"] > 0
+    assert again.plan.choice.candidate == result.plan.choice.candidate
+    assert again.plan.choice.device_coords == result.plan.choice.device_coords
+
+
+def test_plan_mesh_puts_devices_at_the_planned_chips(result):
+    plan = result.plan
+    mesh = plan.mesh(tpu.compile_only_devices("v5e:2x4"))
+    assert mesh.axis_names == tuple(plan.choice.axis_names)
+    assert [list(d.coords) for d in mesh.devices.flat] == plan.choice.device_coords
+
+
+def test_plan_runs_the_tiny_model_on_cpu_devices(result):
+    """The plan executes unchanged through JAX: same output as one device."""
+    cfg, w = get_model("wan-tiny"), get_workload("tiny")
+    params = wan.init_params(cfg, jax.random.key(0))
+    args = [jax.random.normal(jax.random.key(i + 1), s.shape, s.dtype)
+            for i, s in enumerate(cfg.abstract_inputs(w))]
+    ref = jax.jit(lambda p, *a: cfg.apply(p, *a, workload=w))(params, *args)
+    devices = jax.devices("cpu")[:8]
+    plan = result.plan
+    layout = plan.layout(cfg, devices)
+    p_shard, in_shard = plan.shardings(cfg, w, devices)
+    out = jax.jit(lambda p, *a: cfg.apply(p, *a, workload=w, layout=layout))(
+        jax.device_put(params, p_shard), *[jax.device_put(a, s) for a, s in zip(args, in_shard)])
+    assert len(out.sharding.device_set) == 8
+    assert np.abs(np.asarray(out) - np.asarray(ref)).max() < 1e-4
+
+
+def test_plan_compiles_the_14b_two_block_proxy_for_the_tpu(result):
+    plan = result.plan
+    model = get_model("wan2.1-t2v-14b", blocks=2)
+    hlo = compiler.compile(plan.candidate(), model, get_workload("480p", 21), "v5e:2x4",
+                           order=[tuple(c) for c in plan.choice.device_coords])
+    assert "num_partitions=8" in hlo
+
+
+def test_unknown_model_lists_the_valid_ones():
+    with pytest.raises(UserError, match="unknown model 'wan3'.*wan2.1-t2v-14b"):
+        planner.plan("wan3", "480p", 21, "v5e:2x4")
+
+
+def test_unknown_topology_lists_the_valid_ones():
+    with pytest.raises(UserError, match="unknown topology 'v5e:3x3'.*v5e:2x4"):
+        planner.plan("wan-tiny", "tiny", None, "v5e:3x3")
+
+
+def test_a_workload_that_fits_nowhere_says_the_numbers(tmp_path):
+    settings = planner.Settings(workers=0, cache=Cache(str(tmp_path)))
+    with pytest.raises(UserError, match=r"fits in no sharding on v5e:1x1.*GB"):
+        planner.plan("wan2.1-t2v-14b", "480p", 21, "v5e:1x1", settings=settings)
+
+
+def test_a_candidate_that_fails_to_compile_is_reported_and_skipped(cache_dir, monkeypatch):
+    real = planner.run_jobs
+    broken = {}
+
+    def run_jobs(jobs, **kw):
+        outs = real(jobs, **kw)
+        if jobs and jobs[0].kind == "compile":
+            o = outs[0]
+            broken["name"] = jobs[0].candidate.name
+            outs[0] = compiler.Outcome(o.name, o.kind, False, error="injected failure")
+        return outs
+
+    monkeypatch.setattr(planner, "run_jobs", run_jobs)
+    settings = planner.Settings(top_k=3, workers=1, cache=Cache(cache_dir))
+    r = planner.plan(**TINY, settings=settings)
+    assert any(s.startswith(broken["name"]) and "injected failure" in s for s in r.skipped)
+    assert r.plan.choice.candidate != broken["name"]
+
+
+def test_cli_writes_plan_report_and_trace(result, cache_dir, tmp_path):
+    env = {"AOIZORA_CACHE": cache_dir, "PATH": "/usr/bin:/bin"}
+    import os
+
+    env = {**os.environ, **env}
+    out = subprocess.run(
+        [sys.executable, "-m", "aoizora.cli", "plan", "--model", "wan-tiny", "--video", "tiny",
+         "--topology", "v5e:2x4", "--top-k", "2", "--workers", "1", "--quiet",
+         "--out", str(tmp_path / "p.json"), "--report", str(tmp_path / "r.html"),
+         "--trace", str(tmp_path / "t.json")], capture_output=True, text=True, env=env,
+        timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "AoiZora" in out.stdout and "existing" in out.stdout
+    html = (tmp_path / "r.html").read_text()
+    assert "<svg" in html and result.plan.choice.candidate in html
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert trace["traceEvents"]
+    bad = subprocess.run([sys.executable, "-m", "aoizora.cli", "plan", "--topology", "v9:2x2"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "unknown topology" in bad.stderr
