@@ -1,0 +1,60 @@
+"""`aoizora eval --grid paper [--jobs N] [--only SUBSTRING] [--out docs/results]
+[--oracle/--no-oracle] [--json]`: runs the paper's evaluation grid (or part of it), one JSON
+per setting under OUT/settings (written as soon as the setting is done, so the grid resumes
+where it stopped), then the table, CSV and plots under OUT. Every latency is simulated."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate AoiZora on the paper's grid (simulated)")
+    p.add_argument("--grid", default="paper", help="paper (36 settings) or tiny (tests)")
+    p.add_argument("--jobs", type=int, default=1, help="compile processes (default 1)")
+    p.add_argument("--only", action="append", metavar="SUBSTRING",
+                   help="run only settings whose key contains it (repeat to narrow), "
+                        "e.g. --only 14b_v5e-2x4_480p-21f")
+    p.add_argument("--out", default="docs/results", help="output folder (docs/results)")
+    p.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=False,
+                   help="compile every fitting candidate for the oracle and recall (slow: "
+                        "tens of compiles per setting)")
+    p.add_argument("--top-k", type=int, default=None, help="Stage 1 K (default: planner's)")
+    p.add_argument("--force", action="store_true", help="re-evaluate settings already done")
+    p.add_argument("--list", action="store_true", help="list the settings and exit")
+    p.add_argument("--report-only", action="store_true",
+                   help="only rewrite the table, CSV and plots from the JSONs there")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from aoizora import evaluate
+    from aoizora.errors import UserError
+
+    settings = evaluate.select(evaluate.grid(args.grid), args.only)
+    if not settings:
+        raise UserError(f"no setting of grid {args.grid} matches {args.only}")
+    if args.list:
+        for s in settings:
+            done = evaluate.load_result(evaluate.setting_path(args.out, s))
+            print(f"{s.key:40s} {done['status'] if done else 'todo'}")
+        return 0
+
+    def log(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    if not args.report_only:
+        evaluate.run_grid(settings, args.out, oracle=args.oracle, workers=args.jobs,
+                          force=args.force, top_k=args.top_k, log=log)
+    written = evaluate.write_outputs(args.out)
+    results = evaluate.load_results(args.out)
+    mine = {s.key for s in settings}
+    if args.json:
+        print(json.dumps([r for r in results if r["key"] in mine], indent=1))
+        return 0
+    print(evaluate.markdown_table([r for r in results if r["key"] in mine]), end="")
+    print("wrote " + ", ".join(written))
+    return 0

@@ -1,0 +1,568 @@
+"""Evaluation against the paper: `aoizora eval --grid paper`.
+
+    settings = grid("paper")                       # cheapest first
+    r = evaluate_setting(setting, oracle=False, workers=1)   # one dict, JSON-ready
+    run_grid(settings, out_dir, ...)               # one JSON per setting, atomically, resumable
+    write_outputs(out_dir)                         # results.md, results.csv, plots
+
+Per setting, from the planner's public pieces (planner.plan -> PlanResult):
+- AoiZora's choice and the baselines' (existing deployment, Alpa-style) simulated latency;
+- the oracle: every placement of every compiled candidate, simulated (with --oracle every
+  fitting candidate is compiled; without it, the Top-K and the baselines' shardings);
+- the placement spread of the chosen sharding: worst / best simulated over its placements;
+- Stage 1 top-1 recall: the sharding that wins after Stage 2 + the simulator over every
+  compiled candidate, and its rank in Stage 1's Q1 order (0-based; in Top-K iff rank < K);
+- Spearman rho between Q2 and the simulator over the placements of each Top-K survivor;
+- planning time, measured: the first run (cold: compiles not in the cache) and a second
+  identical run (warm: everything from the cache).
+
+Every latency here is *simulated* on the chip generation's model; none is measured.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable
+
+from aoizora import jaxenv  # noqa: F401
+from aoizora.errors import UserError
+
+SCHEMA = "aoizora.eval/1"
+NOTE = ("every latency is simulated on the flow-level model of the chip generation, "
+        "never measured; planning times are measured wall clock on this machine")
+
+# The paper's figures (REFERENCE.md section 1) each result is compared with.
+PAPER = {
+    "best_speedup": 1.42,            # v5e-16, 480p 21 frames, vs the existing deployment
+    "speedup_per_slice": {"v5e:2x2": 1.09, "v5e:2x4": 1.12, "v5e:4x4": 1.42},
+    "speedup_vs_alpa": 1.37,
+    "geomean_speedups": (1.09, 1.11),
+    "placement_effect_v5e8": 0.166,
+    "top1_recall": 1.0,
+    "spearman": (0.817, 0.985),
+    "planning_s": {"v5e:2x2": (47, 108), "v5e:4x4": (250, 376)},
+}
+GOALS = {"spearman_min": 0.95, "cold_s_v5e16_720p81": 60.0, "warm_s": 5.0}
+
+
+@dataclass(frozen=True)
+class Setting:
+    model: str
+    video: str
+    frames: int
+    topology: str
+
+    @property
+    def key(self) -> str:
+        short = self.model.replace("wan2.1-t2v-", "wan-")
+        return f"{short}_{self.topology.replace(':', '-')}_{self.video}-{self.frames}f"
+
+
+MODELS_PAPER = ("wan2.1-t2v-14b", "wan2.1-t2v-1.3b")
+TOPOLOGIES_PAPER = ("v5e:2x2", "v5e:2x4", "v5e:4x4")
+WORKLOADS_PAPER = (("480p", 21), ("480p", 41), ("480p", 81),
+                   ("720p", 21), ("720p", 41), ("720p", 81))
+_TOKENS_PER_FRAME = {"480p": 1560, "720p": 3600}
+_CHIPS = {"v5e:2x2": 4, "v5e:2x4": 8, "v5e:4x4": 16}
+
+
+def _cost(s: Setting) -> tuple:
+    """Sort key, cheapest first: 14B before 1.3B (the paper's model), then tokens, then the
+    slice (v5e:2x4 before v5e:2x2 at equal tokens: more candidates fit, so more to learn)."""
+    tokens = ((s.frames - 1) // 4 + 1) * _TOKENS_PER_FRAME.get(s.video, 0)
+    slice_order = {"v5e:2x4": 0, "v5e:2x2": 1, "v5e:4x4": 2}.get(s.topology, 3)
+    return (MODELS_PAPER.index(s.model) if s.model in MODELS_PAPER else 9, tokens, slice_order)
+
+
+def grid(name: str = "paper") -> list[Setting]:
+    """The settings of a named grid, cheapest first. "paper": Wan 2.1 14B and 1.3B x v5e-4,
+    v5e-8, v5e-16 x 480p/720p x 21/41/81 frames (36 settings); "tiny": the test model."""
+    if name == "paper":
+        out = [Setting(m, v, f, t) for m in MODELS_PAPER for t in TOPOLOGIES_PAPER
+               for v, f in WORKLOADS_PAPER]
+        return sorted(out, key=_cost)
+    if name == "tiny":
+        return [Setting("wan-tiny", "tiny", 9, "v5e:2x4")]
+    raise UserError(f"unknown grid {name!r}: use paper or tiny")
+
+
+def select(settings: list[Setting], only: Iterable[str] | None) -> list[Setting]:
+    """Settings whose key contains every given substring (all of them: `--only 14b --only
+    2x4` narrows); None or empty keeps all."""
+    subs = [s for s in (only or []) if s]
+    return [s for s in settings if all(x in s.key for x in subs)]
+
+
+# ---- statistics --------------------------------------------------------------------------
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    """Spearman rho (ties as average ranks); None when undefined (n < 3 or a constant side)."""
+    if len(xs) != len(ys):
+        raise ValueError("spearman: lengths differ")
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    from scipy.stats import spearmanr
+
+    rho = float(spearmanr(xs, ys).statistic)
+    return None if math.isnan(rho) else rho
+
+
+def q1_order(stage1_results: list) -> list:
+    """Fitting Stage 1 results in Q1 order, ties in enumeration order (as select_top_k)."""
+    from aoizora import _core
+
+    fitting = [r for r in stage1_results if r.fits]
+    return [fitting[i] for i in _core.select_top_k([r.q1_seconds for r in fitting], 0)]
+
+
+def geomean(xs: Iterable[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+# ---- one setting ---------------------------------------------------------------------------
+
+def _pair_dict(p, stage2) -> dict[str, Any]:
+    c = p.candidate
+    return {"candidate": c.name, "mesh_shape": list(c.mesh_shape),
+            "axis_names": list(c.axis_names), "placement": p.placement,
+            "device_coords": stage2.coords(p.chip_of), "q1_s": p.q1, "q2_s": p.q2,
+            "simulated_s": p.simulated}
+
+
+def _choice_dict(ch) -> dict[str, Any]:
+    return {"candidate": ch.candidate, "mesh_shape": list(ch.mesh_shape),
+            "axis_names": list(ch.axis_names), "placement": ch.placement,
+            "device_coords": ch.device_coords, "q1_s": ch.q1_s, "q2_s": ch.q2_s,
+            "simulated_s": ch.simulated_s, "label": ch.extra.get("label")}
+
+
+def judge_all(result) -> tuple[dict[str, list], dict[str, Any]]:
+    """(candidate name -> every placement Stage 2 considers plus JAX's default order, all
+    simulated, best simulated first; candidate name -> the pair on JAX's default order).
+    Covers every compiled candidate of `result`."""
+    stage2 = result.stage2
+    q1_of = {r.candidate.name: r.q1_seconds for r in result.stage1}
+    by_name = {r.candidate.name: r.candidate for r in result.stage1}
+    ranked_of: dict[str, list] = {}
+    for p in result.ranked:
+        ranked_of.setdefault(p.candidate.name, []).append(p)
+    out, defaults = {}, {}
+    for name, graph in result.graphs.items():
+        pairs = ranked_of.get(name)
+        if pairs is None:
+            pairs = stage2.rank(by_name[name], graph, q1=q1_of.get(name))
+        pairs = list(pairs)
+        d = stage2.default_pair(by_name[name], graph, q1=q1_of.get(name))
+        same = next((p for p in pairs if p.chip_of == d.chip_of), None)
+        if same is None:
+            pairs.append(d)
+        defaults[name] = same or d
+        for p in pairs:
+            if p.simulated is None:
+                stage2.simulate(p, graph)
+        out[name] = sorted(pairs, key=lambda p: (p.simulated, p.q2, p.placement))
+    return out, defaults
+
+
+def _timed_plan(setting: Setting, settings) -> tuple[Any, float]:
+    from aoizora.planner import plan
+
+    t0 = time.perf_counter()
+    r = plan(setting.model, setting.video, setting.frames, setting.topology, settings)
+    return r, time.perf_counter() - t0
+
+
+def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | None = 1,
+                     cache=None, top_k: int | None = None,
+                     log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Evaluates one setting; returns a JSON-ready dict. A setting that fits in no memory
+    (or fails) comes back with status "no-fit" (or "error") and the planner's reason."""
+    from aoizora.cache import Cache
+    from aoizora.planner import Settings
+
+    cache = cache if cache is not None else Cache()
+    base = {"schema": SCHEMA, "setting": asdict(setting), "key": setting.key, "note": NOTE}
+    plain = Settings(top_k=top_k, workers=workers, cache=cache, oracle=False)
+    try:
+        log(f"{setting.key}: planning (cold)")
+        cold, cold_s = _timed_plan(setting, plain)
+    except UserError as e:
+        status = "no-fit" if "fits in no sharding" in str(e) else "error"
+        return {**base, "status": status, "reason": str(e)}
+    log(f"{setting.key}: planned in {cold_s:.1f} s; planning again (warm)")
+    warm, warm_s = _timed_plan(setting, plain)
+    planning = {
+        "cold_s": round(cold_s, 3), "cold_cache_hits": cold.plan.planning["cache_hits"],
+        "cold_jobs": cold.plan.planning["jobs"], "cold_phases": cold.plan.planning["phases"],
+        "warm_s": round(warm_s, 3), "warm_cache_hits": warm.plan.planning["cache_hits"],
+        "warm_jobs": warm.plan.planning["jobs"], "warm_phases": warm.plan.planning["phases"],
+        "workers": workers}
+    full = cold
+    if oracle:
+        log(f"{setting.key}: compiling every fitting candidate (oracle)")
+        full, oracle_s = _timed_plan(setting, Settings(top_k=top_k, workers=workers,
+                                                       cache=cache, oracle=True))
+        planning["oracle_s"] = round(oracle_s, 3)
+    return {**base, "status": "ok", **analyze(cold, full, oracle=oracle),
+            "planning": planning}
+
+
+def analyze(result, full=None, *, oracle: bool = False) -> dict[str, Any]:
+    """The figures of one setting from a PlanResult `result` (AoiZora's own run) and `full`
+    (the same setting with more candidates compiled, for the oracle and recall; default:
+    `result`). Pure bookkeeping over the planner's output plus simulation of placements."""
+    full = full or result
+    plan, stage2 = result.plan, result.stage2
+    judged, defaults = judge_all(full)
+    ours = _choice_dict(plan.choice)
+    best = ours["simulated_s"]
+
+    baselines = {tag: _choice_dict(c) for tag, c in plan.baselines.items() if tag != "oracle"}
+    every = [p for pairs in judged.values() for p in pairs]
+    oracle_pair = min(every, key=lambda p: (p.simulated, p.q2, p.candidate.name, p.placement))
+    oracle_d = _pair_dict(oracle_pair, full.stage2)
+
+    def speedup(b):
+        return b["simulated_s"] / best if b and b.get("simulated_s") and best else None
+
+    speedups = {"vs_existing": speedup(baselines.get("existing")),
+                "vs_alpa": speedup(baselines.get("alpa-style")),
+                "oracle": speedup(oracle_d)}   # <= 1: the oracle is at least as fast
+    for tag, b in baselines.items():
+        speedups[f"vs_{tag}"] = speedup(b)
+
+    # Placement spread of the chosen sharding (over every placement Stage 2 considers).
+    mine = judged.get(plan.choice.candidate, [])
+    sims = [p.simulated for p in mine]
+    default = defaults.get(plan.choice.candidate)
+    spread = {"candidate": plan.choice.candidate, "placements": len(mine),
+              "best_s": min(sims) if sims else None, "worst_s": max(sims) if sims else None,
+              "spread": (max(sims) / min(sims) - 1) if sims else None,
+              "default_s": default.simulated if default else None}
+
+    # Stage 1 recall: the winner over every compiled candidate, and its Q1 rank.
+    order = [r.candidate.name for r in q1_order(full.stage1)]
+    top_k = list(plan.planning["top_k"])
+    winner = min(judged, key=lambda n: (judged[n][0].simulated, n))
+    rank = order.index(winner) if winner in order else None
+    stage1 = {"legal": plan.planning["candidates"], "fitting": plan.planning["fitting"],
+              "k": len(top_k), "top_k": top_k, "compiled": sorted(judged),
+              "pool": "every fitting candidate" if oracle else "Top-K + baselines",
+              "winner": winner, "winner_simulated_s": judged[winner][0].simulated,
+              "winner_q1_rank": rank, "in_top_k": winner in top_k,
+              "chosen_q1_rank": order.index(plan.choice.candidate)
+              if plan.choice.candidate in order else None}
+
+    # Spearman rho between Q2 and the simulator, per Top-K survivor, over its placements.
+    rho = {}
+    scatter = []
+    for name in top_k:
+        pairs = judged.get(name)
+        if not pairs:
+            continue
+        r = spearman([p.q2 for p in pairs], [p.simulated for p in pairs])
+        rho[name] = {"rho": r, "placements": len(pairs)}
+        scatter += [[name, p.placement, p.q2, p.simulated] for p in pairs]
+    defined = [v["rho"] for v in rho.values() if v["rho"] is not None]
+
+    return {"topology": plan.topology, "aoizora": ours, "baselines": baselines,
+            "oracle": {**oracle_d, "pool": stage1["pool"]}, "speedup": speedups,
+            "placement_spread": spread, "stage1": stage1,
+            "spearman": {"per_candidate": rho, "min": min(defined) if defined else None,
+                         "mean": sum(defined) / len(defined) if defined else None},
+            "q2_vs_simulated": scatter, "skipped": list(result.skipped)}
+
+
+# ---- the grid ----------------------------------------------------------------------------
+
+def write_json_atomic(path: str, data: Any) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def setting_path(out_dir: str, setting: Setting) -> str:
+    return os.path.join(out_dir, "settings", f"{setting.key}.json")
+
+
+def run_grid(settings: list[Setting], out_dir: str, *, oracle: bool = False,
+             workers: int | None = 1, force: bool = False, cache=None,
+             top_k: int | None = None,
+             log: Callable[[str], None] = lambda s: None) -> list[dict[str, Any]]:
+    """Evaluates each setting not yet done (its JSON exists and matches the oracle mode),
+    writing each one's JSON as soon as it is done. Returns every setting's result."""
+    out = []
+    for s in settings:
+        path = setting_path(out_dir, s)
+        old = load_result(path)
+        if old is not None and not force and (old.get("status") != "ok"
+                                              or old.get("oracle_mode", False) >= oracle):
+            log(f"{s.key}: done before, kept ({path})")
+            out.append(old)
+            continue
+        t0 = time.perf_counter()
+        r = evaluate_setting(s, oracle=oracle, workers=workers, cache=cache, top_k=top_k,
+                             log=log)
+        r["oracle_mode"] = oracle
+        r["eval_s"] = round(time.perf_counter() - t0, 3)
+        _keep_cold(r, old)
+        write_json_atomic(path, r)
+        log(f"{s.key}: {r['status']} in {r['eval_s']:.1f} s -> {path}")
+        out.append(r)
+    return out
+
+
+def _keep_cold(new: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """A rerun finds its compiles in the cache: keep the earlier truly cold measurement
+    (no cache hits) and record the rerun's first planning time as rerun_s."""
+    if not old or old.get("status") != "ok" or new.get("status") != "ok":
+        return
+    a, b = old["planning"], new["planning"]
+    if a.get("cold_cache_hits") == 0 and b.get("cold_cache_hits", 0) > 0:
+        b["rerun_s"], b["rerun_cache_hits"] = b["cold_s"], b["cold_cache_hits"]
+        for k in ("cold_s", "cold_cache_hits", "cold_jobs", "cold_phases"):
+            b[k] = a[k]
+
+
+def load_result(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path) as f:
+            d = json.load(f)
+        return d if d.get("schema") == SCHEMA else None
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def load_results(out_dir: str) -> list[dict[str, Any]]:
+    folder = os.path.join(out_dir, "settings")
+    if not os.path.isdir(folder):
+        return []
+    rows = [load_result(os.path.join(folder, f)) for f in sorted(os.listdir(folder))
+            if f.endswith(".json")]
+    rows = [r for r in rows if r is not None]
+    return sorted(rows, key=lambda r: _cost(Setting(**r["setting"])))
+
+
+# ---- tables and plots ----------------------------------------------------------------------
+
+CSV_FIELDS = ["key", "model", "topology", "video", "frames", "status", "sharding", "placement",
+              "aoizora_ms", "existing_ms", "existing_label", "alpa_ms", "oracle_ms",
+              "speedup_vs_existing", "speedup_vs_alpa", "oracle_speedup", "spread",
+              "default_ms", "k", "winner", "winner_q1_rank", "in_top_k", "spearman_min",
+              "spearman_mean", "cold_s", "cold_cache_hits", "warm_s", "oracle_pool", "reason"]
+
+
+def _ms(x):
+    return None if x is None else x * 1e3
+
+
+def flat_row(r: dict[str, Any]) -> dict[str, Any]:
+    s = r["setting"]
+    row = {"key": r["key"], "model": s["model"], "topology": s["topology"],
+           "video": s["video"], "frames": s["frames"], "status": r["status"],
+           "reason": r.get("reason", "")}
+    if r["status"] != "ok":
+        return row
+    b = r["baselines"]
+    row.update({
+        "sharding": r["aoizora"]["candidate"], "placement": r["aoizora"]["placement"],
+        "aoizora_ms": _ms(r["aoizora"]["simulated_s"]),
+        "existing_ms": _ms(b.get("existing", {}).get("simulated_s")),
+        "existing_label": b.get("existing", {}).get("label"),
+        "alpa_ms": _ms(b.get("alpa-style", {}).get("simulated_s")),
+        "oracle_ms": _ms(r["oracle"]["simulated_s"]),
+        "speedup_vs_existing": r["speedup"]["vs_existing"],
+        "speedup_vs_alpa": r["speedup"]["vs_alpa"], "oracle_speedup": r["speedup"]["oracle"],
+        "spread": r["placement_spread"]["spread"],
+        "default_ms": _ms(r["placement_spread"]["default_s"]),
+        "k": r["stage1"]["k"], "winner": r["stage1"]["winner"],
+        "winner_q1_rank": r["stage1"]["winner_q1_rank"], "in_top_k": r["stage1"]["in_top_k"],
+        "spearman_min": r["spearman"]["min"], "spearman_mean": r["spearman"]["mean"],
+        "cold_s": r["planning"]["cold_s"], "cold_cache_hits": r["planning"]["cold_cache_hits"],
+        "warm_s": r["planning"]["warm_s"], "oracle_pool": r["oracle"]["pool"]})
+    return row
+
+
+def _f(x, fmt="{:.3f}"):
+    if x is None or x == "":
+        return "-"
+    return fmt.format(x) if isinstance(x, float) else str(x)
+
+
+def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Aggregates over the settings evaluated so far, next to the paper's figures."""
+    ok = [r for r in results if r["status"] == "ok"]
+    per_slice = {}
+    for t in TOPOLOGIES_PAPER:
+        sp = [r["speedup"]["vs_existing"] for r in ok if r["setting"]["topology"] == t
+              and r["speedup"]["vs_existing"]]
+        if sp:
+            per_slice[t] = {"max": max(sp), "min": min(sp), "geomean": geomean(sp),
+                            "settings": len(sp), "paper": PAPER["speedup_per_slice"][t]}
+    ex = [r["speedup"]["vs_existing"] for r in ok if r["speedup"]["vs_existing"]]
+    al = [r["speedup"]["vs_alpa"] for r in ok if r["speedup"]["vs_alpa"]]
+    ranks = [r["stage1"]["winner_q1_rank"] for r in ok]
+    rhos = [r["spearman"]["min"] for r in ok if r["spearman"]["min"] is not None]
+    spreads = [(r["placement_spread"]["spread"], r["key"]) for r in ok
+               if r["placement_spread"]["spread"] is not None]
+    return {
+        "settings": len(results), "ok": len(ok),
+        "no_fit": [r["key"] for r in results if r["status"] == "no-fit"],
+        "errors": [r["key"] for r in results if r["status"] == "error"],
+        "speedup_vs_existing": {"max": max(ex) if ex else None, "min": min(ex) if ex else None,
+                                "geomean": geomean(ex), "paper_best": PAPER["best_speedup"]},
+        "speedup_vs_alpa": {"max": max(al) if al else None, "min": min(al) if al else None,
+                            "geomean": geomean(al), "paper_best": PAPER["speedup_vs_alpa"]},
+        "per_slice": per_slice,
+        "top1_recall": (sum(1 for r in ok if r["stage1"]["in_top_k"]) / len(ok)) if ok else None,
+        "winner_q1_ranks": ranks,
+        "spearman_min": min(rhos) if rhos else None,
+        "placement_spread_max": max(spreads) if spreads else None,
+        "cold_s_max": max((r["planning"]["cold_s"], r["key"]) for r in ok) if ok else None,
+        "warm_s_max": max((r["planning"]["warm_s"], r["key"]) for r in ok) if ok else None,
+    }
+
+
+def markdown_table(results: list[dict[str, Any]]) -> str:
+    head = ["setting", "sharding @ placement", "AoiZora ms", "existing ms", "Alpa ms",
+            "oracle ms", "x existing", "x Alpa", "spread", "winner Q1 rank / K",
+            "rho min", "cold s", "warm s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        row = flat_row(r)
+        if r["status"] != "ok":
+            reason = r.get("reason", "").replace("|", "/")
+            lines.append(f"| {r['key']} | **{r['status']}**: {reason} |" + " |" * (len(head) - 2))
+            continue
+        cold = _f(row["cold_s"], "{:.1f}")
+        if row["cold_cache_hits"]:
+            cold += f" ({row['cold_cache_hits']} cached)"
+        lines.append("| " + " | ".join([
+            r["key"], f"{row['sharding']} @ {row['placement']}",
+            _f(row["aoizora_ms"], "{:.1f}"), _f(row["existing_ms"], "{:.1f}"),
+            _f(row["alpa_ms"], "{:.1f}"), _f(row["oracle_ms"], "{:.1f}"),
+            _f(row["speedup_vs_existing"]), _f(row["speedup_vs_alpa"]),
+            _f(row["spread"] * 100 if row["spread"] is not None else None, "{:.1f} %"),
+            f"{row['winner_q1_rank']} / {row['k']}", _f(row["spearman_min"]),
+            cold, _f(row["warm_s"], "{:.2f}")]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(out_dir: str, results: list[dict[str, Any]] | None = None) -> list[str]:
+    """results.md (table + summary), results.csv, summary.json and the PNG plots."""
+    results = load_results(out_dir) if results is None else results
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    path = os.path.join(out_dir, "results.csv")
+    with open(path + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for r in results:
+            w.writerow({k: ("" if v is None else v) for k, v in flat_row(r).items()})
+    os.replace(path + ".tmp", path)
+    written.append(path)
+    summ = summary(results)
+    write_json_atomic(os.path.join(out_dir, "summary.json"), summ)
+    written.append(os.path.join(out_dir, "summary.json"))
+    path = os.path.join(out_dir, "results.md")
+    text = ("# AoiZora evaluation grid (generated by `aoizora eval`)\n\n"
+            f"{NOTE[0].upper() + NOTE[1:]}. Speedups are simulated latency of the baseline "
+            "over AoiZora's. 'spread' is worst / best - 1 over the chosen sharding's "
+            "placements; 'winner Q1 rank' is the Stage 1 rank (0-based) of the sharding "
+            "that wins after Stage 2 and the simulator among the compiled candidates; in the "
+            "Top-K iff rank < K. 'rho min' is the least Spearman rho between Q2 and the "
+            "simulator over the placements of a Top-K survivor.\n\n"
+            + markdown_table(results) + "\n## Summary\n\n```json\n"
+            + json.dumps(summ, indent=1) + "\n```\n")
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+    written.append(path)
+    written += write_plots(out_dir, results)
+    return written
+
+
+def write_plots(out_dir: str, results: list[dict[str, Any]]) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    ok = [r for r in results if r["status"] == "ok"]
+    if not ok:
+        return []
+    out = []
+    keys = [r["key"] for r in ok]
+    x = range(len(ok))
+
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ok) + 3), 4.5))
+    w = 0.4
+    ex = [r["speedup"]["vs_existing"] or 0 for r in ok]
+    al = [r["speedup"]["vs_alpa"] or 0 for r in ok]
+    ax.bar([i - w / 2 for i in x], ex, w, label="vs existing deployment")
+    ax.bar([i + w / 2 for i in x], al, w, label="vs Alpa-style")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhline(PAPER["best_speedup"], color="r", ls="--", lw=0.8, label="paper best 1.42x")
+    ax.set_xticks(list(x), keys, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("speedup (simulated)")
+    ax.set_title("AoiZora speedup per setting (simulated on the v5e model)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.append(_save(fig, out_dir, "speedup.png"))
+
+    fig, axes = plt.subplots(1, len(ok), figsize=(3.2 * len(ok), 3.2), squeeze=False)
+    for ax, r in zip(axes[0], ok):
+        by = {}
+        for name, _, q2, sim in r["q2_vs_simulated"]:
+            by.setdefault(name, []).append((q2 * 1e3, sim * 1e3))
+        for name, pts in by.items():
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=8, label=name)
+        ax.set_title(f"{r['key']}\nrho min {_f(r['spearman']['min'], '{:.2f}')}", fontsize=7)
+        ax.set_xlabel("Q2 ms", fontsize=7)
+        ax.set_ylabel("simulated ms", fontsize=7)
+        ax.tick_params(labelsize=6)
+    fig.suptitle("Q2 vs simulated latency over the placements of each Top-K survivor",
+                 fontsize=8)
+    fig.tight_layout()
+    out.append(_save(fig, out_dir, "q2_vs_simulated.png"))
+
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ok) + 3), 4.5))
+    sp = [100 * (r["placement_spread"]["spread"] or 0) for r in ok]
+    ax.bar(list(x), sp)
+    ax.axhline(100 * PAPER["placement_effect_v5e8"], color="r", ls="--", lw=0.8,
+               label="paper: up to 16.6 % on v5e-8")
+    ax.set_xticks(list(x), keys, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("worst / best placement - 1 (%)")
+    ax.set_title("Placement spread of the chosen sharding (simulated)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.append(_save(fig, out_dir, "placement_spread.png"))
+    return out
+
+
+def _save(fig, out_dir: str, name: str) -> str:
+    import matplotlib.pyplot as plt
+
+    path = os.path.join(out_dir, name)
+    fig.savefig(path + ".tmp.png", dpi=110)
+    plt.close(fig)
+    os.replace(path + ".tmp.png", path)
+    return path
