@@ -7,6 +7,7 @@ relative error of the total and per kind.
 
     PYTHONPATH=build/shlo/pyroot:python .venv/bin/python bench/stage1_vs_hlo.py \
         --model wan2.1-t2v-14b --blocks 2 --video 480p-21f --target v5e:2x4 [--limit N]
+    (the small one: --model wan-tiny --blocks 0 --video tiny --dtype bfloat16)
 """
 
 from __future__ import annotations
@@ -76,11 +77,14 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--only", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--dtype", default="", help="override the model dtype, e.g. bfloat16")
     a = ap.parse_args(argv)
     from aoizora import strategies
     from aoizora.models import get_model, get_workload
 
     model = get_model(a.model, blocks=a.blocks or None)
+    if a.dtype:
+        model = model.replace(dtype=a.dtype)
     wl = get_workload(a.video)
     n = 1
     for d in a.target.partition(":")[2].split("x"):
