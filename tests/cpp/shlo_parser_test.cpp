@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "aoizora/shlo/parser.h"
+#include "aoizora/shlo/stage1.h"
 #include "shlo_testdata.h"
 
 namespace aoizora::shlo {
@@ -223,6 +224,39 @@ TEST(ShloParser, ErrorsCarryLineAndColumn) {
   EXPECT_EQ(bad_sharding.error().line, 2);
   EXPECT_FALSE(parse_module("").ok());
   EXPECT_FALSE(parse_module("module {\n}\n").ok());  // no function
+}
+
+}  // namespace
+}  // namespace aoizora::shlo
+
+namespace aoizora::shlo {
+namespace {
+
+// Every prefix of real text (and a few corruptions) gives a module or an Error, never an
+// exception or a crash: the core never throws across its API.
+TEST(ShloParser, TruncatedAndCorruptedTextNeverThrows) {
+  std::string full = testdata::kLayersScan;
+  int errors = 0;
+  for (size_t n = 0; n < full.size(); n += 7) {
+    std::string cut = full.substr(0, n);
+    Result<Module> m = Error{};
+    EXPECT_NO_THROW(m = parse_module(cut)) << n;
+    if (!m.ok()) {
+      ++errors;
+      EXPECT_GE(m.error().line, 1) << n;
+    }
+  }
+  EXPECT_GT(errors, 0);
+  for (const char* bad : {"%", "<", "\"", "{", ")", "99999999999999999999", "#sdy.sharding<"}) {
+    for (size_t at : {size_t{200}, size_t{900}, size_t{2000}}) {
+      std::string s = full;
+      s.insert(std::min(at, s.size()), bad);
+      Result<Module> m = Error{};
+      EXPECT_NO_THROW(m = parse_module(s)) << bad << " at " << at;
+      Stage1Options o;
+      if (m.ok()) EXPECT_NO_THROW((void)analyze_stablehlo(s, o)) << bad << " at " << at;
+    }
+  }
 }
 
 }  // namespace
