@@ -190,6 +190,7 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
     cache = cache if cache is not None else Cache()
     base = {"schema": SCHEMA, "setting": asdict(setting), "key": setting.key, "note": NOTE}
     plain = Settings(top_k=top_k, workers=workers, cache=cache, oracle=False)
+    load_before = os.getloadavg()[0]
     try:
         log(f"{setting.key}: planning (cold)")
         cold, cold_s = _timed_plan(setting, plain)
@@ -203,7 +204,9 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
         "cold_jobs": cold.plan.planning["jobs"], "cold_phases": cold.plan.planning["phases"],
         "warm_s": round(warm_s, 3), "warm_cache_hits": warm.plan.planning["cache_hits"],
         "warm_jobs": warm.plan.planning["jobs"], "warm_phases": warm.plan.planning["phases"],
-        "workers": workers}
+        "workers": workers, "cpus": os.cpu_count(),
+        # the machine is shared: the 1-minute load average before and after the cold run
+        "load_before": round(load_before, 2), "load_after_cold": round(os.getloadavg()[0], 2)}
     full = cold
     if oracle:
         log(f"{setting.key}: compiling every fitting candidate (oracle)")
