@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -157,6 +158,7 @@ class Outcome:
     key: str = ""
 
 
+@functools.lru_cache(maxsize=None)
 def _code_hash() -> str:
     """The source of everything that shapes the program: edits invalidate the cache."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -208,8 +210,21 @@ def run_job(job: Job) -> Outcome:
     except Exception as e:  # never crash a batch
         out = Outcome(job.name, job.kind, False, error=f"{job.candidate.name}: {_one_line(e)}")
     out.seconds = time.perf_counter() - t
-    out.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.peak_rss_mb = _peak_rss_mb()
     return out
+
+
+def _peak_rss_mb() -> float:
+    """High-water resident memory of this process. VmHWM belongs to the process's own address
+    space; ru_maxrss would also count the parent's memory at fork time (spawned workers)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | None = None,
