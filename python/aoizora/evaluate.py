@@ -271,7 +271,12 @@ def analyze(result, full=None, *, oracle: bool = False) -> dict[str, Any]:
         if not pairs:
             continue
         r = spearman([p.q2 for p in pairs], [p.simulated for p in pairs])
-        rho[name] = {"rho": r, "placements": len(pairs)}
+        q2_best = min(pairs, key=lambda p: (p.q2, p.placement))
+        # Defined for any count (v5e:2x2 slices have 2 placements, where rho is not):
+        # does Q2's best placement simulate as fast as the simulator's best?
+        agree = q2_best.simulated <= pairs[0].simulated * (1 + 1e-9)
+        rho[name] = {"rho": r, "placements": len(pairs), "q2_best_is_sim_best": agree,
+                     "q2_best_loss": q2_best.simulated / pairs[0].simulated - 1}
         scatter += [[name, p.placement, p.q2, p.simulated] for p in pairs]
     defined = [v["rho"] for v in rho.values() if v["rho"] is not None]
 
@@ -279,7 +284,10 @@ def analyze(result, full=None, *, oracle: bool = False) -> dict[str, Any]:
             "oracle": {**oracle_d, "pool": stage1["pool"]}, "speedup": speedups,
             "placement_spread": spread, "stage1": stage1,
             "spearman": {"per_candidate": rho, "min": min(defined) if defined else None,
-                         "mean": sum(defined) / len(defined) if defined else None},
+                         "mean": sum(defined) / len(defined) if defined else None,
+                         "q2_best_is_sim_best": sum(v["q2_best_is_sim_best"]
+                                                    for v in rho.values()),
+                         "survivors": len(rho)},
             "q2_vs_simulated": scatter, "skipped": list(result.skipped)}
 
 
