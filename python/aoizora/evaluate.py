@@ -376,7 +376,7 @@ CSV_FIELDS = ["key", "model", "topology", "video", "frames", "status", "sharding
               "aoizora_ms", "existing_ms", "existing_label", "alpa_ms", "oracle_ms",
               "speedup_vs_existing", "speedup_vs_alpa", "oracle_speedup", "spread",
               "default_ms", "k", "winner", "winner_q1_rank", "in_top_k", "spearman_min",
-              "spearman_mean", "cold_s", "cold_cache_hits", "warm_s", "oracle_pool", "reason"]
+              "spearman_mean", "q2_top1_agree", "cold_s", "cold_cache_hits", "warm_s", "oracle_pool", "reason"]
 
 
 def _ms(x):
@@ -405,6 +405,8 @@ def flat_row(r: dict[str, Any]) -> dict[str, Any]:
         "k": r["stage1"]["k"], "winner": r["stage1"]["winner"],
         "winner_q1_rank": r["stage1"]["winner_q1_rank"], "in_top_k": r["stage1"]["in_top_k"],
         "spearman_min": r["spearman"]["min"], "spearman_mean": r["spearman"]["mean"],
+        "q2_top1_agree": (f"{r['spearman']['q2_best_is_sim_best']}/{r['spearman']['survivors']}"
+                          if "survivors" in r["spearman"] else None),
         "cold_s": r["planning"]["cold_s"], "cold_cache_hits": r["planning"]["cold_cache_hits"],
         "warm_s": r["planning"]["warm_s"], "oracle_pool": r["oracle"]["pool"]})
     return row
@@ -492,7 +494,7 @@ def estimate_cost(results: list[dict[str, Any]], settings: list[Setting]) -> dic
 def markdown_table(results: list[dict[str, Any]]) -> str:
     head = ["setting", "sharding @ placement", "AoiZora ms", "existing ms", "Alpa ms",
             "oracle ms", "x existing", "x Alpa", "spread", "winner Q1 rank / K",
-            "rho min", "cold s", "warm s"]
+            "rho min", "Q2 top-1", "cold s", "warm s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         row = flat_row(r)
@@ -510,7 +512,7 @@ def markdown_table(results: list[dict[str, Any]]) -> str:
             _f(row["speedup_vs_existing"]), _f(row["speedup_vs_alpa"]),
             _f(row["spread"] * 100 if row["spread"] is not None else None, "{:.1f} %"),
             f"{row['winner_q1_rank']} / {row['k']}", _f(row["spearman_min"]),
-            cold, _f(row["warm_s"], "{:.2f}")]) + " |")
+            _f(row["q2_top1_agree"]), cold, _f(row["warm_s"], "{:.2f}")]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -586,7 +588,9 @@ def write_outputs(out_dir: str, results: list[dict[str, Any]] | None = None) -> 
             "placements; 'winner Q1 rank' is the Stage 1 rank (0-based) of the sharding "
             "that wins after Stage 2 and the simulator among the compiled candidates; in the "
             "Top-K iff rank < K. 'rho min' is the least Spearman rho between Q2 and the "
-            "simulator over the placements of a Top-K survivor.\n\n"
+            "simulator over the placements of a Top-K survivor (undefined with fewer than 3 "
+            "placements, as on v5e:2x2); 'Q2 top-1' counts the survivors whose best placement "
+            "by Q2 simulates as fast as the simulator's best.\n\n"
             + markdown_table(results) + "\n## Against the paper and the issue's goals\n\n"
             + goals_table(results, summ) + "\n## Summary\n\n```json\n"
             + json.dumps(summ, indent=1) + "\n```\n")

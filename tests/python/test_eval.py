@@ -118,6 +118,9 @@ def test_spread_and_spearman(evaluated, planned):
         want = evaluate.spearman([a for a, _ in pts], [b for _, b in pts])
         assert v["rho"] == want
         assert want is None or -1.0 <= want <= 1.0
+        q2_best = min(pts)[1]  # the simulated latency of Q2's best placement
+        assert v["q2_best_is_sim_best"] == (q2_best <= min(b for _, b in pts) * (1 + 1e-9))
+        assert v["q2_best_loss"] == pytest.approx(q2_best / min(b for _, b in pts) - 1)
     rhos = [v["rho"] for v in per.values() if v["rho"] is not None]
     assert r["spearman"]["min"] == (min(rhos) if rhos else None)
 
