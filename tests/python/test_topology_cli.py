@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -66,11 +67,14 @@ def test_rank_mesh_option_and_errors(capsys):
 
 def _tool():
     so = pathlib.Path(_core.__file__).resolve()
-    exe = so.parent.parent.parent / "aoizora-rank"  # build/<dir>/pyroot/aoizora/_core.so
-    return exe if exe.exists() else None
+    for exe in (so.parent.parent.parent / "aoizora-rank",  # build/<dir>/pyroot/aoizora/_core.so
+                pathlib.Path(sys.executable).parent / "aoizora-rank"):  # installed into .venv/bin
+        if exe.exists():
+            return exe
+    return None
 
 
-@pytest.mark.skipif(_tool() is None, reason="aoizora-rank not built next to _core")
+@pytest.mark.skipif(_tool() is None, reason="aoizora-rank neither built next to _core nor installed")
 def test_cpp_tool_matches_python(capsys):
     hlo = str(HLO / "layers_scan.v5e_4x4.hlo")
     out = subprocess.run([str(_tool()), "--hlo", hlo, "--topology", "v5e:4x4", "--json"],
