@@ -15,8 +15,9 @@ import gzip
 import hashlib
 import json
 import os
-import tempfile
 from typing import Any
+
+from aoizora.atomic import write_atomic
 
 
 def default_root() -> str:
@@ -27,20 +28,6 @@ def default_root() -> str:
 def cache_key(fields: dict[str, Any]) -> str:
     blob = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class Cache:
@@ -59,6 +46,6 @@ class Cache:
 
     def put(self, key: str, text: str, meta: dict[str, Any] | None = None) -> None:
         if meta is not None:
-            _write_atomic(self._path(key, ".json"),
+            write_atomic(self._path(key, ".json"),
                           json.dumps(meta, sort_keys=True, indent=1, default=str).encode())
-        _write_atomic(self._path(key, ".gz"), gzip.compress(text.encode(), compresslevel=3))
+        write_atomic(self._path(key, ".gz"), gzip.compress(text.encode(), compresslevel=3))

@@ -9,11 +9,10 @@ model of the chip generation; none is measured.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from aoizora.atomic import write_atomic
 from aoizora.errors import UserError
 
 SCHEMA = "aoizora.plan/1"
@@ -136,18 +135,3 @@ def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None, chip_i
     except KeyError as e:
         raise UserError(f"no device at chip coords {e.args[0]}: the plan is for another slice") from e
     return Mesh(np.array(ordered, dtype=object).reshape(mesh_shape), tuple(axis_names))
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Writes text to path through a temporary file and a rename: never half-written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -7,7 +7,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from aoizora.plan import Choice, Plan, write_atomic
+from aoizora.atomic import write_atomic
+from aoizora.plan import Choice, Plan
 
 CELL = 110          # px between chip centres
 CHIP = 64           # chip square side
