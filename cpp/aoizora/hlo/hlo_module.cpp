@@ -3,6 +3,13 @@
 #include <algorithm>
 
 namespace aoizora::hlo {
+
+size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma) {
+  if (text.compare(value_begin, 5, "mesh[") != 0) return std::string_view::npos;
+  size_t q = comma + 1;
+  while (q < text.size() && text[q] == ' ') ++q;
+  return text.compare(q, 11, "device_ids=") == 0 ? q + 11 : std::string_view::npos;
+}
 namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -40,11 +47,9 @@ bool next_attribute(std::string_view t, size_t* pos, Attribute* out) {
         if (depth == 0) break;
         --depth;
       } else if (depth == 0 && (c == '\n' || c == ',')) {
-        if (c == ',' && t.compare(vb, 5, "mesh[") == 0) {
-          size_t q = p + 1;
-          while (q < t.size() && t[q] == ' ') ++q;
-          if (t.compare(q, 11, "device_ids=") == 0) {
-            p = q + 11;
+        if (c == ',') {
+          if (size_t resume = mesh_value_continues(t, vb, p); resume != std::string_view::npos) {
+            p = resume;
             continue;
           }
         }

@@ -19,6 +19,11 @@ struct Attribute {
   std::string_view value;  // raw text, e.g. "{{0,1},{2,3}}", "%add", "\"foo\"", "{...json...}"
 };
 
+// An attribute value ends at a top-level ',' except the mesh form of replica_groups, which
+// keeps its ", device_ids=(...)": for a value starting at `value_begin` and a top-level comma
+// at `comma`, the position to go on scanning from, or npos when the comma ends the value.
+size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma);
+
 struct Instruction {
   std::string_view name;    // without the leading '%'
   std::string_view opcode;  // "fusion", "all-gather-start", "async-start", ...

@@ -209,11 +209,9 @@ class Parser {
         if (depth == 0) break;
         --depth;
       } else if (depth == 0 && (c == '\n' || c == ',')) {
-        if (c == ',' && s_.compare(b, 5, "mesh[") == 0) {
-          size_t q = p_ + 1;
-          while (q < s_.size() && s_[q] == ' ') ++q;
-          if (s_.compare(q, 11, "device_ids=") == 0) {
-            p_ = q + 11;
+        if (c == ',') {
+          if (size_t resume = mesh_value_continues(s_, b, p_); resume != std::string_view::npos) {
+            p_ = resume;
             continue;
           }
         }
