@@ -418,6 +418,13 @@ def _f(x, fmt="{:.3f}"):
     return fmt.format(x) if isinstance(x, float) else str(x)
 
 
+def _msf(ms):
+    """Milliseconds: whole numbers from 100 up, 4 significant digits below."""
+    if ms is None:
+        return "-"
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.4g}"
+
+
 def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Aggregates over the settings evaluated so far, next to the paper's figures."""
     ok = [r for r in results if r["status"] == "ok"]
@@ -507,8 +514,8 @@ def markdown_table(results: list[dict[str, Any]]) -> str:
             cold += f" ({row['cold_cache_hits']} cached)"
         lines.append("| " + " | ".join([
             r["key"], f"{row['sharding']} @ {row['placement']}".replace("|", "\\|"),
-            _f(row["aoizora_ms"], "{:.4g}"), _f(row["existing_ms"], "{:.4g}"),
-            _f(row["alpa_ms"], "{:.4g}"), _f(row["oracle_ms"], "{:.4g}"),
+            _msf(row["aoizora_ms"]), _msf(row["existing_ms"]),
+            _msf(row["alpa_ms"]), _msf(row["oracle_ms"]),
             _f(row["speedup_vs_existing"]), _f(row["speedup_vs_alpa"]),
             _f(row["spread"] * 100 if row["spread"] is not None else None, "{:.1f} %"),
             f"{row['winner_q1_rank']} / {row['k']}", _f(row["spearman_min"]),
