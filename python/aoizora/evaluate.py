@@ -262,6 +262,14 @@ def analyze(result, full=None, *, oracle: bool = False) -> dict[str, Any]:
               "winner_q1_rank": rank, "in_top_k": winner in top_k,
               "chosen_q1_rank": order.index(plan.choice.candidate)
               if plan.choice.candidate in order else None}
+    # What Stage 1's Top-K alone reaches (the planner also pools the baselines' shardings,
+    # which hides a recall miss in AoiZora's own latency).
+    in_k = [n for n in top_k if n in judged]
+    if in_k:
+        kbest = min(in_k, key=lambda n: (judged[n][0].simulated, n))
+        stage1["top_k_best"] = kbest
+        stage1["top_k_best_s"] = judged[kbest][0].simulated
+        stage1["top_k_loss"] = judged[kbest][0].simulated / judged[winner][0].simulated - 1
 
     # Spearman rho between Q2 and the simulator, per Top-K survivor, over its placements.
     rho = {}

@@ -97,6 +97,11 @@ def test_recall_rank_follows_stage1_order(evaluated, planned):
     assert s1["winner_q1_rank"] == names.index(s1["winner"])
     assert s1["in_top_k"] == (s1["winner_q1_rank"] < s1["k"])
     assert s1["legal"] == len(KEEP)
+    assert s1["top_k_best"] in s1["top_k"]
+    assert s1["top_k_loss"] >= 0.0
+    assert (s1["top_k_loss"] == 0.0) == (s1["top_k_best_s"] == s1["winner_simulated_s"])
+    if s1["in_top_k"]:
+        assert s1["top_k_best"] == s1["winner"]
 
 
 def test_spread_and_spearman(evaluated, planned):
