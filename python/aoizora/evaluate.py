@@ -526,7 +526,9 @@ def markdown_table(results: list[dict[str, Any]]) -> str:
             _msf(row["alpa_ms"]), _msf(row["oracle_ms"]),
             _f(row["speedup_vs_existing"]), _f(row["speedup_vs_alpa"]),
             _f(row["spread"] * 100 if row["spread"] is not None else None, "{:.1f} %"),
-            f"{row['winner_q1_rank']} / {row['k']}", _f(row["spearman_min"]),
+            f"{row['winner_q1_rank']} / {row['k']}" + (
+                f" (Top-K best +{100 * r['stage1']['top_k_loss']:.1f} %)"
+                if r["stage1"].get("top_k_loss") else ""), _f(row["spearman_min"]),
             _f(row["q2_top1_agree"]), cold, _f(row["warm_s"], "{:.2f}")]) + " |")
     return "\n".join(lines) + "\n"
 
