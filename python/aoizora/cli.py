@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -26,17 +27,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _core_error() -> type[Exception]:
+    """The C++ core's one-line error (bad HLO, unknown topology, ...), a user error too."""
+    try:
+        from aoizora._core import CoreError
+    except ImportError:  # the core is not built: doctor says so
+        return UserError
+    return CoreError
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except UserError as e:
+    except (UserError, _core_error()) as e:
         print(f"aoizora {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"aoizora {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `aoizora ... | head`: the reader left, which is not an error
+        sys.stdout = open(os.devnull, "w")
+        return 0
 
 
 if __name__ == "__main__":
