@@ -171,7 +171,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
     base_pairs = {tag: stage2.default_pair(c, graphs[c.name], q1=q1_of.get(c.name))
                   for tag, c in base_cands.items() if c.name in graphs}
-    judged = _best_per_key(ranked, SIMULATED_PAIRS)
+    judged = _judged_pairs(ranked, SIMULATED_PAIRS)
     if settings.oracle:
         judged = list(ranked) + [stage2.default_pair(by_name[nm], g, q1=q1_of.get(nm))
                                  for nm, g in graphs.items()]
@@ -216,7 +216,7 @@ def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job]) -> 
                         f"{out.name}{' (cached)' if out.cached else ''}"))
 
 
-def _best_per_key(ranked: list[Pair], k: int) -> list[Pair]:
+def _judged_pairs(ranked: list[Pair], k: int) -> list[Pair]:
     """The k best pairs by Q2, plus the best placement of every sharding ranked (so each
     survivor is judged at least once)."""
     out = list(ranked[:k])
