@@ -295,7 +295,9 @@ def analyze(result, full=None, *, oracle: bool = False) -> dict[str, Any]:
                          "mean": sum(defined) / len(defined) if defined else None,
                          "q2_best_is_sim_best": sum(v["q2_best_is_sim_best"]
                                                     for v in rho.values()),
-                         "survivors": len(rho)},
+                         "survivors": len(rho),
+                         # over every survivor's placements together (across shardings)
+                         "pooled": spearman([x[2] for x in scatter], [x[3] for x in scatter])},
             "q2_vs_simulated": scatter, "skipped": list(result.skipped)}
 
 
