@@ -149,3 +149,16 @@ def test_planning_time_and_resume(evaluated):
     assert float(rows[0]["aoizora_ms"]) == pytest.approx(r["aoizora"]["simulated_s"] * 1e3)
     assert TINY.key in open(os.path.join(out, "results.md")).read()
     assert all(os.path.getsize(p) > 0 for p in written)
+
+
+def test_rerun_keeps_the_colder_measurement():
+    def res(cold, hits):
+        return {"status": "ok", "planning": {"cold_s": cold, "cold_cache_hits": hits,
+                                             "cold_jobs": 63, "cold_phases": {"total": cold}}}
+    old, new = res(131.0, 13), res(0.4, 63)
+    evaluate._keep_cold(new, old)
+    assert new["planning"]["cold_s"] == 131.0 and new["planning"]["cold_cache_hits"] == 13
+    assert new["planning"]["rerun_s"] == 0.4
+    colder = res(120.0, 0)
+    evaluate._keep_cold(colder, res(0.3, 63))    # a colder rerun replaces a warm one
+    assert colder["planning"]["cold_s"] == 120.0 and "rerun_s" not in colder["planning"]
