@@ -357,8 +357,12 @@ def _keep_cold(new: dict[str, Any], old: dict[str, Any] | None) -> None:
     a, b = old["planning"], new["planning"]
     if a.get("cold_cache_hits", 0) < b.get("cold_cache_hits", 0):
         b["rerun_s"], b["rerun_cache_hits"] = b["cold_s"], b["cold_cache_hits"]
-        for k in ("cold_s", "cold_cache_hits", "cold_jobs", "cold_phases"):
-            b[k] = a[k]
+        for k in ("cold_s", "cold_cache_hits", "cold_jobs", "cold_phases", "load_before",
+                  "load_after_cold"):
+            if k in a:
+                b[k] = a[k]
+            else:
+                b.pop(k, None)
 
 
 def load_result(path: str) -> dict[str, Any] | None:
