@@ -22,15 +22,16 @@ Every latency here is *simulated* on the chip generation's model; none is measur
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
 from aoizora import jaxenv  # noqa: F401
+from aoizora.atomic import write_atomic
 from aoizora.errors import UserError
 
 SCHEMA = "aoizora.eval/1"
@@ -304,18 +305,7 @@ def analyze(result, full=None, *, oracle: bool = False) -> dict[str, Any]:
 # ---- the grid ----------------------------------------------------------------------------
 
 def write_json_atomic(path: str, data: Any) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def setting_path(out_dir: str, setting: Setting) -> str:
@@ -603,12 +593,12 @@ def write_outputs(out_dir: str, results: list[dict[str, Any]] | None = None) -> 
     os.makedirs(out_dir, exist_ok=True)
     written = []
     path = os.path.join(out_dir, "results.csv")
-    with open(path + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-        w.writeheader()
-        for r in results:
-            w.writerow({k: ("" if v is None else v) for k, v in flat_row(r).items()})
-    os.replace(path + ".tmp", path)
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
+    w.writeheader()
+    for r in results:
+        w.writerow({k: ("" if v is None else v) for k, v in flat_row(r).items()})
+    write_atomic(path, buf.getvalue())
     written.append(path)
     summ = summary(results)
     try:
@@ -631,9 +621,7 @@ def write_outputs(out_dir: str, results: list[dict[str, Any]] | None = None) -> 
             + markdown_table(results) + "\n## Against the paper and the issue's goals\n\n"
             + goals_table(results, summ) + "\n## Summary\n\n```json\n"
             + json.dumps(summ, indent=1) + "\n```\n")
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
+    write_atomic(path, text)
     written.append(path)
     written += write_plots(out_dir, results)
     return written
