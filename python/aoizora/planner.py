@@ -171,11 +171,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
     base_pairs = {tag: stage2.default_pair(c, graphs[c.name], q1=q1_of.get(c.name))
                   for tag, c in base_cands.items() if c.name in graphs}
-    judged = _judged_pairs(ranked, SIMULATED_PAIRS)
-    if settings.oracle:
-        judged = list(ranked) + [stage2.default_pair(by_name[nm], g, q1=q1_of.get(nm))
-                                 for nm, g in graphs.items()]
-    pool = judged + list(base_pairs.values())
+    pool = _judged_pairs(ranked, SIMULATED_PAIRS) + list(base_pairs.values())
     progress.phase("simulate", len(pool))
     for p in pool:
         if p.simulated is None:
@@ -186,6 +182,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     simulated = sorted({(p.candidate.name, p.placement): p for p in pool}.values(),
                        key=lambda p: (p.simulated, p.q2))
     best = simulated[0]
+    oracle = (_oracle(stage2, graphs, by_name, q1_of, simulated, progress)
+              if settings.oracle else None)
     chosen_graph = graphs[best.candidate.name]
     placements = [{"name": p.placement, "q2_s": p.q2, "simulated_s": p.simulated}
                   for p in ranked if p.candidate.name == best.candidate.name][:20]
@@ -198,7 +196,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         topology=stage2.describe(),
         choice=stage2.choice(best, with_links=True, graph=chosen_graph),
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
-        baselines=_baseline_choices(stage2, base_pairs, s1, simulated, settings.oracle),
+        baselines=_baseline_choices(stage2, base_pairs, oracle),
         planning={"seconds": timings["total"], "phases": timings,
                   "candidates": len(candidates), "fitting": len(fitting),
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
@@ -237,7 +235,7 @@ def _other_shardings(simulated: list[Pair], best: Pair) -> list[Pair]:
     return out
 
 
-def _baseline_choices(stage2, base_pairs, s1, simulated, oracle: bool) -> dict[str, Choice]:
+def _baseline_choices(stage2, base_pairs, oracle: Pair | None) -> dict[str, Choice]:
     out = {}
     existing = [p for tag, p in base_pairs.items() if tag != baselines.ALPA]
     if existing:
@@ -245,9 +243,21 @@ def _baseline_choices(stage2, base_pairs, s1, simulated, oracle: bool) -> dict[s
         out["existing"] = stage2.choice(best, label=best.tag)
     for tag, p in base_pairs.items():
         out[tag] = stage2.choice(p, label=tag)
-    if oracle:
-        out["oracle"] = stage2.choice(simulated[0], label="oracle")
+    if oracle is not None:
+        out["oracle"] = stage2.choice(oracle, label="oracle")
     return out
+
+
+def _oracle(stage2, graphs, by_name, q1_of, simulated: list[Pair], progress) -> Pair:
+    """The best simulated pair over every placement Stage 2 considers of every compiled
+    sharding (the plan's own pool included). A reference only: the plan does not use it."""
+    progress.phase("oracle: simulate every pair", len(graphs))
+    every = list(simulated)
+    for name, g in graphs.items():
+        for p in stage2.rank(by_name[name], g, q1=q1_of.get(name)):
+            every.append(stage2.simulate(p, g))
+        progress.advance(name)
+    return min(every, key=lambda p: (p.simulated, p.q2))
 
 
 def _param_count(cfg) -> int | None:

@@ -137,6 +137,28 @@ def test_a_candidate_that_fails_to_compile_is_reported_and_skipped(cache_dir, mo
     assert r.plan.choice.candidate != broken["name"]
 
 
+def test_oracle_is_a_reference_that_never_changes_the_choice(result, cache_dir, monkeypatch):
+    """--oracle compiles every fitting sharding and simulates every placement; it may beat
+    the plan, never lose to it, and the plan's own choice stays what it was."""
+    from aoizora import strategies
+
+    real = strategies.enumerate_candidates
+    chosen = result.plan.choice.candidate
+    # A small space (the plan's choice, the baselines and a few more) keeps this test fast.
+    keep = lambda cands: [c for i, c in enumerate(cands) if i < 4 or c.name == chosen  # noqa: E731
+                          or c.baselines]
+    monkeypatch.setattr(strategies, "enumerate_candidates", lambda *a: keep(real(*a)))
+    plain = planner.plan(**TINY, settings=planner.Settings(top_k=2, workers=1,
+                                                           cache=Cache(cache_dir)))
+    r = planner.plan(**TINY, settings=planner.Settings(top_k=2, workers=1, oracle=True,
+                                                       cache=Cache(cache_dir)))
+    oracle = r.plan.baselines["oracle"]
+    assert oracle.simulated_s <= r.plan.choice.simulated_s
+    assert r.plan.choice.candidate == plain.plan.choice.candidate
+    assert r.plan.choice.device_coords == plain.plan.choice.device_coords
+    assert r.plan.planning["compiled"] > plain.plan.planning["compiled"]
+
+
 def test_cli_writes_plan_report_and_trace(result, cache_dir, tmp_path):
     env = {"AOIZORA_CACHE": cache_dir, "PATH": "/usr/bin:/bin"}
     import os
