@@ -294,17 +294,9 @@ class Parser {
     while (true) {
       skip_ws();
       if (eat(')')) break;
-      size_t at = i_;
       if (!eat('%')) return err(i_, "expected '%argN' in the argument list of @" + f.name);
-      std::string name = "%" + read_name();
-      skip_ws();
-      if (!eat(':')) return err(i_, "expected ':' after argument " + name);
-      skip_ws();
-      size_t tpos = i_;
-      Result<TensorType> t = parse_tensor_type(read_type());
-      if (!t.ok()) return err(tpos, t.error().message);
-      int id = new_value(name, *t);
-      define(name, id);
+      int id = -1;
+      if (auto e = typed_argument("argument", &id); !e.message.empty()) return e;
       f.args.push_back(id);
       skip_ws();
       if (peek() == '{') {
@@ -314,7 +306,6 @@ class Parser {
         m_.values[static_cast<size_t>(id)].sharding = *sh;
         i_ += dict.size();
       }
-      (void)at;
       skip_ws();
       if (eat(')')) break;
       if (!eat(',')) return err(i_, "expected ',' or ')' in the argument list of @" + f.name);
@@ -359,6 +350,21 @@ class Parser {
   }
 
   // Ops until the closing '}' (consumed). Handles ^bb labels.
+  // After a '%': "name: tensor<...>" defines a new value in scope and sets *id. `what` names
+  // it in errors ("argument", "block argument"); an empty message means success.
+  Error typed_argument(const std::string& what, int* id) {
+    std::string name = "%" + read_name();
+    skip_ws();
+    if (!eat(':')) return err(i_, "expected ':' after " + what + " " + name);
+    skip_ws();
+    size_t tpos = i_;
+    Result<TensorType> t = parse_tensor_type(read_type());
+    if (!t.ok()) return err(tpos, t.error().message);
+    *id = new_value(name, *t);
+    define(name, *id);
+    return Error{};
+  }
+
   Error parse_block_ops(Block* block) {
     while (true) {
       skip_ws();
@@ -372,15 +378,8 @@ class Parser {
             skip_ws();
             if (eat(')')) break;
             if (!eat('%')) return err(i_, "expected a block argument");
-            std::string name = "%" + read_name();
-            skip_ws();
-            if (!eat(':')) return err(i_, "expected ':' after block argument " + name);
-            skip_ws();
-            size_t tpos = i_;
-            Result<TensorType> t = parse_tensor_type(read_type());
-            if (!t.ok()) return err(tpos, t.error().message);
-            int id = new_value(name, *t);
-            define(name, id);
+            int id = -1;
+            if (auto e = typed_argument("block argument", &id); !e.message.empty()) return e;
             block->args.push_back(id);
             skip_ws();
             eat(',');
