@@ -36,14 +36,14 @@ def alpa_cost(result: Any, candidate: strategies.Candidate, link_bandwidth: floa
 
 
 def baseline_candidates(model, workload, n_chips: int, stage1_results: list,
-                        link_bandwidth: float = 45e9) -> dict[str, strategies.Candidate]:
+                        link_bandwidth: float, alpha: float) -> dict[str, strategies.Candidate]:
     """tag -> candidate for every baseline that exists for this slice. A hand-tuned
     configuration that does not fit in memory is left out (it cannot be deployed)."""
     fits = {r.candidate.name: r for r in stage1_results if r.fits}
     out = {tag: c for tag, c in strategies.baseline_candidates(model, workload, n_chips).items()
            if c.name in fits}
     if fits:
-        best = min(fits.values(), key=lambda r: (alpa_cost(r, r.candidate, link_bandwidth),
+        best = min(fits.values(), key=lambda r: (alpa_cost(r, r.candidate, link_bandwidth, alpha),
                                                  r.candidate.name))
         out[ALPA] = best.candidate
     return out

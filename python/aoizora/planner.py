@@ -130,7 +130,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
                   f"({len(candidates)} legal)")
 
     # ---- baselines' shardings are compiled too (same cache) -------------------------------
-    base_cands = baselines.baseline_candidates(cfg, wl, n, s1)
+    base_cands = baselines.baseline_candidates(cfg, wl, n, s1, stage2.topology.link_bandwidth,
+                                               stage2.topology.hop_latency)
     by_name = {c.name: c for c in candidates}
     want = {r.candidate.name for r in top}
     want |= {c.name for c in base_cands.values()}

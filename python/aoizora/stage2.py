@@ -55,9 +55,6 @@ class Stage2:
         gen = name.partition(":")[0]
         return name if gen in _DEVICELESS else f"cpu:{self.num_chips}"
 
-    def chip_figures(self) -> dict[str, float]:
-        return dict(self.topology.spec)
-
     def describe(self) -> dict[str, Any]:
         t = self.topology
         return {"name": t.name, "generation": t.spec["generation"], "dims": list(t.dims),
