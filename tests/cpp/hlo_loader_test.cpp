@@ -52,6 +52,70 @@ ENTRY %e (p: bf16[64,128]) -> bf16[64,512] {
   EXPECT_DOUBLE_EQ(g.total_flops(), 64 * 128 + 64 * 512);
 }
 
+// The TPU compiler's async collective fusion: one all-gather printed as a start fusion, a
+// continuation fusion (a dot that runs while it is in flight, with the collective's buffers
+// passed through) and a done fusion, all wrapping the same all-gather (channel_id=5).
+TEST(HloLoader, AsyncCollectiveFusionChainIsOneCollective) {
+  std::string text = std::string("HloModule m, num_partitions=2\n") + R"(
+%start_comp (s0: bf16[64,128]) -> (bf16[64,128], bf16[128,128]) {
+  %s0 = bf16[64,128]{1,0} parameter(0)
+  %sg = bf16[128,128]{1,0} all-gather(%s0), channel_id=5, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  ROOT %st = (bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%s0, %sg)
+}
+%cont_comp (c0: bf16[64,128], c1: bf16[128,128], x: bf16[32,128], w: bf16[128,128]) -> (bf16[32,128], bf16[64,128], bf16[128,128]) {
+  %c0 = bf16[64,128]{1,0} parameter(0)
+  %c1 = bf16[128,128]{1,0} parameter(1)
+  %cg = bf16[128,128]{1,0} all-gather(%c0), channel_id=5, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  %x = bf16[32,128]{1,0} parameter(2)
+  %w = bf16[128,128]{1,0} parameter(3)
+  %d = bf16[32,128]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %ct = (bf16[32,128]{1,0}, bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%d, %c0, %cg)
+}
+%done_comp (d0: bf16[64,128], d1: bf16[128,128]) -> bf16[128,128] {
+  %d0 = bf16[64,128]{1,0} parameter(0)
+  %d1 = bf16[128,128]{1,0} parameter(1)
+  ROOT %dg = bf16[128,128]{1,0} all-gather(%d0), channel_id=5, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+}
+ENTRY %e (p: bf16[64,128], x: bf16[32,128], w: bf16[128,128]) -> bf16[32,128] {
+  %p = bf16[64,128]{1,0} parameter(0)
+  %x = bf16[32,128]{1,0} parameter(1)
+  %w = bf16[128,128]{1,0} parameter(2)
+  %start = (bf16[64,128]{1,0}, bf16[128,128]{1,0}) fusion(%p), kind=kCustom, calls=%start_comp
+  %g0 = bf16[64,128]{1,0} get-tuple-element(%start), index=0
+  %g1 = bf16[128,128]{1,0} get-tuple-element(%start), index=1
+  %cont = (bf16[32,128]{1,0}, bf16[64,128]{1,0}, bf16[128,128]{1,0}) fusion(%g0, %g1, %x, %w), kind=kOutput, calls=%cont_comp, backend_config={"continuation_config":{"output_tuple_original_start":"0","output_tuple_original_end":"0","operand_original_start":"2","operand_original_end":"3"}}
+  %h0 = bf16[64,128]{1,0} get-tuple-element(%cont), index=1
+  %h1 = bf16[128,128]{1,0} get-tuple-element(%cont), index=2
+  %done = bf16[128,128]{1,0} fusion(%h0, %h1), kind=kCustom, calls=%done_comp
+  %y = bf16[32,128]{1,0} get-tuple-element(%cont), index=0
+  ROOT %r = bf16[32,128]{1,0} dot(%y, %done), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  CollectiveGraph g = load(text);
+  ASSERT_EQ(g.collectives.size(), 1u);
+  const Collective& c = g.collectives[0];
+  EXPECT_TRUE(c.async);
+  EXPECT_EQ(c.operand_bytes, 64 * 128 * 2);
+  EXPECT_EQ(c.result_bytes, 128 * 128 * 2);
+  const Region& r = g.regions[0];
+  EXPECT_EQ(r.ops[c.start_op].name, "start");
+  EXPECT_EQ(r.ops[c.start_op].kind, OpKind::kCollectiveStart);
+  EXPECT_EQ(r.ops[c.done_op].name, "done");
+  EXPECT_EQ(r.ops[c.done_op].kind, OpKind::kCollectiveDone);
+  // The continuation is compute in the async window: its dot, and only its own operands and
+  // output as bytes (x, w read; the 32x128 product written).
+  int cont = -1;
+  for (size_t i = 0; i < r.ops.size(); ++i)
+    if (r.ops[i].name == "cont") cont = static_cast<int>(i);
+  ASSERT_GT(cont, c.start_op);
+  ASSERT_LT(cont, c.done_op);
+  EXPECT_EQ(r.ops[cont].kind, OpKind::kCompute);
+  EXPECT_TRUE(r.ops[cont].collectives.empty());
+  EXPECT_DOUBLE_EQ(r.ops[cont].flops, 2.0 * 32 * 128 * 128);
+  EXPECT_DOUBLE_EQ(r.ops[cont].bytes, (32 * 128 + 128 * 128 + 32 * 128) * 2.0);
+  EXPECT_EQ(g.collective_bytes(CollectiveKind::kAllGather), 64 * 128 * 2);
+}
+
 TEST(HloLoader, AsyncWrapperFusedReduceScatterAndTupleAllToAll) {
   std::string text = std::string("HloModule m, num_partitions=4\n") + kAdd + R"(
 %wrapped (a: f32[16]) -> f32[4] {

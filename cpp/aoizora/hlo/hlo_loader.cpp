@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -240,18 +241,84 @@ class Builder {
       }
       async = ins.opcode == "async-start";
     }
+    if (!async && ins.opcode == "fusion" && !found.empty()) {
+      std::vector<int> chained = chained_collectives(c, ins, found);
+      if (!chained.empty()) {
+        continue_chain(c, i, chained, std::move(op));
+        return true;
+      }
+    }
     for (const Found& f : found) {
       auto col = make_collective(f, ins, async, region_index, op_index);
       if (!col.ok()) return col.error();
+      tail_.emplace_back(region_index, op_index);
       op.collectives.push_back(static_cast<int>(g_.collectives.size()));
       g_.collectives.push_back(std::move(*col));
     }
     if (!op.collectives.empty()) {
       op.collective = op.collectives.front();
       op.kind = async ? OpKind::kCollectiveStart : OpKind::kCollective;
+      if (ins.opcode == "fusion") chain_[{c, i}] = op.collectives;
     }
     region.ops.push_back(std::move(op));
     return true;
+  }
+
+  // The TPU compiler prints one asynchronous collective as a chain of fusions that each wrap
+  // the same collective (same channel_id), linked by their tuple results: a start, continuation
+  // fusions (compute that runs while the collective is in flight) and a done. Counting every
+  // link would move the data once per link and serialise the continuations' compute.
+  // Returns the collectives that `ins` continues, or {} when it starts its own.
+  std::vector<int> chained_collectives(int c, const Instruction& ins,
+                                       const std::vector<Found>& found) const {
+    const Computation& comp = m_.computations[c];
+    std::vector<int> chained;
+    for (const Found& f : found) {
+      const Instruction& inner = m_.computations[f.comp].instructions[f.index];
+      auto channel = to_int(inner.attr("channel_id"));
+      if (!channel) return {};
+      const CollectiveKind kind = *collective_kind(inner.opcode);
+      int match = -1;
+      for (int k : ins.operands) {
+        while (k >= 0 && comp.instructions[k].opcode == "get-tuple-element")
+          k = comp.instructions[k].operands.empty() ? -1 : comp.instructions[k].operands[0];
+        auto it = k >= 0 ? chain_.find({c, k}) : chain_.end();
+        if (it == chain_.end()) continue;
+        for (int ci : it->second)
+          if (g_.collectives[ci].channel_id == *channel && g_.collectives[ci].kind == kind)
+            match = ci;
+        if (match >= 0) break;
+      }
+      if (match < 0) return {};
+      chained.push_back(match);
+    }
+    return chained;
+  }
+
+  // Appends link `i` of a chain: the previous link becomes the start (its first) or plain
+  // compute (a continuation), and this one the done until a later link continues it.
+  void continue_chain(int c, int i, const std::vector<int>& chained, ScheduledOp op) {
+    const int region_index = static_cast<int>(g_.regions.size()) - 1;
+    const int op_index = static_cast<int>(g_.regions.back().ops.size());
+    for (int ci : chained) {
+      Collective& col = g_.collectives[ci];
+      ScheduledOp& prev = g_.regions[tail_[ci].first].ops[tail_[ci].second];
+      if (tail_[ci] == std::pair{col.region, col.start_op}) {
+        prev.kind = OpKind::kCollectiveStart;
+        col.async = true;
+      } else {
+        prev.kind = OpKind::kCompute;
+        prev.collective = -1;
+        prev.collectives.clear();
+      }
+      if (col.region == region_index) col.done_op = op_index;
+      tail_[ci] = {region_index, op_index};
+    }
+    op.collectives = chained;
+    op.collective = chained.front();
+    op.kind = OpKind::kCollectiveDone;
+    chain_[{c, i}] = chained;
+    g_.regions.back().ops.push_back(std::move(op));
   }
 
   Result<Collective> make_collective(const Found& f, const Instruction& caller, bool async,
@@ -328,6 +395,10 @@ class Builder {
   // (region, op) of every instruction placed in the schedule; (-1,-1) when not placed.
   std::vector<std::vector<std::pair<int, int>>> where_;
   std::vector<int> inlined_;  // computations being inlined by `call`
+  // Async collective fusion chains: the collectives each link (computation, instruction)
+  // carries, and the (region, op) of each collective's latest link.
+  std::map<std::pair<int, int>, std::vector<int>> chain_;
+  std::vector<std::pair<int, int>> tail_;
 };
 
 }  // namespace

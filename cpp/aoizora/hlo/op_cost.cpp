@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <string>
 #include <string_view>
 
 namespace aoizora::hlo {
@@ -222,6 +223,32 @@ double CostModel::flops(int c, int i) {
   return 0;
 }
 
+namespace {
+
+// The integer value of `"key":"123"` in a backend_config, or `fallback`.
+int64_t config_int(std::string_view config, std::string_view key, int64_t fallback) {
+  const std::string quoted = "\"" + std::string(key) + "\":\"";
+  const size_t at = config.find(quoted);
+  if (at == std::string_view::npos) return fallback;
+  int64_t v = fallback;
+  const char* p = config.data() + at + quoted.size();
+  std::from_chars(p, config.data() + config.size(), v);
+  return v;
+}
+
+}  // namespace
+
+Window continuation_window(const Instruction& ins) {
+  const std::string_view config = ins.attr("backend_config");
+  if (config.find("\"continuation_config\"") == std::string_view::npos) return {};
+  Window w;
+  w.operand_first = config_int(config, "operand_original_start", 0);
+  w.operand_last = config_int(config, "operand_original_end", w.operand_last);
+  w.output_first = config_int(config, "output_tuple_original_start", 0);
+  w.output_last = config_int(config, "output_tuple_original_end", w.output_last);
+  return w;
+}
+
 OpCost CostModel::cost(int c, int i) {
   OpCost r;
   const Computation& comp = m_.computations[c];
@@ -230,10 +257,11 @@ OpCost CostModel::cost(int c, int i) {
   r.opaque = ins.opcode == "custom-call";
   if (is_free(ins.opcode)) return r;
   const bool fusion = ins.opcode == "fusion" && !ins.called.empty();
-  double bytes = fusion ? written_bytes(ins.called[0], ins.shape)
+  const Window window = continuation_window(ins);
+  double bytes = fusion ? written_bytes(ins.called[0], ins.shape, window)
                         : static_cast<double>(ins.shape.byte_size());
   for (size_t k = 0; k < ins.operands.size(); ++k) {
-    if (ins.operands[k] < 0) continue;
+    if (ins.operands[k] < 0 || !window.has_operand(static_cast<int64_t>(k))) continue;
     const double full = static_cast<double>(comp.instructions[ins.operands[k]].shape.byte_size());
     const int param = fusion ? parameter_index(m_.computations[ins.called[0]], k) : -1;
     bytes += param >= 0 ? std::min(full, read_bytes(ins.called[0], param, 0)) : full;
@@ -273,7 +301,7 @@ double CostModel::read_bytes(int c, int target, int depth) {
   return used ? sliced : 0;
 }
 
-double CostModel::written_bytes(int c, const Shape& result) {
+double CostModel::written_bytes(int c, const Shape& result, const Window& window) {
   const Computation& comp = m_.computations[c];
   if (comp.root < 0) return static_cast<double>(result.byte_size());
   auto one = [&](int i) -> double {
@@ -285,7 +313,9 @@ double CostModel::written_bytes(int c, const Shape& result) {
   const Instruction& root = comp.instructions[comp.root];
   if (root.opcode != "tuple") return one(comp.root);
   double total = 0;
-  for (int k : root.operands) total += k >= 0 ? one(k) : 0;
+  for (size_t j = 0; j < root.operands.size(); ++j)
+    if (root.operands[j] >= 0 && window.has_output(static_cast<int64_t>(j)))
+      total += one(root.operands[j]);
   return total;
 }
 

@@ -7,9 +7,13 @@
 // instruction as scheduled; for a fusion only its boundary counts, and, as in XLA, an operand
 // the fusion only slices (dynamic-slice, slice, gather, also through nested fusions and
 // bitcasts) costs the slices it reads, and an in-place dynamic-update-slice neither reads nor
-// rewrites its buffer: only the update is written.
+// rewrites its buffer: only the update is written. A TPU continuation fusion (compute that
+// runs while an async collective is in flight) counts only its original operands and outputs,
+// named by its backend_config; the collective's buffers only pass through it.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "aoizora/hlo/hlo_module.h"
@@ -22,6 +26,16 @@ struct OpCost {
   // A custom-call: flops estimated from shapes (2*M*N*K when they read as a matmul, else 0).
   bool opaque = false;
 };
+
+// The operands and root-tuple outputs (inclusive index ranges) that an instruction really
+// reads and writes; all of them unless it is a continuation fusion.
+struct Window {
+  int64_t operand_first = 0, operand_last = std::numeric_limits<int64_t>::max();
+  int64_t output_first = 0, output_last = std::numeric_limits<int64_t>::max();
+  bool has_operand(int64_t k) const { return k >= operand_first && k <= operand_last; }
+  bool has_output(int64_t k) const { return k >= output_first && k <= output_last; }
+};
+Window continuation_window(const Instruction& ins);
 
 // Memoizes the flops of called computations; cycles in malformed input count as zero.
 class CostModel {
@@ -38,7 +52,7 @@ class CostModel {
   double read_bytes(int c, int ins, int depth);
   // Bytes a fusion computation writes: its root, or only the update of an in-place
   // dynamic-update-slice root (also inside a root tuple).
-  double written_bytes(int c, const Shape& result);
+  double written_bytes(int c, const Shape& result, const Window& window = {});
 
   const HloModule& m_;
   std::vector<int> state_;  // 0 = not computed, 1 = in progress, 2 = done
