@@ -97,5 +97,19 @@ TEST(HloOpCost, InPlaceDynamicUpdateSliceWritesOnlyTheUpdate) {
   EXPECT_DOUBLE_EQ(g.total_bytes(), 1024 + 4 + 1024);
 }
 
+// TPU async DMAs: a slice-start moves one slice of its operand (element 1 of its result
+// tuple), a copy-start one buffer; each reads and writes it once, and the -done only waits.
+TEST(HloOpCost, AsyncSliceAndCopyMoveOnlyTheirBuffer) {
+  CollectiveGraph g = load("", R"((w: bf16[40,256,512]) -> bf16[256,512] {
+  %w = bf16[40,256,512]{2,1,0} parameter(0)
+  %ss = ((bf16[40,256,512]{2,1,0}), bf16[1,256,512]{2,1,0}, s32[]) slice-start(%w), slice={[3:4], [0:256], [0:512]}
+  %sd = bf16[1,256,512]{2,1,0} slice-done(%ss)
+  %b = bf16[256,512]{1,0} bitcast(%sd)
+  %cs = (bf16[256,512]{1,0}, bf16[256,512]{1,0}, u32[]) copy-start(%b)
+  ROOT %cd = bf16[256,512]{1,0} copy-done(%cs)
+})");
+  EXPECT_DOUBLE_EQ(g.total_bytes(), 2.0 * (256 * 512 * 2) * 2);
+}
+
 }  // namespace
 }  // namespace aoizora::hlo

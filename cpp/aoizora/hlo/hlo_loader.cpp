@@ -242,9 +242,9 @@ class Builder {
       async = ins.opcode == "async-start";
     }
     if (!async && ins.opcode == "fusion" && !found.empty()) {
-      std::vector<int> chained = chained_collectives(c, ins, found);
+      std::vector<int> chained = chained_collectives(found);
       if (!chained.empty()) {
-        continue_chain(c, i, chained, std::move(op));
+        continue_chain(ins, chained, std::move(op));
         return true;
       }
     }
@@ -258,48 +258,47 @@ class Builder {
     if (!op.collectives.empty()) {
       op.collective = op.collectives.front();
       op.kind = async ? OpKind::kCollectiveStart : OpKind::kCollective;
-      if (ins.opcode == "fusion") chain_[{c, i}] = op.collectives;
+      if (ins.opcode == "fusion" && !async)
+        for (int ci : op.collectives)
+          if (g_.collectives[ci].channel_id >= 0) open_[g_.collectives[ci].channel_id] = ci;
     }
     region.ops.push_back(std::move(op));
     return true;
   }
 
   // The TPU compiler prints one asynchronous collective as a chain of fusions that each wrap
-  // the same collective (same channel_id), linked by their tuple results: a start, continuation
-  // fusions (compute that runs while the collective is in flight) and a done. Counting every
-  // link would move the data once per link and serialise the continuations' compute.
-  // Returns the collectives that `ins` continues, or {} when it starts its own.
-  std::vector<int> chained_collectives(int c, const Instruction& ins,
-                                       const std::vector<Found>& found) const {
-    const Computation& comp = m_.computations[c];
+  // the same collective (same channel_id): a start, continuation fusions (compute that runs
+  // while the collective is in flight; a backend_config continuation_config), possibly inside
+  // a nested loop, and a done. Counting every link would move the data once per link and
+  // serialise the continuations' compute. A fusion-wrapped collective opens a chain; a later
+  // fusion wrapping a collective of the same channel, kind and size continues it, and closes
+  // it unless it is a continuation. Returns the collectives `ins` continues, or {}.
+  std::vector<int> chained_collectives(const std::vector<Found>& found) const {
     std::vector<int> chained;
     for (const Found& f : found) {
-      const Instruction& inner = m_.computations[f.comp].instructions[f.index];
+      const Computation& comp = m_.computations[f.comp];
+      const Instruction& inner = comp.instructions[f.index];
       auto channel = to_int(inner.attr("channel_id"));
-      if (!channel) return {};
-      const CollectiveKind kind = *collective_kind(inner.opcode);
-      int match = -1;
-      for (int k : ins.operands) {
-        while (k >= 0 && comp.instructions[k].opcode == "get-tuple-element")
-          k = comp.instructions[k].operands.empty() ? -1 : comp.instructions[k].operands[0];
-        auto it = k >= 0 ? chain_.find({c, k}) : chain_.end();
-        if (it == chain_.end()) continue;
-        for (int ci : it->second)
-          if (g_.collectives[ci].channel_id == *channel && g_.collectives[ci].kind == kind)
-            match = ci;
-        if (match >= 0) break;
-      }
-      if (match < 0) return {};
-      chained.push_back(match);
+      auto it = channel ? open_.find(*channel) : open_.end();
+      if (it == open_.end()) return {};
+      int64_t operand_bytes = 0;
+      for (int k : inner.operands)
+        if (k >= 0) operand_bytes += comp.instructions[k].shape.byte_size();
+      const Collective& col = g_.collectives[it->second];
+      if (col.kind != *collective_kind(inner.opcode) || col.operand_bytes != operand_bytes)
+        return {};
+      chained.push_back(it->second);
     }
     return chained;
   }
 
-  // Appends link `i` of a chain: the previous link becomes the start (its first) or plain
-  // compute (a continuation), and this one the done until a later link continues it.
-  void continue_chain(int c, int i, const std::vector<int>& chained, ScheduledOp op) {
+  // Appends a link of a chain: the previous link becomes the start (if it was the first) or
+  // plain compute (a continuation), and this one the done until a later link continues it.
+  void continue_chain(const Instruction& ins, const std::vector<int>& chained, ScheduledOp op) {
     const int region_index = static_cast<int>(g_.regions.size()) - 1;
     const int op_index = static_cast<int>(g_.regions.back().ops.size());
+    const bool continuation = ins.attr("backend_config").find("\"continuation_config\"") !=
+                              std::string_view::npos;
     for (int ci : chained) {
       Collective& col = g_.collectives[ci];
       ScheduledOp& prev = g_.regions[tail_[ci].first].ops[tail_[ci].second];
@@ -313,11 +312,11 @@ class Builder {
       }
       if (col.region == region_index) col.done_op = op_index;
       tail_[ci] = {region_index, op_index};
+      if (!continuation) open_.erase(col.channel_id);
     }
     op.collectives = chained;
     op.collective = chained.front();
     op.kind = OpKind::kCollectiveDone;
-    chain_[{c, i}] = chained;
     g_.regions.back().ops.push_back(std::move(op));
   }
 
@@ -395,9 +394,9 @@ class Builder {
   // (region, op) of every instruction placed in the schedule; (-1,-1) when not placed.
   std::vector<std::vector<std::pair<int, int>>> where_;
   std::vector<int> inlined_;  // computations being inlined by `call`
-  // Async collective fusion chains: the collectives each link (computation, instruction)
-  // carries, and the (region, op) of each collective's latest link.
-  std::map<std::pair<int, int>, std::vector<int>> chain_;
+  // Async collective fusion chains: the open chain of each channel_id (its collective), and
+  // the (region, op) of each collective's latest link.
+  std::map<int64_t, int> open_;
   std::vector<std::pair<int, int>> tail_;
 };
 

@@ -255,7 +255,15 @@ OpCost CostModel::cost(int c, int i) {
   const Instruction& ins = comp.instructions[i];
   r.flops = flops(c, i);
   r.opaque = ins.opcode == "custom-call";
-  if (is_free(ins.opcode)) return r;
+  if (is_free(ins.opcode) || ins.opcode == "slice-done") return r;
+  // An async copy or slice (a DMA, e.g. a layer's weights into another memory space) reads
+  // and writes the buffer it moves: element 1 of its result tuple. Its operand may be the
+  // whole array it slices, and its -done only waits.
+  if ((ins.opcode == "copy-start" || ins.opcode == "slice-start") && ins.shape.is_tuple() &&
+      ins.shape.tuple.size() > 1) {
+    r.bytes = 2.0 * static_cast<double>(ins.shape.tuple[1].byte_size());
+    return r;
+  }
   const bool fusion = ins.opcode == "fusion" && !ins.called.empty();
   const Window window = continuation_window(ins);
   double bytes = fusion ? written_bytes(ins.called[0], ins.shape, window)
