@@ -22,6 +22,18 @@ double best_axis_bandwidth(int64_t k, const Q1Params& p) {
 
 namespace {
 
+hlo::CollectiveKind hlo_kind(shlo::CommKind k) {
+  switch (k) {
+    case shlo::CommKind::kAllGather: return hlo::CollectiveKind::kAllGather;
+    case shlo::CommKind::kAllReduce: return hlo::CollectiveKind::kAllReduce;
+    case shlo::CommKind::kReduceScatter: return hlo::CollectiveKind::kReduceScatter;
+    case shlo::CommKind::kAllToAll: return hlo::CollectiveKind::kAllToAll;
+    case shlo::CommKind::kCollectivePermute: return hlo::CollectiveKind::kCollectivePermute;
+    case shlo::CommKind::kCollectiveBroadcast: return hlo::CollectiveKind::kCollectiveBroadcast;
+  }
+  return hlo::CollectiveKind::kAllReduce;
+}
+
 double axis_bw(const std::string& axis, int64_t k, const Q1Params& p) {
   auto it = p.axis_bandwidth.find(axis);
   if (it != p.axis_bandwidth.end()) return it->second;
@@ -35,6 +47,10 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
   using shlo::CommKind;
   const double k = static_cast<double>(std::max<int64_t>(n.group_size, 1));
   if (k <= 1 && n.comm != CommKind::kCollectivePermute) return 0;
+  if (p.group_costs && k > 1) {
+    const double volume = n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
+    return p.group_costs->get(hlo_kind(n.comm), static_cast<int>(k)).seconds(volume);
+  }
   double bw = 0;
   const shlo::Mesh* m = meshes.find(mesh);
   for (const std::string& a : n.axes) {
@@ -60,18 +76,86 @@ double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
 }
 
 Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
+  using Kind = shlo::DagNode::Kind;
+  const std::vector<shlo::DagNode>& nodes = dag.nodes;
+  const size_t n = nodes.size();
+  std::vector<double> t(n);  // seconds of one execution
+  std::vector<int> consumer(n, -1);
   Q1Breakdown b;
-  for (const shlo::DagNode& n : dag.nodes) {
-    if (n.kind == shlo::DagNode::Kind::kCompute) {
-      b.compute += compute_seconds(n, p) * n.repeat;
+  for (size_t i = 0; i < n; ++i) {
+    const shlo::DagNode& x = nodes[i];
+    for (int d : x.deps)
+      if (d >= 0 && static_cast<size_t>(d) < n && consumer[static_cast<size_t>(d)] < 0)
+        consumer[static_cast<size_t>(d)] = static_cast<int>(i);
+    if (x.kind == Kind::kCompute) {
+      t[i] = compute_seconds(x, p);
+      b.compute += t[i] * x.repeat;
+    } else {
+      t[i] = collective_seconds(x, dag.meshes, dag.mesh, p);
+    }
+  }
+  std::vector<char> used(n, 0);  // matmuls already hiding a weight gather
+  for (size_t i = 0; i < n; ++i) {
+    const shlo::DagNode& x = nodes[i];
+    if (x.kind != Kind::kComm) continue;
+    const double total = t[i] * x.repeat;
+    b.comm += total;
+    for (const std::string& a : x.axes) b.comm_by_axis[a] += total / static_cast<double>(x.axes.size());
+    // What XLA can overlap: ring permutes (explicit, in shard_map) and all-gathers (async
+    // collective fusions: weight gathers and activation gathers alike). Reductions of partial
+    // sums, all-to-alls and the rest are needed at once: barriers.
+    const bool ring_step = x.origin == shlo::CommOrigin::kExplicit &&
+                           x.comm == shlo::CommKind::kCollectivePermute && x.overlappable;
+    if (!ring_step && x.comm != shlo::CommKind::kAllGather) {
+      b.barrier_comm += total;
       continue;
     }
-    double t = collective_seconds(n, dag.meshes, dag.mesh, p) * n.repeat;
-    b.comm += t;
-    (n.overlappable ? b.overlappable_comm : b.barrier_comm) += t;
-    for (const std::string& a : n.axes) b.comm_by_axis[a] += t / static_cast<double>(n.axes.size());
+    b.overlappable_comm += total;
+    double window = 0;  // compute seconds it runs alongside, per execution
+    if (ring_step) {
+      // A ring step's permute runs alongside the rest of its loop body (nodes repeated at
+      // least as often, contiguous with it).
+      for (int dir : {-1, 1})
+        for (long j = static_cast<long>(i) + dir; j >= 0 && j < static_cast<long>(n); j += dir) {
+          const shlo::DagNode& y = nodes[static_cast<size_t>(j)];
+          if (y.repeat < x.repeat) break;
+          if (y.kind == Kind::kCompute) window += t[static_cast<size_t>(j)] * y.repeat / x.repeat;
+        }
+    } else {
+      // An all-gather runs as an async collective fusion alongside one matmul: the last one
+      // before its consumer that hides no other gather and that XLA may schedule after the
+      // gathered value is ready (any, for a weight; else one in the same loop body that the
+      // value does not depend on).
+      const long end = consumer[i] >= 0 ? consumer[i] : static_cast<long>(i);
+      long lo = 0;
+      std::vector<char> ancestor;
+      if (!x.overlappable) {
+        lo = static_cast<long>(i);
+        while (lo > 0 && nodes[static_cast<size_t>(lo - 1)].repeat >= x.repeat) --lo;
+        ancestor.assign(i - static_cast<size_t>(lo) + 1, 0);
+        std::vector<int> stack(x.deps.begin(), x.deps.end());
+        while (!stack.empty()) {
+          const int d = stack.back();
+          stack.pop_back();
+          if (d < lo || d >= static_cast<long>(i) || ancestor[static_cast<size_t>(d - lo)]) continue;
+          ancestor[static_cast<size_t>(d - lo)] = 1;
+          for (int e : nodes[static_cast<size_t>(d)].deps) stack.push_back(e);
+        }
+      }
+      for (long j = end - 1; j >= lo; --j) {
+        const shlo::DagNode& y = nodes[static_cast<size_t>(j)];
+        if (y.kind != Kind::kCompute || y.op != "stablehlo.dot_general" || used[static_cast<size_t>(j)])
+          continue;
+        if (!ancestor.empty() && j < static_cast<long>(i) && ancestor[static_cast<size_t>(j - lo)])
+          continue;
+        used[static_cast<size_t>(j)] = 1;
+        window = t[static_cast<size_t>(j)] * y.repeat / x.repeat;
+        break;
+      }
+    }
+    b.exposed_comm += std::max(0.0, t[i] - window) * x.repeat;
   }
-  b.q1 = std::max(b.compute, b.overlappable_comm) + b.barrier_comm;
+  b.q1 = b.compute + b.exposed_comm + b.barrier_comm;
   return b;
 }
 

@@ -10,9 +10,15 @@
 //   all-gather result*(k-1)/k/B, reduce-scatter operand*(k-1)/k/B, all-reduce twice that,
 //   all-to-all operand*k/(4B) (bisection-bound on a ring), permute operand/link,
 // plus alpha per ring step ((k-1) steps, 2(k-1) for all-reduce, 1 for a permute).
-// Combination (a max-structure): communication that can overlap (prefetchable weight
-// gathers, ring permutes) hides under compute; barrier communication adds:
-//   Q1 = max(compute, overlappable comm) + barrier comm.
+// With a topology (group_costs), the per-collective time instead comes from the same
+// algorithms and routes as Q2 and the simulator, on the best group shape the slice offers
+// (best_group.h); the formulas above are the fallback for a bare slice shape.
+// Combination, following the TPU compiler's schedule: communication that can overlap hides
+// under the compute XLA runs it alongside, barrier communication adds:
+//   Q1 = compute + sum over overlappable c of max(0, t(c) - window(c)) + barrier comm,
+// where a prefetchable weight gather's window is one matmul (the last before its consumer
+// that hides no other gather: XLA's async collective fusion), and a ring permute's window is
+// the rest of its loop body.
 // Compute is a roofline per op: max(flops / peak, bytes / HBM bandwidth).
 #pragma once
 
@@ -20,6 +26,7 @@
 #include <map>
 #include <string>
 
+#include "aoizora/cost/best_group.h"
 #include "aoizora/shlo/dag.h"
 
 namespace aoizora::cost {
@@ -33,6 +40,8 @@ struct Q1Params {
   std::array<bool, 3> slice_wrap{false, false, false};
   // Optional per-axis bandwidth override (bytes/s), by mesh axis name.
   std::map<std::string, double> axis_bandwidth;
+  // When set (not owned), collectives are priced on the real topology (best_group.h).
+  BestGroupCosts* group_costs = nullptr;
 };
 
 struct Q1Breakdown {
@@ -40,6 +49,7 @@ struct Q1Breakdown {
   double compute = 0;
   double comm = 0;              // all communication, serialised
   double overlappable_comm = 0;
+  double exposed_comm = 0;      // the part of overlappable_comm its windows do not hide
   double barrier_comm = 0;
   std::map<std::string, double> comm_by_axis;  // seconds, a multi-axis collective split evenly
 };
