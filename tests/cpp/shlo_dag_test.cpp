@@ -4,12 +4,14 @@
 
 #include <cmath>
 
+#include "aoizora/cost/best_group.h"
 #include "aoizora/cost/q1.h"
 #include "aoizora/shlo/dag_builder.h"
 #include "aoizora/shlo/parser.h"
 #include "aoizora/shlo/propagate.h"
 #include "aoizora/shlo/reshard.h"
 #include "aoizora/shlo/stage1.h"
+#include "aoizora/topo/topology.h"
 #include "shlo_testdata.h"
 
 namespace aoizora::shlo {
@@ -199,7 +201,7 @@ TEST(ShloReshard, ClosedForms) {
   EXPECT_DOUBLE_EQ(moved_bytes(ar), 2 * 0.5 * 16 * 32 * 2);
 }
 
-TEST(ShloQ1, RingClosedFormsAndMaxStructure) {
+TEST(ShloQ1, RingClosedFormsAndOverlapWindows) {
   cost::Q1Params p;
   p.link_bandwidth = 50e9;
   p.alpha = 0;
@@ -221,28 +223,56 @@ TEST(ShloQ1, RingClosedFormsAndMaxStructure) {
   PredictionDag d;
   d.mesh = "mesh";
   d.meshes = MeshTable{{Mesh{"mesh", {{"x", 4}}}}};
-  DagNode compute;
-  compute.flops = 197e12 * 0.010;  // 10 ms at peak
-  compute.bytes = 1;
+  DagNode matmul;
+  matmul.op = "stablehlo.dot_general";
+  matmul.flops = 197e12 * 0.010;  // 10 ms at peak
+  matmul.bytes = 1;
   DagNode ag;
   ag.kind = DagNode::Kind::kComm;
   ag.comm = CommKind::kAllGather;
   ag.axes = {"x"};
   ag.group_size = 4;
   ag.result_bytes = 4e9;           // (3/4) * 4 GB / 100 GB/s = 30 ms
-  ag.overlappable = true;
+  ag.overlappable = true;          // a weight: prefetchable
+  DagNode consumer = matmul;
+  consumer.deps = {1};
   p.peak_flops = 197e12;
-  d.nodes = {compute, ag};
+  d.nodes = {matmul, ag, consumer};
   cost::Q1Breakdown q = cost::q1(d, p);
-  EXPECT_NEAR(q.compute, 0.010, 1e-12);
+  EXPECT_NEAR(q.compute, 0.020, 1e-12);
   EXPECT_NEAR(q.overlappable_comm, 0.030, 1e-12);
-  EXPECT_NEAR(q.q1, 0.030, 1e-12);  // overlappable: max(compute, comm)
+  // The gather hides under the one matmul before its consumer: 30 - 10 ms exposed.
+  EXPECT_NEAR(q.exposed_comm, 0.020, 1e-12);
+  EXPECT_NEAR(q.q1, 0.040, 1e-12);
+  // An activation gather cannot run alongside the matmul that produces what it gathers.
   d.nodes[1].overlappable = false;
-  EXPECT_NEAR(cost::q1(d, p).q1, 0.040, 1e-12);  // barrier: compute + comm
+  d.nodes[1].deps = {0};
+  EXPECT_NEAR(cost::q1(d, p).q1, 0.050, 1e-12);
+  // A reduction of partial sums is a barrier.
   d.nodes[1].comm = CommKind::kAllReduce;
   d.nodes[1].operand_bytes = 4e9;  // 2 x (3/4) x 4 GB / 100 GB/s = 60 ms
   EXPECT_NEAR(cost::q1(d, p).barrier_comm, 0.060, 1e-12);
+  EXPECT_NEAR(cost::q1(d, p).q1, 0.080, 1e-12);
   EXPECT_NEAR(cost::q1(d, p).comm_by_axis.at("x"), 0.060, 1e-12);
+}
+
+// Q1 on a real slice prices a collective with the simulator's algorithms on the best group
+// shape, phase by phase: v5e:2x4 has no wraparound, so an all-reduce over all 8 chips runs
+// along x (a pair: V/2 each way) then along y (a line of 4: its end links carry 3 of 8
+// shards), and back: 2 x (1/2 + 3/8) V / link.
+TEST(ShloQ1, BestGroupCostsUseTheSimulatorsAlgorithms) {
+  Result<topo::Topology> t = topo::make_topology("v5e:2x4");
+  ASSERT_TRUE(t.ok());
+  const double link = t->links[0].bandwidth;
+  cost::BestGroupCosts g(*t);
+  EXPECT_NEAR(g.get(hlo::CollectiveKind::kAllReduce, 8).seconds_per_byte * link, 1.75, 1e-9);
+  EXPECT_NEAR(g.get(hlo::CollectiveKind::kAllGather, 2).seconds_per_byte * link, 0.5, 1e-9);
+  // A group of 4 is best as a 2x2 box: x then y, a pair each: (1/2 + 1/4) V.
+  EXPECT_NEAR(g.get(hlo::CollectiveKind::kReduceScatter, 4).seconds_per_byte * link, 0.75, 1e-9);
+  // A ring permute of 4 on a 2x2 cycle: one hop per step.
+  EXPECT_NEAR(g.get(hlo::CollectiveKind::kCollectivePermute, 4).seconds_per_byte * link, 1.0, 1e-9);
+  EXPECT_GT(g.get(hlo::CollectiveKind::kAllReduce, 8).latency, 0);
+  EXPECT_EQ(g.get(hlo::CollectiveKind::kAllReduce, 1).seconds(1e9), 0);
 }
 
 TEST(ShloStage1, RejectsWhatDoesNotFitWithTheNumbers) {
