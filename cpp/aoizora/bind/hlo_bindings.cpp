@@ -34,6 +34,7 @@ void bind_hlo(nb::module_& m) {
       .def_ro("region", &Collective::region)
       .def_ro("start_op", &Collective::start_op)
       .def_ro("done_op", &Collective::done_op)
+      .def_ro("done_region", &Collective::done_region)
       .def_ro("channel_id", &Collective::channel_id)
       .def("__repr__", [](const Collective& c) {
         return "<Collective " + std::string(to_string(c.kind)) + " " + c.name + " " +

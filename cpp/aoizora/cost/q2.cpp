@@ -56,17 +56,41 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
     const int r = graph.collectives[i].region;
     if (r >= 0 && static_cast<size_t>(r) < graph.regions.size()) by_region[static_cast<size_t>(r)].push_back(static_cast<int>(i));
   }
+  // Compute seconds of ops [0, i) of every region.
+  std::vector<std::vector<double>> prefixes(graph.regions.size());
+  for (size_t r = 0; r < graph.regions.size(); ++r) {
+    const hlo::Region& region = graph.regions[r];
+    std::vector<double>& prefix = prefixes[r];
+    prefix.assign(region.ops.size() + 1, 0);
+    for (size_t i = 0; i < region.ops.size(); ++i)
+      prefix[i + 1] = prefix[i] + op_seconds(region.ops[i], topology.spec);
+  }
+  // Compute that a collective completed in a later region runs alongside, per execution of
+  // its own region: the following regions up to its -done, each x its repeat.
+  auto later_compute = [&](const hlo::Collective& c) {
+    const int r0 = c.region, r1 = c.done_region;
+    if (r1 <= r0 || static_cast<size_t>(r1) >= graph.regions.size()) return 0.0;
+    const double own = static_cast<double>(std::max<int64_t>(graph.regions[static_cast<size_t>(r0)].repeat, 1));
+    double t = 0;
+    for (int q = r0 + 1; q <= r1; ++q) {
+      const std::vector<double>& prefix = prefixes[static_cast<size_t>(q)];
+      const size_t upto = q < r1 ? prefix.size() - 1
+                                 : std::min(prefix.size() - 1, static_cast<size_t>(std::max(c.done_op, 0)));
+      t += prefix[upto] * static_cast<double>(graph.regions[static_cast<size_t>(q)].repeat) / own;
+    }
+    return t;
+  };
   for (size_t r = 0; r < graph.regions.size(); ++r) {
     const hlo::Region& region = graph.regions[r];
     RegionPlan& plan = regions_[r];
     plan.repeat = static_cast<double>(region.repeat);
-    std::vector<double> prefix(region.ops.size() + 1, 0);  // compute seconds of ops [0, i)
-    for (size_t i = 0; i < region.ops.size(); ++i)
-      prefix[i + 1] = prefix[i] + op_seconds(region.ops[i], topology.spec);
+    const std::vector<double>& prefix = prefixes[r];
     plan.compute = prefix.back();
     std::vector<int>& cs = by_region[r];
+    const int end = static_cast<int>(region.ops.size());
     auto window = [&](int ci) {
       const hlo::Collective& c = graph.collectives[static_cast<size_t>(ci)];
+      if (c.done_region > c.region) return std::pair<int, int>{c.start_op, end};
       return std::pair<int, int>{c.start_op, std::max(c.start_op, c.done_op)};
     };
     std::stable_sort(cs.begin(), cs.end(), [&](int a, int b) { return window(a) < window(b); });
@@ -75,7 +99,7 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
       const hlo::Collective& first = graph.collectives[static_cast<size_t>(cs[i])];
       auto [lo, hi] = window(cs[i]);
       k.collectives.push_back(cs[i]);
-      k.async = first.async && hi > lo;
+      k.async = first.async && (hi > lo || first.done_region > first.region);
       size_t j = i + 1;
       if (k.async) {
         // Async windows that overlap this cluster's span join it (their flows share links).
@@ -90,6 +114,9 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
         const size_t a = static_cast<size_t>(std::clamp(lo + 1, 0, static_cast<int>(region.ops.size())));
         const size_t b = static_cast<size_t>(std::clamp(hi, 0, static_cast<int>(region.ops.size())));
         k.window_compute = b > a ? prefix[b] - prefix[a] : 0;
+        double later = 0;
+        for (int ci : k.collectives) later = std::max(later, later_compute(graph.collectives[static_cast<size_t>(ci)]));
+        k.window_compute += later;
       }
       for (int ci : k.collectives)
         if (pattern_of_[static_cast<size_t>(ci)] != pattern_of_[static_cast<size_t>(k.collectives[0])])

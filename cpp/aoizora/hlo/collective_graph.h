@@ -50,6 +50,10 @@ struct Collective {
   int region = 0;           // index into CollectiveGraph::regions
   int start_op = 0;         // index of the sync or -start op in that region
   int done_op = 0;          // index of the -done op; == start_op when synchronous
+  // The region of the -done op when it is not `region`: an async collective that spans a
+  // nested loop (started before it, completed after it, as the TPU compiler's continuation
+  // fusions do); done_op then indexes that region. -1: the same region.
+  int done_region = -1;
   // The opcode of the collective instruction itself ("all-reduce", "all-gather-start", ...).
   // It differs from `kind` where the TPU compiler fused a collective: an all-reduce inside an
   // all-reduce-scatter fusion (whose result is a slice of the reduced array) is a

@@ -207,7 +207,8 @@ class Builder {
         if (ins.opcode != "async-update") {
           for (int ci : op.collectives) {
             Collective& col = g_.collectives[ci];
-            if (col.region == region_index) col.done_op = op_index;
+            col.done_op = op_index;
+            if (col.region != region_index) col.done_region = region_index;
             if (col.kind != CollectiveKind::kAllToAll &&
                 col.kind != CollectiveKind::kCollectivePermute &&
                 col.kind != CollectiveKind::kCollectiveBroadcast &&
@@ -310,7 +311,8 @@ class Builder {
         prev.collective = -1;
         prev.collectives.clear();
       }
-      if (col.region == region_index) col.done_op = op_index;
+      col.done_op = op_index;
+      col.done_region = col.region == region_index ? -1 : region_index;
       tail_[ci] = {region_index, op_index};
       if (!continuation) open_.erase(col.channel_id);
     }

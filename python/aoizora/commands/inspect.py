@@ -24,14 +24,16 @@ def summarize(graph) -> dict:
     collectives = []
     for c in graph.collectives:
         ops = graph.regions[c.region].ops
-        window = [ops[i].name for i in range(c.start_op + 1, c.done_op)]
+        # A collective completed in a later region (across a nested loop) overlaps the rest of its own.
+        end = c.done_op if c.done_region < 0 else len(ops)
+        window = [ops[i].name for i in range(c.start_op + 1, end)]
         collectives.append({
             "kind": c.kind, "name": c.name, "opcode": c.opcode, "groups": c.groups,
             "source_target_pairs": [list(p) for p in c.source_target_pairs],
             "operand_bytes": c.operand_bytes, "result_bytes": c.result_bytes,
             "async": c.async_, "repeat": c.repeat, "region": c.region,
             "overlapped_ops": window,
-            "overlapped_flops": sum(ops[i].flops for i in range(c.start_op + 1, c.done_op)),
+            "overlapped_flops": sum(ops[i].flops for i in range(c.start_op + 1, end)),
         })
     return {
         "num_partitions": graph.num_partitions,
