@@ -95,6 +95,38 @@ TEST(Q2, RingAllGatherClosedFormsLineAndTorus) {
   EXPECT_NEAR(evaluate_q2(b.g, ring, identity(n)).seconds, (n - 1) * V / n / (2 * B) + (n - 1) * T, 1e-12);
 }
 
+// An async collective started before a nested loop and completed after it (the TPU
+// compiler's continuation fusions) hides under the rest of its region, the loop's compute x its
+// trip count, and the ops before its -done.
+TEST(Q2, AsyncCollectiveAcrossANestedLoopHidesUnderIt) {
+  topo::Topology t = topo::Topology::grid("line2", {2, 1, 1}, {false, false, false}, spec());
+  auto graph = [](double loop_flops) {
+    Builder b(2);
+    const int ci = b.collective(permute({{0, 1}}, 5e6), true);  // 5 ms on a 1 GB/s link
+    b.compute(1e9);                                             // 1 ms
+    b.g.regions.push_back(hlo::Region{"loop", 4, {}});
+    hlo::ScheduledOp body;
+    body.name = "body";
+    body.flops = loop_flops;
+    b.g.regions.back().ops.push_back(body);
+    b.g.regions.push_back(hlo::Region{"after", 1, {}});
+    hlo::ScheduledOp done;
+    done.name = "d";
+    done.kind = hlo::OpKind::kCollectiveDone;
+    done.collective = ci;
+    b.g.regions.back().ops.push_back(done);
+    b.g.collectives[static_cast<size_t>(ci)].done_region = 2;
+    b.g.collectives[static_cast<size_t>(ci)].done_op = 0;
+    return b.g;
+  };
+  // 1 ms + 4 x 0.5 ms of compute hide 3 of the 5 ms.
+  hlo::CollectiveGraph g = graph(0.5e9);
+  EXPECT_NEAR(evaluate_q2(g, t, identity(2)).seconds, 3e-3 + 2e-3, 1e-12);
+  // Enough loop compute hides it all.
+  g = graph(2e9);
+  EXPECT_NEAR(evaluate_q2(g, t, identity(2)).seconds, 1e-3 + 8e-3, 1e-12);
+}
+
 TEST(Q2, TwoGroupsSharingALinkTakeTwiceAsLong) {
   topo::Topology t = topo::Topology::grid("2x4", {2, 4, 1}, {false, false, false}, spec());
   // (0,0)->(0,2) and (0,1)->(0,3) both cross the link (0,1)->(0,2); chips 0, 2, 4, 6.
