@@ -10,10 +10,10 @@ Bounds and why:
     within 2 % (the shard_map collectives and the row-parallel matmul sums; XLA combines
     small all-reduces into tuples, which keeps the bytes). With the batch split (data or
     fsdp), the final CFG combine moves the same data as other kinds: bounded together.
-  * all-gather: Stage 1 predicts the volume a value needs once; XLA's TPU pipeline may
-    gather again (async collective fusion, rematerialisation under memory pressure), never
-    less. So predicted <= 1.02 x compiled, and compiled <= 4 x predicted (measured 1.0-3.5x
-    on Wan 2.1 14B, docs/stage1.md).
+  * all-gather: within 2 % with the batch whole. (The TPU compiler prints an async
+    all-gather as a chain of fusions, start, continuations, done, that each wrap it; the hlo
+    front end counts the chain once. Counted per link it looked like 1-3.5x the prediction.)
+    With the batch split, the three kinds of the final combine together within 10 %.
 """
 
 from __future__ import annotations
@@ -126,9 +126,8 @@ def test_wan_predicted_volume_vs_compiled(name):
         # data under other kinds. Those kinds are bounded together.
         gathered = ("all-gather", "all-reduce", "collective-permute")
     else:
-        for kind in ("collective-permute", "all-reduce"):
+        for kind in ("collective-permute", "all-reduce", "all-gather"):
             assert pred[kind] == pytest.approx(real[kind], rel=0.02, abs=64), (kind, cmp)
     p = sum(pred[k] for k in gathered)
     q = sum(real[k] for k in gathered)
-    assert p <= 1.1 * q + 64, cmp
-    assert q <= 4 * p + 16384, cmp
+    assert p == pytest.approx(q, rel=0.1, abs=64), cmp
