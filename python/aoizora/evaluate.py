@@ -202,6 +202,8 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
     warm, warm_s = _timed_plan(setting, plain)
     planning = {
         "cold_s": round(cold_s, 3), "cold_cache_hits": cold.plan.planning["cache_hits"],
+        # to the choice among the Top-K; the rest is the baselines' compiles for the comparison
+        "cold_decision_s": cold.plan.planning.get("decision_seconds"),
         "cold_jobs": cold.plan.planning["jobs"], "cold_phases": cold.plan.planning["phases"],
         "warm_s": round(warm_s, 3), "warm_cache_hits": warm.plan.planning["cache_hits"],
         "warm_jobs": warm.plan.planning["jobs"], "warm_phases": warm.plan.planning["phases"],
@@ -347,8 +349,8 @@ def _keep_cold(new: dict[str, Any], old: dict[str, Any] | None) -> None:
     a, b = old["planning"], new["planning"]
     if a.get("cold_cache_hits", 0) < b.get("cold_cache_hits", 0):
         b["rerun_s"], b["rerun_cache_hits"] = b["cold_s"], b["cold_cache_hits"]
-        for k in ("cold_s", "cold_cache_hits", "cold_jobs", "cold_phases", "load_before",
-                  "load_after_cold"):
+        for k in ("cold_s", "cold_decision_s", "cold_cache_hits", "cold_jobs", "cold_phases",
+                  "load_before", "load_after_cold"):
             if k in a:
                 b[k] = a[k]
             else:
@@ -380,7 +382,7 @@ CSV_FIELDS = ["key", "model", "topology", "video", "frames", "status", "sharding
               "aoizora_ms", "existing_ms", "existing_label", "alpa_ms", "oracle_ms",
               "speedup_vs_existing", "speedup_vs_alpa", "oracle_speedup", "spread",
               "default_ms", "placement_gain", "k", "winner", "winner_q1_rank", "in_top_k", "spearman_min",
-              "spearman_mean", "spearman_pooled", "q2_top1_agree", "cold_s", "cold_cache_hits", "warm_s", "oracle_pool", "reason"]
+              "spearman_mean", "spearman_pooled", "q2_top1_agree", "cold_s", "cold_decision_s", "cold_cache_hits", "warm_s", "oracle_pool", "reason"]
 
 
 def _ms(x):
@@ -416,6 +418,7 @@ def flat_row(r: dict[str, Any]) -> dict[str, Any]:
         "q2_top1_agree": (f"{r['spearman']['q2_best_is_sim_best']}/{r['spearman']['survivors']}"
                           if "survivors" in r["spearman"] else None),
         "cold_s": r["planning"]["cold_s"], "cold_cache_hits": r["planning"]["cold_cache_hits"],
+        "cold_decision_s": r["planning"].get("cold_decision_s"),
         "warm_s": r["planning"]["warm_s"], "oracle_pool": r["oracle"]["pool"]})
     return row
 
@@ -512,7 +515,7 @@ def estimate_cost(results: list[dict[str, Any]], settings: list[Setting]) -> dic
 def markdown_table(results: list[dict[str, Any]]) -> str:
     head = ["setting", "sharding @ placement", "AoiZora ms", "existing ms", "Alpa ms",
             "oracle ms", "x existing", "x Alpa", "spread", "default order", "winner Q1 rank / K",
-            "rho min (pooled)", "Q2 top-1", "cold s", "warm s"]
+            "rho min (pooled)", "Q2 top-1", "cold s (decision / all)", "warm s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         row = flat_row(r)
@@ -521,6 +524,8 @@ def markdown_table(results: list[dict[str, Any]]) -> str:
             lines.append(f"| {r['key']} | **{r['status']}**: {reason} |" + " |" * (len(head) - 2))
             continue
         cold = _f(row["cold_s"], "{:.1f}")
+        if row.get("cold_decision_s") is not None:
+            cold = _f(row["cold_decision_s"], "{:.1f}") + " / " + cold
         if row["cold_cache_hits"]:
             cold += f" ({row['cold_cache_hits']} cached)"
         lines.append("| " + " | ".join([
@@ -575,9 +580,13 @@ def goals_table(results: list[dict[str, Any]], summ: dict[str, Any]) -> str:
                  "-" if not sp else f"{100 * sp[0]:.1f} % ({sp[1]})", "-"))
     big = next((r for r in results if r["key"] == "wan-14b_v5e-4x4_720p-81f"
                 and r["status"] == "ok"), None)
-    cold = big["planning"]["cold_s"] if big else None
-    rows.append(("cold planning, 14B v5e-16 720p 81f", "< 60 s (paper 250-376 s)",
-                 _f(cold, "{:.1f} s"), verdict(None if cold is None else cold < 60)))
+    cold = big["planning"].get("cold_decision_s") if big else None
+    total = big["planning"]["cold_s"] if big else None
+    rows.append(("cold planning to the decision, 14B v5e-16 720p 81f",
+                 "< 60 s (paper 250-376 s)",
+                 _f(cold, "{:.1f} s") + ("" if total is None else f" ({total:.1f} s with the "
+                                                                 "baselines' compiles)"),
+                 verdict(None if cold is None else cold < GOALS["cold_s_v5e16_720p81"])))
     wm = summ["warm_s_max"]
     rows.append(("warm planning, slowest setting", "< 5 s",
                  "-" if not wm else f"{wm[0]:.2f} s ({wm[1]})",

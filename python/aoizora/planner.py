@@ -2,8 +2,9 @@
 
     candidates (strategies)  ->  lower each (parallel, cached)  ->  Stage 1: Q1 + memory, Top-K
       ->  compile the Top-K for the TPU target (parallel, cached)  ->  Stage 2: every placement
-      each survivor allows, ranked by Q2  ->  the simulator judges the few best pairs and the
-      baselines  ->  Plan
+      each survivor allows, ranked by Q2  ->  the simulator judges the few best pairs: the
+      decision  ->  the baselines' shardings compiled (the ones not in the Top-K) and simulated
+      for the comparison  ->  Plan
 
 The blocks of the model run under `lax.scan`, so the compiled HLO holds one block body in a
 while loop whose trip count is the real layer count: compiling the whole model costs what
@@ -14,6 +15,7 @@ Figures are predicted (Q1, Q2) or simulated; wall-clock planning time is measure
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -103,8 +105,10 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
 
     # ---- lower every candidate and run Stage 1 ------------------------------------------
     t0 = time.perf_counter()
+    # Tracing and lowering run on one core each; XLA's TPU compile uses two.
     lowered = _run(progress, "lower to StableHLO", settings,
-                   [Job("lower", c, cfg, wl, target) for c in candidates])
+                   [Job("lower", c, cfg, wl, target) for c in candidates],
+                   workers=settings.workers or os.cpu_count() or 1)
     lap("lower", t0)
     skipped = [f"{c.name}: {o.error}" for c, o in zip(candidates, lowered) if not o.ok]
     t0 = time.perf_counter()
@@ -129,30 +133,18 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     progress.note(f"Stage 1 kept {len(top)} of {len(fitting)} fitting shardings "
                   f"({len(candidates)} legal)")
 
-    # ---- baselines' shardings are compiled too (same cache) -------------------------------
-    base_cands = baselines.baseline_candidates(cfg, wl, n, s1, stage2.topology.link_bandwidth,
-                                               stage2.topology.hop_latency)
+    # ---- compile the Top-K for the TPU target ---------------------------------------------
     by_name = {c.name: c for c in candidates}
+    order = list(by_name)
     want = {r.candidate.name for r in top}
-    want |= {c.name for c in base_cands.values()}
     if settings.oracle:
         want |= {r.candidate.name for r in fitting}
-    to_compile = [by_name[name] for name in sorted(want, key=list(by_name).index)]
-
+    graphs: dict[str, Any] = {}
     t0 = time.perf_counter()
-    compiled = _run(progress, "compile for the TPU target", settings,
-                    [Job("compile", c, cfg, wl, target) for c in to_compile])
+    compiled = _compile(progress, "compile the Top-K for the TPU target", settings,
+             [by_name[name] for name in sorted(want, key=order.index)], cfg, wl, target, stage2,
+             graphs, skipped)
     lap("compile", t0)
-    graphs = {}
-    for c, o in zip(to_compile, compiled):
-        if not o.ok:
-            skipped.append(f"{c.name}: compile failed: {o.error}")
-            progress.note(f"skipped {c.name}: {o.error}")
-            continue
-        try:
-            graphs[c.name] = stage2.load(o.text)
-        except ValueError as e:
-            skipped.append(f"{c.name}: compiled HLO unreadable: {e}")
     survivors = [r for r in top if r.candidate.name in graphs]
     if not survivors:
         raise UserError("every Top-K candidate failed to compile: " + "; ".join(skipped[-3:]))
@@ -167,18 +159,34 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     ranked.sort(key=lambda p: (p.q2, p.candidate.name, p.placement))
     lap("stage2", t0)
 
-    # ---- the simulator judges the best pairs and the baselines ----------------------------
+    # ---- the simulator judges the best pairs: the decision --------------------------------
     t0 = time.perf_counter()
+    pool = _judged_pairs(ranked, SIMULATED_PAIRS)
+    progress.phase("simulate", len(pool))
+    for p in pool:
+        stage2.simulate(p, graphs[p.candidate.name])
+        progress.advance(p.candidate.name)
+    lap("simulate", t0)
+    timings["decision"] = round(time.perf_counter() - t_start, 3)
+
+    # ---- the baselines (for the comparison and the report) --------------------------------
+    # Their shardings are compiled after the decision (those not in the Top-K), and the status
+    # quo stays the plan if it simulates faster than every Top-K pair.
+    t0 = time.perf_counter()
+    base_cands = baselines.baseline_candidates(cfg, wl, n, s1, stage2.topology.link_bandwidth,
+                                               stage2.topology.hop_latency)
+    todo = [c for c in dict.fromkeys(base_cands.values()) if c.name not in graphs]
+    compiled += _compile(progress, "compile the baselines", settings, todo, cfg, wl, target,
+                         stage2, graphs, skipped)
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
     base_pairs = {tag: stage2.default_pair(c, graphs[c.name], q1=q1_of.get(c.name))
                   for tag, c in base_cands.items() if c.name in graphs}
-    pool = _judged_pairs(ranked, SIMULATED_PAIRS) + list(base_pairs.values())
-    progress.phase("simulate", len(pool))
-    for p in pool:
-        if p.simulated is None:
-            stage2.simulate(p, graphs[p.candidate.name])
+    progress.phase("simulate the baselines", len(base_pairs))
+    for p in base_pairs.values():
+        stage2.simulate(p, graphs[p.candidate.name])
         progress.advance(p.candidate.name)
-    lap("simulate", t0)
+    pool += list(base_pairs.values())
+    lap("baselines", t0)
 
     simulated = sorted({(p.candidate.name, p.placement): p for p in pool}.values(),
                        key=lambda p: (p.simulated, p.q2))
@@ -198,7 +206,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         choice=stage2.choice(best, with_links=True, graph=chosen_graph),
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
         baselines=_baseline_choices(stage2, base_pairs, oracle),
-        planning={"seconds": timings["total"], "phases": timings,
+        planning={"seconds": timings["total"], "decision_seconds": timings["decision"],
+                  "phases": timings,
                   "candidates": len(candidates), "fitting": len(fitting),
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
                   "cache_hits": cache_hits, "jobs": len(lowered) + len(compiled),
@@ -208,11 +217,31 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
                       stage1=s1, ranked=ranked, graphs=graphs, stage2=stage2)
 
 
-def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job]) -> list[Outcome]:
+def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job],
+         workers: int | None = None) -> list[Outcome]:
     progress.phase(name, len(jobs))
-    return run_jobs(jobs, workers=settings.workers, cache=settings.cache,
+    return run_jobs(jobs, workers=workers or settings.workers, cache=settings.cache,
                     progress=lambda done, total, out: progress.advance(
                         f"{out.name}{' (cached)' if out.cached else ''}"))
+
+
+def _compile(progress: Progress, name: str, settings: Settings, todo: list, cfg, wl, target,
+             stage2, graphs: dict, skipped: list[str]) -> list[Outcome]:
+    """Compiles `todo` (cached) and loads each collective graph into `graphs`; a candidate
+    that fails to compile or load is reported in `skipped`."""
+    if not todo:
+        return []
+    outcomes = _run(progress, name, settings, [Job("compile", c, cfg, wl, target) for c in todo])
+    for c, o in zip(todo, outcomes):
+        if not o.ok:
+            skipped.append(f"{c.name}: compile failed: {o.error}")
+            progress.note(f"skipped {c.name}: {o.error}")
+            continue
+        try:
+            graphs[c.name] = stage2.load(o.text)
+        except ValueError as e:
+            skipped.append(f"{c.name}: compiled HLO unreadable: {e}")
+    return outcomes
 
 
 def _judged_pairs(ranked: list[Pair], k: int) -> list[Pair]:
