@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
 #include "aoizora/cost/q1.h"
 #include "aoizora/shlo/dag_builder.h"
@@ -22,9 +23,11 @@ std::string gb(double bytes) {
 
 Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Options& options) {
   Stage1Options o = options;
+  std::optional<topo::Topology> topology;
   if (!o.topology.empty()) {
     Result<topo::Topology> t = topo::make_topology(o.topology);
     if (!t.ok()) return t.error();
+    topology = *t;
     o.peak_flops = t->spec.peak_flops;
     o.hbm_bandwidth = t->spec.hbm_bandwidth;
     o.hbm_bytes = t->spec.hbm_bytes;
@@ -49,6 +52,11 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   if (o.slice_dims == std::array<int, 3>{1, 1, 1}) {
     p.slice_dims = {static_cast<int>(dag->num_devices), 1, 1};
     p.slice_wrap = {true, false, false};
+  }
+  std::optional<cost::BestGroupCosts> group_costs;
+  if (topology && topology->num_chips() == dag->num_devices) {
+    group_costs.emplace(*topology);
+    p.group_costs = &*group_costs;
   }
   cost::Q1Breakdown q = cost::q1(*dag, p);
 
