@@ -91,8 +91,11 @@ def run(args) -> int:
     print_comparison(plan)
     for s in result.skipped:
         print(f"skipped: {s}")
-    print(f"planning took {plan.planning['seconds']:.1f} s (measured; "
-          f"{plan.planning['cache_hits']}/{plan.planning['jobs']} compiler jobs from cache)")
+    decision = plan.planning.get("decision_seconds")
+    print(f"planning took {plan.planning['seconds']:.1f} s (measured"
+          + (f"; the decision {decision:.1f} s, the rest compiling and simulating the baselines"
+             if decision is not None else "")
+          + f"; {plan.planning['cache_hits']}/{plan.planning['jobs']} compiler jobs from cache)")
     wrote = [args.out] + [p for p in (args.report, args.trace) if p]
     print("wrote " + ", ".join(wrote))
     return 0
