@@ -116,6 +116,74 @@ ENTRY %e (p: bf16[64,128], x: bf16[32,128], w: bf16[128,128]) -> bf16[32,128] {
   EXPECT_EQ(g.collective_bytes(CollectiveKind::kAllGather), 64 * 128 * 2);
 }
 
+// The same chain across a nested loop: started before it, continued inside it (a matmul of
+// each trip), done after it. One collective, whose -done lies in the region after the loop.
+TEST(HloLoader, AsyncCollectiveFusionChainAcrossANestedLoop) {
+  std::string text = std::string("HloModule m, num_partitions=2\n") + R"(
+%start_comp (s0: bf16[64,128]) -> (bf16[64,128], bf16[128,128]) {
+  %s0 = bf16[64,128]{1,0} parameter(0)
+  %sg = bf16[128,128]{1,0} all-gather(%s0), channel_id=7, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  ROOT %st = (bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%s0, %sg)
+}
+%cont_comp (c0: bf16[64,128], c1: bf16[128,128], x: bf16[32,128]) -> (bf16[32,128], bf16[64,128], bf16[128,128]) {
+  %c0 = bf16[64,128]{1,0} parameter(0)
+  %c1 = bf16[128,128]{1,0} parameter(1)
+  %cg = bf16[128,128]{1,0} all-gather(%c0), channel_id=7, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  %x = bf16[32,128]{1,0} parameter(2)
+  %d = bf16[32,128]{1,0} dot(%x, %x), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  ROOT %ct = (bf16[32,128]{1,0}, bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%d, %c0, %cg)
+}
+%done_comp (d0: bf16[64,128], d1: bf16[128,128]) -> bf16[128,128] {
+  %d0 = bf16[64,128]{1,0} parameter(0)
+  %d1 = bf16[128,128]{1,0} parameter(1)
+  ROOT %dg = bf16[128,128]{1,0} all-gather(%d0), channel_id=7, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+}
+%body (b: (bf16[64,128], bf16[128,128], bf16[32,128])) -> (bf16[64,128], bf16[128,128], bf16[32,128]) {
+  %b = (bf16[64,128]{1,0}, bf16[128,128]{1,0}, bf16[32,128]{1,0}) parameter(0)
+  %b0 = bf16[64,128]{1,0} get-tuple-element(%b), index=0
+  %b1 = bf16[128,128]{1,0} get-tuple-element(%b), index=1
+  %bx = bf16[32,128]{1,0} get-tuple-element(%b), index=2
+  %cont = (bf16[32,128]{1,0}, bf16[64,128]{1,0}, bf16[128,128]{1,0}) fusion(%b0, %b1, %bx), kind=kOutput, calls=%cont_comp, backend_config={"continuation_config":{"output_tuple_original_start":"0","output_tuple_original_end":"0","operand_original_start":"2","operand_original_end":"2"}}
+  %y = bf16[32,128]{1,0} get-tuple-element(%cont), index=0
+  %h0 = bf16[64,128]{1,0} get-tuple-element(%cont), index=1
+  %h1 = bf16[128,128]{1,0} get-tuple-element(%cont), index=2
+  ROOT %bt = (bf16[64,128]{1,0}, bf16[128,128]{1,0}, bf16[32,128]{1,0}) tuple(%h0, %h1, %y)
+}
+%cond (c: (bf16[64,128], bf16[128,128], bf16[32,128])) -> pred[] {
+  %c = (bf16[64,128]{1,0}, bf16[128,128]{1,0}, bf16[32,128]{1,0}) parameter(0)
+  ROOT %t = pred[] constant(true)
+}
+ENTRY %e (p: bf16[64,128], x: bf16[32,128]) -> bf16[128,128] {
+  %p = bf16[64,128]{1,0} parameter(0)
+  %x = bf16[32,128]{1,0} parameter(1)
+  %start = (bf16[64,128]{1,0}, bf16[128,128]{1,0}) fusion(%p), kind=kCustom, calls=%start_comp
+  %g0 = bf16[64,128]{1,0} get-tuple-element(%start), index=0
+  %g1 = bf16[128,128]{1,0} get-tuple-element(%start), index=1
+  %init = (bf16[64,128]{1,0}, bf16[128,128]{1,0}, bf16[32,128]{1,0}) tuple(%g0, %g1, %x)
+  %loop = (bf16[64,128]{1,0}, bf16[128,128]{1,0}, bf16[32,128]{1,0}) while(%init), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"4"}}
+  %l0 = bf16[64,128]{1,0} get-tuple-element(%loop), index=0
+  %l1 = bf16[128,128]{1,0} get-tuple-element(%loop), index=1
+  ROOT %done = bf16[128,128]{1,0} fusion(%l0, %l1), kind=kCustom, calls=%done_comp
+}
+)";
+  CollectiveGraph g = load(text);
+  ASSERT_EQ(g.collectives.size(), 1u);
+  const Collective& c = g.collectives[0];
+  EXPECT_TRUE(c.async);
+  ASSERT_EQ(g.regions.size(), 3u);
+  EXPECT_EQ(c.region, 0);
+  EXPECT_EQ(g.regions[0].ops[c.start_op].kind, OpKind::kCollectiveStart);
+  ASSERT_EQ(c.done_region, 2);
+  EXPECT_EQ(g.regions[2].ops[c.done_op].name, "done");
+  EXPECT_EQ(g.regions[2].ops[c.done_op].kind, OpKind::kCollectiveDone);
+  EXPECT_EQ(g.regions[1].repeat, 4);
+  bool cont_is_compute = false;
+  for (const ScheduledOp& op : g.regions[1].ops)
+    if (op.name == "cont") cont_is_compute = op.kind == OpKind::kCompute && op.flops > 0;
+  EXPECT_TRUE(cont_is_compute);
+  EXPECT_EQ(g.collective_bytes(CollectiveKind::kAllGather), 64 * 128 * 2);
+}
+
 TEST(HloLoader, AsyncWrapperFusedReduceScatterAndTupleAllToAll) {
   std::string text = std::string("HloModule m, num_partitions=4\n") + kAdd + R"(
 %wrapped (a: f32[16]) -> f32[4] {
