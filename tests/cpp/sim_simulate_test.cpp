@@ -63,6 +63,46 @@ SimOptions Options() {
   return o;
 }
 
+// An async permute started before a nested loop and completed after it runs alongside the
+// loop's trips: the step is the compute, plus what the loop does not hide; Q2 agrees.
+TEST(SimSimulate, AsyncCollectiveAcrossANestedLoopOverlapsIt) {
+  topo::Topology t = topo::Topology::grid("line2", {2, 1, 1}, {false, false, false}, Spec());
+  auto graph = [](double loop_flops) {
+    hlo::CollectiveGraph g;
+    g.num_partitions = 2;
+    hlo::Collective c;
+    c.name = "p";
+    c.kind = CollectiveKind::kCollectivePermute;
+    c.source_target_pairs = {{0, 1}, {1, 0}};
+    c.operand_bytes = c.result_bytes = static_cast<int64_t>(kBw * 4e-3);  // 4 ms a link
+    c.async = true;
+    c.done_region = 2;
+    g.collectives.push_back(c);
+    auto op = [](std::string name, OpKind kind, double flops) {
+      hlo::ScheduledOp o;
+      o.name = std::move(name);
+      o.kind = kind;
+      o.flops = flops;
+      o.collective = kind == OpKind::kCompute ? -1 : 0;
+      return o;
+    };
+    g.regions.push_back({"entry", 1, true, {op("start", OpKind::kCollectiveStart, 0),
+                                            op("f", OpKind::kCompute, 1e14 * 1e-3)}});
+    g.regions.push_back({"loop", 4, true, {op("body", OpKind::kCompute, loop_flops)}});
+    g.regions.push_back({"after", 1, true, {op("done", OpKind::kCollectiveDone, 0)}});
+    return g;
+  };
+  // 1 ms + 4 x 0.5 ms of compute: 1 of the 4 ms stays exposed.
+  hlo::CollectiveGraph g = graph(1e14 * 0.5e-3);
+  SimResult r = simulate(g, t, Identity(2), Options());
+  EXPECT_NEAR(r.step_seconds, 3e-3 + 1e-3, 2e-5);
+  EXPECT_NEAR(cost::evaluate_q2(g, t, Identity(2)).seconds, r.step_seconds, 2e-5);
+  // A longer loop hides all of it.
+  g = graph(1e14 * 2e-3);
+  r = simulate(g, t, Identity(2), Options());
+  EXPECT_NEAR(r.step_seconds, 9e-3, 2e-5);
+}
+
 // A bidirectional ring over a wrapped axis of n: n-1 steps, half a shard each way per step.
 TEST(SimSimulate, TorusRingAllGatherClosedForm) {
   const int n = 8;
