@@ -89,6 +89,9 @@ def test_memory_rejection_and_ranking():
     assert [r.candidate for r in stage1.select_top_k(ranked, 1)] == [ranked[0].candidate]
     assert stage1.choose_k(top_k=3) == 3
     assert stage1.choose_k(winner_ranks=[0, 2, 1]) == 4
+    # The default K comes from the grid's measured winner ranks, with a slack of one.
+    assert stage1.choose_k() == max(stage1.MEASURED_WINNER_RANKS) + 2
+    assert stage1.top1_recall(stage1.MEASURED_WINNER_RANKS, stage1.choose_k()) == 1.0
     assert stage1.top1_recall([0, 1, 5], 2) == pytest.approx(2 / 3)
 
 
