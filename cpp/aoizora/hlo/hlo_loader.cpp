@@ -298,8 +298,7 @@ class Builder {
   void continue_chain(const Instruction& ins, const std::vector<int>& chained, ScheduledOp op) {
     const int region_index = static_cast<int>(g_.regions.size()) - 1;
     const int op_index = static_cast<int>(g_.regions.back().ops.size());
-    const bool continuation = ins.attr("backend_config").find("\"continuation_config\"") !=
-                              std::string_view::npos;
+    const bool continuation = is_continuation_fusion(ins);
     for (int ci : chained) {
       Collective& col = g_.collectives[ci];
       ScheduledOp& prev = g_.regions[tail_[ci].first].ops[tail_[ci].second];

@@ -1,8 +1,24 @@
 #include "aoizora/hlo/hlo_module.h"
 
 #include <algorithm>
+#include <charconv>
+#include <string>
 
 namespace aoizora::hlo {
+
+std::optional<int64_t> backend_config_int(std::string_view config, std::string_view key,
+                                          size_t from) {
+  const std::string quoted = "\"" + std::string(key) + "\"";
+  const size_t at = config.find(quoted, from);
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t b = config.find_first_of("0123456789-", at + quoted.size());
+  if (b == std::string_view::npos) return std::nullopt;
+  const size_t e = std::min(config.find_first_not_of("0123456789-", b), config.size());
+  int64_t v;
+  auto [ptr, ec] = std::from_chars(config.data() + b, config.data() + e, v);
+  if (ec != std::errc() || ptr != config.data() + e) return std::nullopt;
+  return v;
+}
 
 size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma) {
   if (text.compare(value_begin, 5, "mesh[") != 0) return std::string_view::npos;

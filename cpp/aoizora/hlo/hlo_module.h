@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct Attribute {
 // keeps its ", device_ids=(...)": for a value starting at `value_begin` and a top-level comma
 // at `comma`, the position to go on scanning from, or npos when the comma ends the value.
 size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma);
+
+// The integer that follows `"key"` in a backend_config's JSON text (`"key":"12"` or
+// `"key":12`), looking from `from` on; nullopt when the key or a number is missing.
+std::optional<int64_t> backend_config_int(std::string_view config, std::string_view key,
+                                          size_t from = 0);
 
 struct Instruction {
   std::string_view name;    // without the leading '%'

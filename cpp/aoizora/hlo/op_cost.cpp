@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <string>
 #include <string_view>
 
 namespace aoizora::hlo {
@@ -223,29 +222,18 @@ double CostModel::flops(int c, int i) {
   return 0;
 }
 
-namespace {
-
-// The integer value of `"key":"123"` in a backend_config, or `fallback`.
-int64_t config_int(std::string_view config, std::string_view key, int64_t fallback) {
-  const std::string quoted = "\"" + std::string(key) + "\":\"";
-  const size_t at = config.find(quoted);
-  if (at == std::string_view::npos) return fallback;
-  int64_t v = fallback;
-  const char* p = config.data() + at + quoted.size();
-  std::from_chars(p, config.data() + config.size(), v);
-  return v;
+bool is_continuation_fusion(const Instruction& ins) {
+  return ins.attr("backend_config").find("\"continuation_config\"") != std::string_view::npos;
 }
 
-}  // namespace
-
 Window continuation_window(const Instruction& ins) {
+  if (!is_continuation_fusion(ins)) return {};
   const std::string_view config = ins.attr("backend_config");
-  if (config.find("\"continuation_config\"") == std::string_view::npos) return {};
   Window w;
-  w.operand_first = config_int(config, "operand_original_start", 0);
-  w.operand_last = config_int(config, "operand_original_end", w.operand_last);
-  w.output_first = config_int(config, "output_tuple_original_start", 0);
-  w.output_last = config_int(config, "output_tuple_original_end", w.output_last);
+  w.operand_first = backend_config_int(config, "operand_original_start").value_or(0);
+  w.operand_last = backend_config_int(config, "operand_original_end").value_or(w.operand_last);
+  w.output_first = backend_config_int(config, "output_tuple_original_start").value_or(0);
+  w.output_last = backend_config_int(config, "output_tuple_original_end").value_or(w.output_last);
   return w;
 }
 

@@ -36,6 +36,9 @@ struct Window {
   bool has_output(int64_t k) const { return k >= output_first && k <= output_last; }
 };
 Window continuation_window(const Instruction& ins);
+// A TPU continuation fusion: compute that runs while an async collective is in flight (its
+// backend_config has a continuation_config).
+bool is_continuation_fusion(const Instruction& ins);
 
 // Memoizes the flops of called computations; cycles in malformed input count as zero.
 class CostModel {

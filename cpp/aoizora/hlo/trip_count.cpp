@@ -18,12 +18,7 @@ std::optional<int64_t> parse_int(std::string_view s) {
 std::optional<int64_t> known_trip_count(std::string_view backend_config) {
   size_t k = backend_config.find("\"known_trip_count\"");
   if (k == std::string_view::npos) return std::nullopt;
-  size_t n = backend_config.find("\"n\"", k);
-  if (n == std::string_view::npos) return std::nullopt;
-  size_t b = backend_config.find_first_of("0123456789-", n + 3);
-  if (b == std::string_view::npos) return std::nullopt;
-  size_t e = backend_config.find_first_not_of("0123456789-", b);
-  return parse_int(backend_config.substr(b, e == std::string_view::npos ? e : e - b));
+  return backend_config_int(backend_config, "n", k);
 }
 
 // Follows copies and bitcasts to the producing instruction.
