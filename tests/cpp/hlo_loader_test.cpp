@@ -52,16 +52,26 @@ ENTRY %e (p: bf16[64,128]) -> bf16[64,512] {
   EXPECT_DOUBLE_EQ(g.total_flops(), 64 * 128 + 64 * 512);
 }
 
-// The TPU compiler's async collective fusion: one all-gather printed as a start fusion, a
-// continuation fusion (a dot that runs while it is in flight, with the collective's buffers
-// passed through) and a done fusion, all wrapping the same all-gather (channel_id=5).
-TEST(HloLoader, AsyncCollectiveFusionChainIsOneCollective) {
-  std::string text = std::string("HloModule m, num_partitions=2\n") + R"(
+// The start and done fusions of a TPU async all-gather (channel_id=5): each wraps the same
+// collective; a test adds its continuation fusion and entry.
+constexpr const char* kChainStartAndDone = R"(HloModule m, num_partitions=2
 %start_comp (s0: bf16[64,128]) -> (bf16[64,128], bf16[128,128]) {
   %s0 = bf16[64,128]{1,0} parameter(0)
   %sg = bf16[128,128]{1,0} all-gather(%s0), channel_id=5, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
   ROOT %st = (bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%s0, %sg)
 }
+%done_comp (d0: bf16[64,128], d1: bf16[128,128]) -> bf16[128,128] {
+  %d0 = bf16[64,128]{1,0} parameter(0)
+  %d1 = bf16[128,128]{1,0} parameter(1)
+  ROOT %dg = bf16[128,128]{1,0} all-gather(%d0), channel_id=5, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+}
+)";
+
+// The TPU compiler's async collective fusion: one all-gather printed as a start fusion, a
+// continuation fusion (a dot that runs while it is in flight, with the collective's buffers
+// passed through) and a done fusion, all wrapping the same all-gather (channel_id=5).
+TEST(HloLoader, AsyncCollectiveFusionChainIsOneCollective) {
+  std::string text = std::string(kChainStartAndDone) + R"(
 %cont_comp (c0: bf16[64,128], c1: bf16[128,128], x: bf16[32,128], w: bf16[128,128]) -> (bf16[32,128], bf16[64,128], bf16[128,128]) {
   %c0 = bf16[64,128]{1,0} parameter(0)
   %c1 = bf16[128,128]{1,0} parameter(1)
@@ -70,11 +80,6 @@ TEST(HloLoader, AsyncCollectiveFusionChainIsOneCollective) {
   %w = bf16[128,128]{1,0} parameter(3)
   %d = bf16[32,128]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   ROOT %ct = (bf16[32,128]{1,0}, bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%d, %c0, %cg)
-}
-%done_comp (d0: bf16[64,128], d1: bf16[128,128]) -> bf16[128,128] {
-  %d0 = bf16[64,128]{1,0} parameter(0)
-  %d1 = bf16[128,128]{1,0} parameter(1)
-  ROOT %dg = bf16[128,128]{1,0} all-gather(%d0), channel_id=5, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
 }
 ENTRY %e (p: bf16[64,128], x: bf16[32,128], w: bf16[128,128]) -> bf16[32,128] {
   %p = bf16[64,128]{1,0} parameter(0)
@@ -119,24 +124,14 @@ ENTRY %e (p: bf16[64,128], x: bf16[32,128], w: bf16[128,128]) -> bf16[32,128] {
 // The same chain across a nested loop: started before it, continued inside it (a matmul of
 // each trip), done after it. One collective, whose -done lies in the region after the loop.
 TEST(HloLoader, AsyncCollectiveFusionChainAcrossANestedLoop) {
-  std::string text = std::string("HloModule m, num_partitions=2\n") + R"(
-%start_comp (s0: bf16[64,128]) -> (bf16[64,128], bf16[128,128]) {
-  %s0 = bf16[64,128]{1,0} parameter(0)
-  %sg = bf16[128,128]{1,0} all-gather(%s0), channel_id=7, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
-  ROOT %st = (bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%s0, %sg)
-}
+  std::string text = std::string(kChainStartAndDone) + R"(
 %cont_comp (c0: bf16[64,128], c1: bf16[128,128], x: bf16[32,128]) -> (bf16[32,128], bf16[64,128], bf16[128,128]) {
   %c0 = bf16[64,128]{1,0} parameter(0)
   %c1 = bf16[128,128]{1,0} parameter(1)
-  %cg = bf16[128,128]{1,0} all-gather(%c0), channel_id=7, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  %cg = bf16[128,128]{1,0} all-gather(%c0), channel_id=5, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
   %x = bf16[32,128]{1,0} parameter(2)
   %d = bf16[32,128]{1,0} dot(%x, %x), lhs_contracting_dims={1}, rhs_contracting_dims={1}
   ROOT %ct = (bf16[32,128]{1,0}, bf16[64,128]{1,0}, bf16[128,128]{1,0}) tuple(%d, %c0, %cg)
-}
-%done_comp (d0: bf16[64,128], d1: bf16[128,128]) -> bf16[128,128] {
-  %d0 = bf16[64,128]{1,0} parameter(0)
-  %d1 = bf16[128,128]{1,0} parameter(1)
-  ROOT %dg = bf16[128,128]{1,0} all-gather(%d0), channel_id=7, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
 }
 %body (b: (bf16[64,128], bf16[128,128], bf16[32,128])) -> (bf16[64,128], bf16[128,128], bf16[32,128]) {
   %b = (bf16[64,128]{1,0}, bf16[128,128]{1,0}, bf16[32,128]{1,0}) parameter(0)
