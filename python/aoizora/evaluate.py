@@ -669,22 +669,13 @@ def write_plots(out_dir: str, results: list[dict[str, Any]]) -> list[str]:
         return []
     out = []
     keys = [r["key"] for r in ok]
-    x = range(len(ok))
-
-    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ok) + 3), 4.5))
-    w = 0.4
-    ex = [r["speedup"]["vs_existing"] or 0 for r in ok]
-    al = [r["speedup"]["vs_alpa"] or 0 for r in ok]
-    ax.bar([i - w / 2 for i in x], ex, w, label="vs existing deployment")
-    ax.bar([i + w / 2 for i in x], al, w, label="vs Alpa-style")
+    ax = _paired_bars(plt, keys,
+                      ([r["speedup"]["vs_existing"] or 0 for r in ok], "vs existing deployment"),
+                      ([r["speedup"]["vs_alpa"] or 0 for r in ok], "vs Alpa-style"),
+                      (PAPER["best_speedup"], "paper best 1.42x"), "speedup (simulated)",
+                      "AoiZora speedup per setting (simulated on the v5e model)")
     ax.axhline(1.0, color="k", lw=0.8)
-    ax.axhline(PAPER["best_speedup"], color="r", ls="--", lw=0.8, label="paper best 1.42x")
-    ax.set_xticks(list(x), keys, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("speedup (simulated)")
-    ax.set_title("AoiZora speedup per setting (simulated on the v5e model)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.append(_save(fig, out_dir, "speedup.png"))
+    out.append(_save(ax.figure, out_dir, "speedup.png"))
 
     ncols = min(4, len(ok))
     nrows = (len(ok) + ncols - 1) // ncols
@@ -707,20 +698,31 @@ def write_plots(out_dir: str, results: list[dict[str, Any]]) -> list[str]:
     fig.tight_layout()
     out.append(_save(fig, out_dir, "q2_vs_simulated.png"))
 
-    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ok) + 3), 4.5))
-    sp = [100 * (r["placement_spread"]["spread"] or 0) for r in ok]
-    gain = [100 * (flat_row(r)["placement_gain"] or 0) for r in ok]
-    ax.bar([i - w / 2 for i in x], sp, w, label="worst / best placement - 1")
-    ax.bar([i + w / 2 for i in x], gain, w, label="JAX default order / best - 1")
-    ax.axhline(100 * PAPER["placement_effect_v5e8"], color="r", ls="--", lw=0.8,
-               label="paper: up to 16.6 % on v5e-8")
+    ax = _paired_bars(plt, keys,
+                      ([100 * (r["placement_spread"]["spread"] or 0) for r in ok],
+                       "worst / best placement - 1"),
+                      ([100 * (flat_row(r)["placement_gain"] or 0) for r in ok],
+                       "JAX default order / best - 1"),
+                      (100 * PAPER["placement_effect_v5e8"], "paper: up to 16.6 % on v5e-8"),
+                      "slower than the best placement (%)",
+                      "Placement spread of the chosen sharding (simulated)")
+    out.append(_save(ax.figure, out_dir, "placement_spread.png"))
+    return out
+
+
+def _paired_bars(plt, keys, left, right, paper, ylabel: str, title: str):
+    """Two bars per setting ((values, label) each) and the paper's figure as a dashed line."""
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(keys) + 3), 4.5))
+    x, w = range(len(keys)), 0.4
+    for (values, label), dx in ((left, -w / 2), (right, w / 2)):
+        ax.bar([i + dx for i in x], values, w, label=label)
+    ax.axhline(paper[0], color="r", ls="--", lw=0.8, label=paper[1])
     ax.set_xticks(list(x), keys, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("slower than the best placement (%)")
-    ax.set_title("Placement spread of the chosen sharding (simulated)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out.append(_save(fig, out_dir, "placement_spread.png"))
-    return out
+    return ax
 
 
 def _save(fig, out_dir: str, name: str) -> str:
