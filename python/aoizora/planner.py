@@ -142,8 +142,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     graphs: dict[str, Any] = {}
     t0 = time.perf_counter()
     compiled = _compile(progress, "compile the Top-K for the TPU target", settings,
-             [by_name[name] for name in sorted(want, key=order.index)], cfg, wl, target, stage2,
-             graphs, skipped)
+                        [by_name[name] for name in sorted(want, key=order.index)], cfg, wl,
+                        target, stage2, graphs, skipped)
     lap("compile", t0)
     survivors = [r for r in top if r.candidate.name in graphs]
     if not survivors:
@@ -181,9 +181,16 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
     base_pairs = {tag: stage2.default_pair(c, graphs[c.name], q1=q1_of.get(c.name))
                   for tag, c in base_cands.items() if c.name in graphs}
+    # A baseline whose sharding and device order the decision already simulated (e.g. the
+    # existing deployment's sharding in the Top-K, on JAX's default order) is not run again.
+    judged = {(p.candidate.name, tuple(p.chip_of)): p for p in pool}
     progress.phase("simulate the baselines", len(base_pairs))
     for p in base_pairs.values():
-        stage2.simulate(p, graphs[p.candidate.name])
+        twin = judged.get((p.candidate.name, tuple(p.chip_of)))
+        if twin is not None:
+            p.simulated, p.sim = twin.simulated, twin.sim
+        else:
+            stage2.simulate(p, graphs[p.candidate.name])
         progress.advance(p.candidate.name)
     pool += list(base_pairs.values())
     lap("baselines", t0)
