@@ -225,6 +225,35 @@ ENTRY %e (p: f32[16], q: f32[32]) -> f32[4] {
   EXPECT_EQ(a2a.groups, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));  // cross-partition
 }
 
+// An async-update passes an async collective on without performing it again: one
+// collective, started by the async-start and completed by the async-done.
+TEST(HloLoader, AsyncUpdateDoesNotReplayItsCollective) {
+  std::string text = R"(HloModule m, num_partitions=4
+%wrapped (a: f32[16]) -> f32[64] {
+  %a = f32[16]{0} parameter(0)
+  ROOT %ag = f32[64]{0} all-gather(%a), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, use_global_device_ids=true
+}
+ENTRY %e (p: f32[16]) -> f32[64] {
+  %p = f32[16]{0} parameter(0)
+  %as = ((f32[16]{0}), f32[64]{0}) async-start(%p), calls=%wrapped
+  %au = ((f32[16]{0}), f32[64]{0}) async-update(%as)
+  ROOT %ad = f32[64]{0} async-done(%au)
+}
+)";
+  CollectiveGraph g = load(text);
+  ASSERT_EQ(g.collectives.size(), 1u);
+  const Region& r = g.regions[0];
+  ASSERT_EQ(r.ops.size(), 4u);
+  EXPECT_EQ(r.ops[1].kind, OpKind::kCollectiveStart);
+  EXPECT_EQ(r.ops[2].name, "au");
+  EXPECT_EQ(r.ops[2].kind, OpKind::kCompute);
+  EXPECT_TRUE(r.ops[2].collectives.empty());
+  EXPECT_EQ(r.ops[3].kind, OpKind::kCollectiveDone);
+  EXPECT_EQ(r.ops[3].collective, 0);
+  EXPECT_EQ(g.collectives[0].done_op, 3);
+  EXPECT_EQ(g.collective_bytes(CollectiveKind::kAllGather), 64);
+}
+
 TEST(HloLoader, NestedWhilesCallsAndConditionals) {
   std::string text = std::string("HloModule m, num_partitions=2\n") + kAdd + R"(
 %inner_cond (s: (s32[], f32[4])) -> pred[] {
@@ -286,6 +315,18 @@ ENTRY %e (p: f32[4], k: s32[]) -> f32[4] {
   CollectiveGraph g = load(text);
   // entry-before, outer body (x3), inner body (x3x5), outer body rest (x3), entry-after.
   ASSERT_EQ(g.regions.size(), 5u);
+  // The loops keep the nesting: the outer body spans regions 1-3, the inner body region 2.
+  ASSERT_EQ(g.loops.size(), 2u);
+  EXPECT_EQ(g.loops[0].name, "outer_body");
+  EXPECT_EQ(g.loops[0].trip_count, 3);
+  EXPECT_EQ(g.loops[0].parent, -1);
+  EXPECT_EQ(g.loops[0].first_region, 1);
+  EXPECT_EQ(g.loops[0].last_region, 3);
+  EXPECT_EQ(g.loops[1].name, "inner_body");
+  EXPECT_EQ(g.loops[1].trip_count, 5);
+  EXPECT_EQ(g.loops[1].parent, 0);
+  EXPECT_EQ(g.loops[1].first_region, 2);
+  EXPECT_EQ(g.loops[1].last_region, 2);
   EXPECT_EQ(g.regions[1].repeat, 3);
   EXPECT_EQ(g.regions[2].name, "inner_body");
   EXPECT_EQ(g.regions[2].repeat, 15);
@@ -327,6 +368,9 @@ ENTRY %e (p: (s32[], f32[])) -> (s32[], f32[]) {
   ASSERT_EQ(g.regions.size(), 3u);
   EXPECT_FALSE(g.regions[1].trip_count_known);
   EXPECT_EQ(g.regions[1].repeat, 1);
+  ASSERT_EQ(g.loops.size(), 1u);
+  EXPECT_FALSE(g.loops[0].trip_count_known);
+  EXPECT_EQ(unknown_trip_count_loops(g), (std::vector<std::string>{"b"}));
 }
 
 TEST(HloLoader, ErrorsAreValues) {

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "aoizora/sim/simulator.h"
+#include "sim_testing.h"
 
 namespace aoizora::sim {
 namespace {
@@ -146,7 +147,7 @@ TEST_P(SimRing, MatchesClosedForm) {
   std::vector<int> all(n);
   std::iota(all.begin(), all.end(), 0);
   b.Collective(GetParam(), {all}, bytes);
-  SimResult r = simulate_with(b.g, t, p, Options(), RingModel(t, p));
+  SimResult r = Ok(simulate_with(b.g, t, p, Options(), RingModel(t, p)));
   const double chunk = static_cast<double>(bytes) / n;
   const int steps = GetParam() == CollectiveKind::kAllReduce ? 2 * (n - 1) : n - 1;
   const double expected = kOver + steps * (chunk / kBw + kLat);
@@ -203,7 +204,7 @@ TEST(SimEngine, TwoGroupsShareALink) {
   const double S = 1e6;
   b.Collective(CollectiveKind::kCollectivePermute, {{0, 3}, {1, 2}}, 0);
   FlowModel m = FixedModel(t, {{{0, 3, S, 0}, {1, 2, 2 * S, 0}}}, b.g);
-  SimResult r = simulate_with(b.g, t, p, Options(), m);
+  SimResult r = Ok(simulate_with(b.g, t, p, Options(), m));
   const double g03 = kOver + 2 * S / kBw + 3 * kLat;
   const double g12 = kOver + 3 * S / kBw + kLat;
   EXPECT_NEAR(r.step_seconds, std::max(g03, g12), 1e-12);
@@ -224,7 +225,7 @@ TEST(SimEngine, OppositeDirectionsDoNotShare) {
   const double S = 1e6;
   b.Collective(CollectiveKind::kCollectivePermute, {{0, 3}, {1, 2}}, 0);
   FlowModel m = FixedModel(t, {{{0, 3, S, 0}, {2, 1, 2 * S, 0}}}, b.g);
-  SimResult r = simulate_with(b.g, t, p, Options(), m);
+  SimResult r = Ok(simulate_with(b.g, t, p, Options(), m));
   EXPECT_NEAR(r.chips[0].comm, kOver + S / kBw + 3 * kLat, 1e-12);
   EXPECT_NEAR(r.step_seconds, kOver + 2 * S / kBw + kLat, 1e-12);
 }
@@ -239,7 +240,7 @@ TEST(SimEngine, CollectiveWaitsForSlowestMember) {
   b.Collective(CollectiveKind::kCollectivePermute, {{0, 1}, {2}, {3}}, 0);
   b.Collective(CollectiveKind::kAllReduce, {{0, 1, 2, 3}}, 0);
   FlowModel m = FixedModel(t, {{{0, 1, S, 0}}, {}}, b.g);
-  SimResult r = simulate_with(b.g, t, p, Options(), m);
+  SimResult r = Ok(simulate_with(b.g, t, p, Options(), m));
   const double x = S / kBw + kLat;
   EXPECT_NEAR(r.step_seconds, 2 * kOver + x, 1e-12);
   EXPECT_NEAR(r.chips[2].idle, x, 1e-12);
@@ -262,7 +263,7 @@ TEST(SimEngine, MembersFinishTheirOwnPart) {
   b.Collective(CollectiveKind::kAllToAll, {{0, 1, 2, 3}}, 0);
   b.Compute(1e6);  // 1 us
   FlowModel m = FixedModel(t, {{{0, 1, S, 0}, {3, 2, 10 * S, 0}}}, b.g);
-  SimResult r = simulate_with(b.g, t, p, Options(), m);
+  SimResult r = Ok(simulate_with(b.g, t, p, Options(), m));
   const double fast = kOver + S / kBw + kLat, slow = kOver + 10 * S / kBw + kLat;
   EXPECT_NEAR(r.step_seconds, slow + 1e-6, 1e-12);
   EXPECT_NEAR(r.chips[0].comm, fast, 1e-12);
@@ -283,7 +284,7 @@ TEST(SimEngine, ComputeIsRooflineAndSkewPropagates) {
   mem.flops = 1e3;
   mem.bytes = 1e8;  // 1 ms at 1e11 B/s: memory bound
   b.g.regions.back().ops.push_back(mem);
-  SimResult r = simulate_with(b.g, t, p, Options(), RingModel(t, p));
+  SimResult r = Ok(simulate_with(b.g, t, p, Options(), RingModel(t, p)));
   EXPECT_NEAR(r.step_seconds, 2e-3, 1e-15);
   EXPECT_NEAR(r.compute_bound_seconds, 2e-3, 1e-15);
   EXPECT_NEAR(r.chips[0].compute, 2e-3, 1e-15);
@@ -298,7 +299,7 @@ TEST(SimEngine, StepsWaitForInflows) {
   const double S = 1e6;
   b.Collective(CollectiveKind::kAllGather, {{0, 1, 2, 3}}, 0);
   FlowModel m = FixedModel(t, {{{0, 1, S, 0}, {1, 2, S, 1}, {3, 2, S / 2, 1}}}, b.g);
-  SimResult r = simulate_with(b.g, t, p, Options(), m);
+  SimResult r = Ok(simulate_with(b.g, t, p, Options(), m));
   EXPECT_NEAR(r.step_seconds, kOver + 2 * (S / kBw + kLat), 1e-12);
 }
 
@@ -314,10 +315,10 @@ TEST(SimEngine, StepsWaitForOwnSends) {
   b.Collective(CollectiveKind::kAllGather, {{0, 1, 2, 3}}, 0);
   FlowModel m = FixedModel(t, {{{0, 1, S, 0}, {0, 1, S, 1}, {1, 2, S, 1}}}, b.g);
   SimOptions o = Options();
-  SimResult sync = simulate_with(b.g, t, p, o, m);
+  SimResult sync = Ok(simulate_with(b.g, t, p, o, m));
   EXPECT_NEAR(sync.step_seconds, kOver + 2 * S / kBw + 2 * kLat, 1e-12);
   o.steps_wait_for_sends = false;
-  SimResult ahead = simulate_with(b.g, t, p, o, m);
+  SimResult ahead = Ok(simulate_with(b.g, t, p, o, m));
   EXPECT_NEAR(ahead.step_seconds, kOver + 3 * S / kBw + 2 * kLat, 1e-12);
 }
 
@@ -335,13 +336,13 @@ TEST(SimEngine, AsyncOverlapsCompute) {
     int c = b.Collective(CollectiveKind::kAllGather, {all}, bytes, /*async=*/true);
     b.Compute(flops);
     b.Done(c);
-    SimResult r = simulate_with(b.g, t, p, Options(), RingModel(t, p));
+    SimResult r = Ok(simulate_with(b.g, t, p, Options(), RingModel(t, p)));
     EXPECT_NEAR(r.step_seconds, std::max(comm, flops / kPeak), 1e-12) << flops;
     ExpectAccounted(r, p);
     GraphBuilder s(n);
     s.Collective(CollectiveKind::kAllGather, {all}, bytes);
     s.Compute(flops);
-    SimResult rs = simulate_with(s.g, t, p, Options(), RingModel(t, p));
+    SimResult rs = Ok(simulate_with(s.g, t, p, Options(), RingModel(t, p)));
     EXPECT_NEAR(rs.step_seconds, comm + flops / kPeak, 1e-12) << flops;
   }
 }
@@ -365,8 +366,8 @@ TEST(SimEngine, ExtrapolationEqualsFullSimulation) {
   SimOptions full = Options();
   SimOptions fast = Options();
   fast.max_iterations = 3;
-  SimResult a = simulate_with(b.g, t, p, full, RingModel(t, p));
-  SimResult e = simulate_with(b.g, t, p, fast, RingModel(t, p));
+  SimResult a = Ok(simulate_with(b.g, t, p, full, RingModel(t, p)));
+  SimResult e = Ok(simulate_with(b.g, t, p, fast, RingModel(t, p)));
   EXPECT_FALSE(a.extrapolated);
   EXPECT_TRUE(e.extrapolated);
   EXPECT_LT(e.flows, a.flows);
@@ -382,6 +383,24 @@ TEST(SimEngine, ExtrapolationEqualsFullSimulation) {
   ExpectAccounted(a, p);
   ExpectAccounted(e, p);
   EXPECT_GE(a.step_seconds, a.compute_bound_seconds);
+}
+
+// A group whose member never arrives (partition 1 listed in two groups joins only the
+// second) blocks chip 0 forever: the run is an error naming the collective, not a short step.
+TEST(SimEngine, UnfinishedChipIsADeadlockError) {
+  topo::Topology t = topo::Topology::grid("line3", {3, 1, 1}, {false, false, false}, Spec());
+  place::Placement p = Identity(3);
+  GraphBuilder b(3);
+  b.Compute(1e9, "before");
+  b.Collective(CollectiveKind::kAllReduce, {{0, 1}, {1, 2}}, 1 << 20);
+  b.Compute(1e9, "after");
+  Result<SimResult> r = simulate_with(b.g, t, p, Options(), RingModel(t, p));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("deadlock"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("partition 0"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("all-reduce.0"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("1 of 2 members arrived"), std::string::npos)
+      << r.error().message;
 }
 
 TEST(SimEngine, CheckInputsRejectsBadPlacements) {
@@ -408,7 +427,7 @@ TEST(SimEngine, TimelineRecordsSlicesAndLinkRates) {
   b.Collective(CollectiveKind::kAllGather, {{0, 1, 2, 3}}, 1 << 20);
   SimOptions o = Options();
   o.record_timeline = true;
-  SimResult r = simulate_with(b.g, t, p, o, RingModel(t, p));
+  SimResult r = Ok(simulate_with(b.g, t, p, o, RingModel(t, p)));
   int compute = 0, comm = 0;
   for (const Slice& s : r.timeline.slices) {
     EXPECT_LE(s.start, s.end);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "aoizora/topo/json.h"
+#include "sim_testing.h"
 
 namespace aoizora::sim {
 namespace {
@@ -49,7 +50,7 @@ TEST(SimTrace, JsonHasATrackPerChipAndACounterPerBusyLink) {
   p.chip_of = {0, 1, 2, 3};
   SimOptions o;
   o.record_timeline = true;
-  SimResult r = simulate(AsyncRingProgram(), t, p, o);
+  SimResult r = Ok(simulate(AsyncRingProgram(), t, p, o));
   auto doc = topo::json::parse(trace_json(r, t));
   ASSERT_TRUE(doc.ok()) << doc.error().to_string();
   const topo::json::Value* events = doc->find("traceEvents");
@@ -89,7 +90,7 @@ TEST(SimTrace, WriteIsAtomicAndReportsErrors) {
   p.chip_of = {0, 1, 2, 3};
   SimOptions o;
   o.record_timeline = true;
-  SimResult r = simulate(AsyncRingProgram(), t, p, o);
+  SimResult r = Ok(simulate(AsyncRingProgram(), t, p, o));
   const auto dir = std::filesystem::temp_directory_path() /
                    ("aoizora_sim_trace_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   std::filesystem::create_directories(dir);

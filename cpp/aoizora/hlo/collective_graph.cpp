@@ -43,4 +43,30 @@ int64_t CollectiveGraph::collective_bytes(CollectiveKind kind) const {
   return total;
 }
 
+std::vector<Loop> schedule_loops(const CollectiveGraph& graph) {
+  if (!graph.loops.empty()) return graph.loops;
+  std::vector<Loop> loops;
+  for (size_t r = 0; r < graph.regions.size(); ++r) {
+    const Region& region = graph.regions[r];
+    if (region.repeat == 1) continue;
+    Loop loop;
+    loop.name = region.name;
+    loop.trip_count = region.repeat;
+    loop.trip_count_known = region.trip_count_known;
+    loop.first_region = loop.last_region = static_cast<int>(r);
+    loops.push_back(std::move(loop));
+  }
+  return loops;
+}
+
+std::vector<std::string> unknown_trip_count_loops(const CollectiveGraph& graph) {
+  std::vector<std::string> names;
+  for (const Loop& loop : graph.loops)
+    if (!loop.trip_count_known) names.push_back(loop.name);
+  if (graph.loops.empty())
+    for (const Region& region : graph.regions)
+      if (!region.trip_count_known) names.push_back(region.name);
+  return names;
+}
+
 }  // namespace aoizora::hlo

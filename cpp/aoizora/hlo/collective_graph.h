@@ -84,9 +84,12 @@ struct ScheduledOp {
   std::vector<int> deps;   // indices of earlier ops in the same region whose results it reads
 };
 
-// A straight-line piece of the schedule executed `repeat` times in a row. The entry
-// computation is cut into regions at while loops: [ops before] x1, [loop body] x trip count,
-// [ops after] x1; a loop nested in a body multiplies the repeats. Regions run in order.
+// A straight-line piece of the schedule. The entry computation is cut into regions at while
+// loops: [ops before], [loop body], [ops after]; a loop nested in a body cuts the body the
+// same way. `repeat` is how often the region runs per program run (the product of the
+// enclosing trip counts); CollectiveGraph::loops says how the regions nest, which matters to
+// whoever follows one execution (the simulator): an outer loop runs its whole body, nested
+// loops included, once per trip.
 // A `call` is inlined where it stands; a `conditional` stays one op, costed as its most
 // expensive branch, whose collectives are attributed to it. Collectives inside any other
 // called computation (fusions, async-start wrappers, custom-calls) are attributed to the
@@ -98,11 +101,27 @@ struct Region {
   std::vector<ScheduledOp> ops;
 };
 
+// A while loop of the schedule. Its body is the contiguous regions
+// [first_region, last_region], nested loops' regions included, run `trip_count` times per
+// execution of the enclosing loop (`parent`, -1 for the entry computation). Loops are listed
+// in schedule order, an outer loop before the loops nested in it, so parent < own index.
+struct Loop {
+  std::string name;               // the while body's computation name
+  int64_t trip_count = 1;         // per execution of the parent; 1 when not known
+  bool trip_count_known = true;   // false: the trip count was not found (counted once)
+  int parent = -1;
+  int first_region = 0;
+  int last_region = 0;
+};
+
 struct CollectiveGraph {
   int num_partitions = 1;
   int replica_count = 1;
   std::vector<Region> regions;
   std::vector<Collective> collectives;
+  // How regions nest. Empty in graphs built by hand: then each region with repeat != 1 is a
+  // loop of its own (schedule_loops() in this header makes that explicit).
+  std::vector<Loop> loops;
 
   double total_flops() const;              // sum of op flops x region repeat
   double total_bytes() const;              // sum of op bytes x region repeat
@@ -111,5 +130,12 @@ struct CollectiveGraph {
   double static_flops() const;
   int64_t collective_bytes(CollectiveKind kind) const;  // sum of operand bytes x repeat
 };
+
+// graph.loops, or, when it is empty, one loop per region whose repeat is not 1 (trip count =
+// repeat), so that hand-built graphs of flat regions keep their meaning.
+std::vector<Loop> schedule_loops(const CollectiveGraph& graph);
+
+// The names of the loops whose trip count was not found (empty when every count is known).
+std::vector<std::string> unknown_trip_count_loops(const CollectiveGraph& graph);
 
 }  // namespace aoizora::hlo

@@ -112,11 +112,17 @@ class Builder {
         int64_t inner = repeat;
         if (trip && __builtin_mul_overflow(repeat, *trip, &inner)) inner = INT64_MAX / 2;
         const bool body_known = known && trip.has_value();
-        start_region(std::string(m_.computations[body].name), trip ? inner : repeat,
-                     body_known);
-        auto r = walk(body, trip ? inner : repeat, std::string(m_.computations[body].name),
-                      body_known, depth + 1);
+        const std::string body_name(m_.computations[body].name);
+        start_region(body_name, trip ? inner : repeat, body_known);
+        Loop loop{body_name, trip.value_or(1), trip.has_value(), loops_.empty() ? -1 : loops_.back(),
+                  static_cast<int>(g_.regions.size()) - 1, 0};
+        const int loop_index = static_cast<int>(g_.loops.size());
+        g_.loops.push_back(loop);
+        loops_.push_back(loop_index);
+        auto r = walk(body, trip ? inner : repeat, body_name, body_known, depth + 1);
+        loops_.pop_back();
         if (!r.ok()) return r;
+        end_loop(loop_index);
         start_region(region_name, repeat, known);
         add_op(c, static_cast<int>(i));  // the while's result, for deps; no cost of its own
         continue;
@@ -141,6 +147,15 @@ class Builder {
       if (!r.ok()) return r;
     }
     return true;
+  }
+
+  // Closes loop `index` after its body was walked: its last region is the current one. A
+  // body without ops (nothing scheduled) is no loop: its region is reused by what follows.
+  void end_loop(int index) {
+    Loop& loop = g_.loops[index];
+    loop.last_region = static_cast<int>(g_.regions.size()) - 1;
+    if (loop.last_region == loop.first_region && g_.regions.back().ops.empty())
+      g_.loops.resize(index);  // loops nested in it were empty too
   }
 
   // Like walk, but parameters are already mapped to the caller's ops.
@@ -194,18 +209,23 @@ class Builder {
     }
     where_[c][i] = {region_index, op_index};
 
-    // A -done (or async-done / async-update) completes the collectives of its start.
-    const bool done = is_collective_done(ins.opcode) || ins.opcode == "async-done" ||
-                      ins.opcode == "async-update";
-    if (done && !ins.operands.empty() && ins.operands[0] >= 0) {
+    // A -done (or async-done) completes the collectives its start began; an async-update
+    // only passes them on (they stay in flight): it is a compute op of no cost, and a later
+    // async-done of it completes them.
+    const bool done = is_collective_done(ins.opcode) || ins.opcode == "async-done";
+    if ((done || ins.opcode == "async-update") && !ins.operands.empty() &&
+        ins.operands[0] >= 0) {
       auto [r, o] = where_[c][ins.operands[0]];
-      if (r >= 0 && o >= 0 && !g_.regions[r].ops[o].collectives.empty()) {
-        op.collectives = g_.regions[r].ops[o].collectives;
-        op.collective = op.collectives.front();
-        op.kind = ins.opcode == "async-update" ? OpKind::kCollectiveStart
-                                               : OpKind::kCollectiveDone;
-        if (ins.opcode != "async-update") {
-          for (int ci : op.collectives) {
+      auto in_flight = r >= 0 && o >= 0 ? in_flight_.find({r, o}) : in_flight_.end();
+      if (in_flight != in_flight_.end()) {
+        const std::vector<int> colls = in_flight->second;
+        if (!done) {
+          in_flight_[{region_index, op_index}] = colls;
+        } else {
+          op.collectives = colls;
+          op.collective = colls.front();
+          op.kind = OpKind::kCollectiveDone;
+          for (int ci : colls) {
             Collective& col = g_.collectives[ci];
             col.done_op = op_index;
             if (col.region != region_index) col.done_region = region_index;
@@ -259,6 +279,7 @@ class Builder {
     if (!op.collectives.empty()) {
       op.collective = op.collectives.front();
       op.kind = async ? OpKind::kCollectiveStart : OpKind::kCollective;
+      if (async) in_flight_[{region_index, op_index}] = op.collectives;
       if (ins.opcode == "fusion" && !async)
         for (int ci : op.collectives)
           if (g_.collectives[ci].channel_id >= 0) open_[g_.collectives[ci].channel_id] = ci;
@@ -395,9 +416,13 @@ class Builder {
   // (region, op) of every instruction placed in the schedule; (-1,-1) when not placed.
   std::vector<std::vector<std::pair<int, int>>> where_;
   std::vector<int> inlined_;  // computations being inlined by `call`
+  std::vector<int> loops_;    // the loops being walked, outermost first
   // Async collective fusion chains: the open chain of each channel_id (its collective), and
   // the (region, op) of each collective's latest link.
   std::map<int64_t, int> open_;
+  // The collectives in flight after each -start or async-update op, by (region, op): what a
+  // -done, async-done or async-update of it continues.
+  std::map<std::pair<int, int>, std::vector<int>> in_flight_;
   std::vector<std::pair<int, int>> tail_;
 };
 

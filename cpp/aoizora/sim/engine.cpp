@@ -124,19 +124,28 @@ struct Segment {
   double weight = 1;
 };
 
+// One loop a chip is executing: which iteration, and what steady-state extrapolation needs.
+struct LoopFrame {
+  int loop = 0;              // index into Engine::loops_
+  int64_t trip = 1;
+  int64_t iter = 0;          // the iteration being executed
+  int64_t sim_iters = 1;     // iterations simulated for real
+  double weight = 1;         // how many iterations the current one stands for
+  double prev_end = 0;       // end of the previous iteration (or loop start)
+  double prev_prev_end = 0;
+  ChipTime iter_start_stats;
+};
+
 struct ChipState {
   int chip = 0;
   int partition = 0;
   int region = 0;
-  int64_t iter = 0;
   int op = 0;
-  int64_t sim_iters = 1;     // iterations of the current region simulated for real
-  double weight = 1;         // weight of the current iteration
-  double prev_end = 0;       // end of the previous iteration (or region start)
-  double prev_prev_end = 0;
+  std::vector<LoopFrame> loops;  // the loops being executed, outermost first
+  double weight = 1;         // product of the loops' iteration weights
   ChipTime stats;
-  ChipTime iter_start_stats;
   std::vector<int> open;     // per collective: the instance of its last -start
+  std::vector<int64_t> arrivals;  // per collective: executions begun so far
   bool finished = false;
   double finish = 0;
   bool computed = false;     // the current op's compute part has run
@@ -178,6 +187,11 @@ class Engine {
     partition_of_chip_.assign(t.num_chips(), -1);
     for (int p2 = 0; p2 < static_cast<int>(p.chip_of.size()); ++p2)
       partition_of_chip_[p.chip_of[p2]] = p2;
+    loops_ = hlo::schedule_loops(g);
+    loops_starting_at_.resize(g.regions.size());
+    for (size_t l = 0; l < loops_.size(); ++l)
+      if (loops_[l].first_region >= 0 && loops_[l].first_region < static_cast<int>(g.regions.size()))
+        loops_starting_at_[loops_[l].first_region].push_back(static_cast<int>(l));
     op_labels_.resize(g.regions.size());
     for (size_t r = 0; r < g.regions.size(); ++r)
       for (const auto& op : g.regions[r].ops) op_labels_[r].push_back(label(op.name));
@@ -185,7 +199,7 @@ class Engine {
     link_load_.assign(t.links.size(), 0.0);
   }
 
-  SimResult run();
+  Result<SimResult> run();
 
  private:
   static std::vector<double> capacities(const topo::Topology& t) {
@@ -205,8 +219,11 @@ class Engine {
   int route_id(int src, int dst);
   const CollectivePlan& plan(int c);
   void run_chip(int ci, double now);
-  void begin_region(ChipState& s, double now);
-  void end_iteration(ChipState& s, double now);
+  void enter_region(ChipState& s, int region, double now);
+  void end_region(ChipState& s, double now);
+  double end_iteration(ChipState& s, LoopFrame& f, double now);
+  void update_weight(ChipState& s) const;
+  Error deadlock() const;
   int arrive(ChipState& s, int coll, double now);
   void start_instance(int inst, double now);
   void release(int inst, int member, double now);
@@ -226,6 +243,8 @@ class Engine {
   const FlowModel& model_;
   MaxMinSolver solver_;
 
+  std::vector<hlo::Loop> loops_;
+  std::vector<std::vector<int>> loops_starting_at_;  // per region, outer loops first
   std::vector<CollectivePlan> plans_;
   std::vector<char> planned_;
   std::vector<int> route_of_pair_;
@@ -237,7 +256,9 @@ class Engine {
 
   std::vector<ChipState> chips_;
   std::vector<Instance> instances_;
-  std::map<std::tuple<int, int, int, int64_t>, int> open_instances_;  // (region, coll, group, iter)
+  // Instances some members have arrived at, by (collective, group, execution): every chip
+  // walks the same loops, so a group's members agree on how often each collective ran.
+  std::map<std::tuple<int, int, int64_t>, int> open_instances_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
   int64_t seq_ = 0;
 
@@ -345,57 +366,93 @@ const CollectivePlan& Engine::plan(int ci) {
   return cp;
 }
 
-void Engine::begin_region(ChipState& s, double now) {
-  const int64_t repeat = graph_.regions[s.region].repeat;
-  s.iter = 0;
+// Puts chip s at the first op of `region` at time `now`, entering the loops that begin there
+// (those nested in the loop being executed, outermost first). A loop of no trips is skipped,
+// and past the last region the chip has finished.
+void Engine::enter_region(ChipState& s, int region, double now) {
+  const int num_regions = static_cast<int>(graph_.regions.size());
+  while (region < num_regions) {
+    int skip_to = -1;
+    for (int l : loops_starting_at_[region]) {
+      const int top = s.loops.empty() ? -1 : s.loops.back().loop;
+      if (loops_[l].parent != top) continue;
+      if (loops_[l].trip_count <= 0) {
+        skip_to = loops_[l].last_region + 1;
+        break;
+      }
+      LoopFrame f;
+      f.loop = l;
+      f.trip = loops_[l].trip_count;
+      f.sim_iters = (opt_.max_iterations <= 0 || f.trip <= opt_.max_iterations)
+                        ? f.trip : opt_.max_iterations;
+      f.weight = f.sim_iters == 1 && f.trip > 1 ? static_cast<double>(f.trip) : 1.0;
+      f.prev_end = f.prev_prev_end = now;
+      f.iter_start_stats = s.stats;
+      s.loops.push_back(f);
+    }
+    if (skip_to < 0) break;
+    region = skip_to;
+  }
+  update_weight(s);
+  s.region = region;
   s.op = 0;
-  s.sim_iters = (opt_.max_iterations <= 0 || repeat <= opt_.max_iterations)
-                    ? repeat : opt_.max_iterations;
-  s.prev_end = s.prev_prev_end = now;
-  s.iter_start_stats = s.stats;
-  s.weight = (s.sim_iters == 1 && repeat > 1) ? static_cast<double>(repeat) : 1.0;
+  if (region >= num_regions) {
+    s.finished = true;
+    s.finish = now;
+  }
 }
 
-// Called when a chip has run every op of the current iteration at `now`.
-void Engine::end_iteration(ChipState& s, double now) {
-  const int64_t repeat = graph_.regions[s.region].repeat;
-  s.prev_prev_end = s.prev_end;
-  s.prev_end = now;
-  ++s.iter;
+void Engine::update_weight(ChipState& s) const {
+  s.weight = 1;
+  for (const LoopFrame& f : s.loops) s.weight *= f.weight;
+}
+
+// Ends the current iteration of loop frame f at `now`; returns when the chip goes on (later
+// than `now` when the rest of the loop is extrapolated at the period of its last iteration).
+double Engine::end_iteration(ChipState& s, LoopFrame& f, double now) {
+  f.prev_prev_end = f.prev_end;
+  f.prev_end = now;
+  ++f.iter;
   double resume = now;
-  if (s.iter == s.sim_iters && repeat > s.sim_iters) {
-    // Steady state: skip the remaining iterations at the period of the last one.
-    const double skipped = static_cast<double>(repeat - s.sim_iters);
-    const double period = s.prev_end - s.prev_prev_end;
-    s.stats.compute += skipped * (s.stats.compute - s.iter_start_stats.compute);
-    s.stats.comm += skipped * (s.stats.comm - s.iter_start_stats.comm);
-    s.stats.idle += skipped * (s.stats.idle - s.iter_start_stats.idle);
+  if (f.iter == f.sim_iters && f.trip > f.sim_iters) {
+    const double skipped = static_cast<double>(f.trip - f.sim_iters);
+    const double period = f.prev_end - f.prev_prev_end;
+    s.stats.compute += skipped * (s.stats.compute - f.iter_start_stats.compute);
+    s.stats.comm += skipped * (s.stats.comm - f.iter_start_stats.comm);
+    s.stats.idle += skipped * (s.stats.idle - f.iter_start_stats.idle);
     resume = now + skipped * period;
-    if (resume > now) s.segments.push_back({now, resume, SegKind::kJump, s.region, 1.0});
+    if (resume > now) s.segments.push_back({now, resume, SegKind::kJump, f.loop, 1.0});
     result_.extrapolated = true;
-    s.iter = repeat;
+    f.iter = f.trip;
   }
-  s.op = 0;
-  if (s.iter < repeat) {
-    s.iter_start_stats = s.stats;
-    s.weight = (s.iter == s.sim_iters - 1 && repeat > s.sim_iters)
-                   ? static_cast<double>(repeat - s.sim_iters + 1) : 1.0;
-    return;
+  if (f.iter < f.trip) {
+    f.iter_start_stats = s.stats;
+    f.weight = (f.iter == f.sim_iters - 1 && f.trip > f.sim_iters)
+                   ? static_cast<double>(f.trip - f.sim_iters + 1) : 1.0;
   }
-  ++s.region;
-  while (s.region < static_cast<int>(graph_.regions.size()) &&
-         (graph_.regions[s.region].repeat <= 0 || graph_.regions[s.region].ops.empty()))
-    ++s.region;
-  if (s.region >= static_cast<int>(graph_.regions.size())) {
-    s.finished = true;
-    s.finish = resume;
-    return;
+  return resume;
+}
+
+// Called when chip s has run every op of its region at `now`: ends the iterations of the
+// loops whose body ends here (innermost first), and goes back to a loop's first region or
+// on to the next region. A chip whose next op lies after an extrapolated span is parked
+// (op -1) until a resume event at its end.
+void Engine::end_region(ChipState& s, double now) {
+  double t = now;
+  int next = s.region + 1;
+  while (!s.loops.empty() && loops_[s.loops.back().loop].last_region == s.region) {
+    LoopFrame& f = s.loops.back();
+    t = end_iteration(s, f, t);
+    if (f.iter < f.trip) {
+      next = loops_[f.loop].first_region;
+      break;
+    }
+    s.loops.pop_back();
   }
-  begin_region(s, resume);
-  if (resume > now) {
-    push(resume, EvKind::kResume, static_cast<int>(&s - chips_.data()));
-    s.op = -1;  // parked until the resume event
-  }
+  enter_region(s, next, t);
+  if (s.finished || t <= now) return;
+  push(t, EvKind::kResume, static_cast<int>(&s - chips_.data()));
+  s.op = -1;  // parked until the resume event
 }
 
 // The collectives an op performs or completes.
@@ -415,7 +472,7 @@ void Engine::run_chip(int ci, double now) {
   while (!s.finished) {
     const hlo::Region& region = graph_.regions[s.region];
     if (s.op >= static_cast<int>(region.ops.size())) {
-      end_iteration(s, now);
+      end_region(s, now);
       if (s.op < 0) return;
       continue;
     }
@@ -470,7 +527,7 @@ int Engine::arrive(ChipState& s, int coll, double now) {
   const CollectivePlan& cp = plan(coll);
   const int g = cp.group_of_partition[s.partition];
   if (g < 0) return -1;
-  auto key = std::make_tuple(s.region, coll, g, s.iter);
+  auto key = std::make_tuple(coll, g, s.arrivals[coll]++);
   auto [it, fresh] = open_instances_.try_emplace(key, static_cast<int>(instances_.size()));
   if (fresh) {
     Instance in;
@@ -633,7 +690,7 @@ void Engine::solve_rates(double now) {
     }
 }
 
-SimResult Engine::run() {
+Result<SimResult> Engine::run() {
   const int n = graph_.num_partitions;
   chips_.resize(n);
   for (int p = 0; p < n; ++p) {
@@ -641,16 +698,9 @@ SimResult Engine::run() {
     s.chip = place_.chip_of[p];
     s.partition = p;
     s.open.assign(graph_.collectives.size(), -1);
-    s.region = 0;
-    while (s.region < static_cast<int>(graph_.regions.size()) &&
-           (graph_.regions[s.region].repeat <= 0 || graph_.regions[s.region].ops.empty()))
-      ++s.region;
-    if (s.region >= static_cast<int>(graph_.regions.size())) {
-      s.finished = true;
-      continue;
-    }
-    begin_region(s, 0.0);
-    push(0.0, EvKind::kResume, p);
+    s.arrivals.assign(graph_.collectives.size(), 0);
+    enter_region(s, 0, 0.0);
+    if (!s.finished) push(0.0, EvKind::kResume, p);
   }
 
   double last = 0;  // time active flows were last advanced to
@@ -701,6 +751,9 @@ SimResult Engine::run() {
     }
   }
 
+  for (const ChipState& s : chips_)
+    if (!s.finished) return deadlock();
+
   // Results.
   result_.chips.assign(topo_.num_chips(), ChipTime{});
   double step = 0;
@@ -733,7 +786,7 @@ SimResult Engine::run() {
           tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kCompute, seg.label});
         } else if (seg.kind == SegKind::kJump) {
           tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kExtrapolated,
-                               label(graph_.regions[seg.label].name)});
+                               label(loops_[seg.label].name)});
         } else {
           const Instance& in = instances_[seg.label];
           const int lab = plans_[in.collective].label;
@@ -747,6 +800,37 @@ SimResult Engine::run() {
     tl.labels = labels_;  // the extrapolation labels may have added names
   }
   return std::move(result_);
+}
+
+// The error for a run that ended with chips still blocked: the first such chip, the op it
+// waits at and the collective it waits on, with how many members had arrived.
+Error Engine::deadlock() const {
+  for (const ChipState& s : chips_) {
+    if (s.finished) continue;
+    const hlo::Region& region = graph_.regions[s.region];
+    std::string where = "region '" + region.name + "'";
+    std::string what = "no collective";
+    if (s.op >= 0 && s.op < static_cast<int>(region.ops.size())) {
+      const hlo::ScheduledOp& op = region.ops[s.op];
+      where = "op '" + op.name + "' of " + where;
+      for (int c : op_collectives(op)) {
+        what = "collective '" + graph_.collectives[c].name + "'";
+        for (const auto& [key, inst] : open_instances_)
+          if (std::get<0>(key) == c) {
+            const CollectivePlan& cp = plans_[c];
+            what += " (" + std::to_string(instances_[inst].arrived) + " of " +
+                    std::to_string(cp.groups[instances_[inst].group].members.size()) +
+                    " members arrived)";
+            break;
+          }
+        break;
+      }
+    }
+    return Error{"simulated deadlock: partition " + std::to_string(s.partition) + " (chip " +
+                 std::to_string(s.chip) + ") never finished; it waits at " + where + " on " +
+                 what, "", 0, 0};
+  }
+  return Error{"simulated deadlock", "", 0, 0};
 }
 
 // Walks back from the last chip to finish: through its compute ops, and through each wait
@@ -806,9 +890,10 @@ void Engine::critical_path() {
 
 }  // namespace
 
-SimResult simulate_with(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
-                        const place::Placement& placement, const SimOptions& options,
-                        const FlowModel& model) {
+Result<SimResult> simulate_with(const hlo::CollectiveGraph& graph,
+                                const topo::Topology& topology,
+                                const place::Placement& placement, const SimOptions& options,
+                                const FlowModel& model) {
   Engine engine(graph, topology, placement, options, model);
   return engine.run();
 }

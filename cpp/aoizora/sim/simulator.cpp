@@ -2,7 +2,7 @@
 
 namespace aoizora::sim {
 
-SimResult simulate(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+Result<SimResult> simulate(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
                    const place::Placement& placement, const SimOptions& options) {
   FlowModel model;
   model.expand = [&](const hlo::Collective& c) { return cost::expand(c, placement, topology); };

@@ -15,12 +15,16 @@
 //   - a chip's part of a collective is over when every flow it sends or receives has been
 //     delivered; a sync op blocks its chip until then, a -start op does not block, its
 //     -done blocks until then;
-//   - regions run in order, each `repeat` times. A region with repeat > max_iterations runs
-//     max_iterations iterations for real; each chip then skips the remaining iterations at
-//     the period of its last simulated one (steady state extrapolation), and the last
-//     simulated iteration's time, stats, link bytes and critical path are counted
-//     (repeat - max_iterations + 1) times. Exact when the iterations have reached a steady
-//     state (tested against full simulation).
+//   - regions run in order and loops (hlo::schedule_loops) as nested: an outer loop runs its
+//     whole body, inner loops and async collectives spanning them included, once per trip,
+//     so an L-trip loop costs L times one trip. A loop of more than max_iterations trips runs
+//     max_iterations trips for real; each chip then skips the remaining trips at the period
+//     of its last simulated one (steady state extrapolation), and the last simulated trip's
+//     time, stats, link bytes and critical path are counted (trips - max_iterations + 1)
+//     times (a product over nested loops). Exact when the trips have reached a steady state
+//     (tested against full simulation);
+//   - a run in which some chip never finishes (a collective some member never reaches) is
+//     an error naming the chip, the op and the collective it waits on.
 #pragma once
 
 #include <cstdint>
@@ -95,8 +99,8 @@ struct FlowModel {
 
 // Simulates `graph` with placement.chip_of[p] the chip of partition p. Preconditions (see
 // check_inputs): chip_of has graph.num_partitions distinct valid chip ids, every group
-// member is a partition id. Deterministic.
-SimResult simulate(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+// member is a partition id. Deterministic. Fails only on a simulated deadlock.
+Result<SimResult> simulate(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
                    const place::Placement& placement, const SimOptions& options = {});
 
 // simulate() after check_inputs(); what bindings and tools call.
@@ -106,7 +110,7 @@ Result<SimResult> simulate_checked(const hlo::CollectiveGraph& graph,
                                    const SimOptions& options = {});
 
 // The engine behind simulate(), with the flow model given.
-SimResult simulate_with(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+Result<SimResult> simulate_with(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
                         const place::Placement& placement, const SimOptions& options,
                         const FlowModel& model);
 
