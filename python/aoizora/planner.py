@@ -27,7 +27,7 @@ from aoizora.compiler import Job, Outcome, run_jobs
 from aoizora.errors import UserError
 from aoizora.models import MODELS, get_model, get_workload
 from aoizora.plan import Choice, Plan
-from aoizora.stage2 import Stage2, Pair
+from aoizora.stage2 import Pair, Stage2, UnknownTripCount
 
 # How many of the best pairs by Q2 the simulator re-judges before the final choice.
 SIMULATED_PAIRS = 8
@@ -118,8 +118,9 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         if o.ok:
             try:
                 s1.append(stage1.analyze(c, o.text, stage2.topology.name))
-            except ValueError as e:
-                skipped.append(f"{c.name}: Stage 1 could not read its StableHLO: {e}")
+            except ValueError as e:  # unreadable text, or a loop Stage 1 cannot price
+                skipped.append(f"{c.name}: Stage 1: {e}")
+                progress.note(f"skipped {c.name}: Stage 1: {e}")
         progress.advance(c.name)
     fitting = [r for r in s1 if r.fits]
     if not fitting:
@@ -246,8 +247,12 @@ def _compile(progress: Progress, name: str, settings: Settings, todo: list, cfg,
             continue
         try:
             graphs[c.name] = stage2.load(o.text)
+        except UnknownTripCount as e:
+            skipped.append(f"{c.name}: {e}")
+            progress.note(f"skipped {c.name}: {e}")
         except ValueError as e:
             skipped.append(f"{c.name}: compiled HLO unreadable: {e}")
+            progress.note(f"skipped {c.name}: compiled HLO unreadable: {e}")
     return outcomes
 
 

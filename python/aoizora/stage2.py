@@ -17,6 +17,11 @@ from aoizora.strategies import Candidate
 _DEVICELESS = ("v4", "v5e", "v5p", "v6e")
 
 
+class UnknownTripCount(ValueError):
+    """A compiled program with a loop whose trip count was not found: counted once it would
+    look many times cheaper than it is, so the candidate cannot be priced."""
+
+
 @dataclass
 class Pair:
     """One sharding-placement pair with its figures (seconds per forward)."""
@@ -63,7 +68,14 @@ class Stage2:
 
     @staticmethod
     def load(hlo_text: str):
-        return _core.load_hlo(hlo_text)
+        """The collective graph of a compiled HLO text. Raises ValueError on malformed text
+        and UnknownTripCount when a loop's trip count was not found."""
+        graph = _core.load_hlo(hlo_text)
+        unknown = list(graph.unknown_trip_count_loops)
+        if unknown:
+            raise UnknownTripCount(f"loop {', '.join(unknown)}: unknown trip count, the "
+                                   "candidate cannot be priced")
+        return graph
 
     # ---- placements -----------------------------------------------------------------------
     def rank(self, candidate: Candidate, graph, *, q1: float | None = None) -> list[Pair]:

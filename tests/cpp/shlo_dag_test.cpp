@@ -112,6 +112,27 @@ TEST(ShloDag, WhileTripCountAndCalleesInlined) {
   EXPECT_TRUE(d.warnings.empty());
 }
 
+// A scan whose condition compares its counter with a value that is no constant has an
+// unknown trip count: Stage 1 cannot price it (counted once, a 40-layer scan would look 40x
+// cheaper) and says where, instead of a prediction.
+TEST(ShloDag, UnknownTripCountIsAnError) {
+  std::string text = testdata::kLayersScan;
+  const std::string limit = "%c_3 = stablehlo.constant dense<4> : tensor<i32>\n"
+                            "      %1 = stablehlo.compare LT, %iterArg_1, %c_3";
+  const size_t at = text.find(limit);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, limit.size(),
+               "%c_3 = stablehlo.add %iterArg_1, %iterArg_1 : tensor<i32>\n"
+               "      %1 = stablehlo.compare LT, %iterArg_1, %c_3");
+  auto module = parse_module(text);
+  ASSERT_TRUE(module.ok()) << module.error().to_string();
+  auto d = build_dag(*module);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("trip count is unknown"), std::string::npos)
+      << d.error().message;
+  EXPECT_GT(d.error().line, 0);
+}
+
 const char* kSnippet = R"(module @m attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["x"=2, "y"=2]>
   func.func public @main(%arg0: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %arg1: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}) -> (tensor<64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {

@@ -111,6 +111,10 @@ def test_scanned_layers_repeat_and_flops(target):
     g = _core.load_hlo(c.as_text())
     body = [r for r in g.regions if r.repeat == layers]
     assert body and all(r.trip_count_known for r in g.regions)
+    # One outer loop of the layer count, spanning the body's regions.
+    outer = [lp for lp in g.loops if lp.parent == -1 and lp.trip_count == layers]
+    assert len(outer) == 1 and outer[0].trip_count_known
+    assert outer[0].first_region <= outer[0].last_region < len(g.regions)
     ars = [col for col in g.collectives if col.kind == "all-reduce"]
     assert len(ars) == 1 and ars[0].repeat == layers
     assert g.collective_bytes_by_kind()["all-reduce"] == layers * 128 * d * 4
@@ -142,3 +146,23 @@ def test_inspect_cli_json(tmp_path):
     r = subprocess.run([sys.executable, "-m", "aoizora.cli", "inspect", "--hlo", str(bad)],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "bad.hlo:3:1: expected" in r.stderr
+
+
+def test_loop_of_unknown_trip_count_cannot_be_priced():
+    """A data-dependent while loop compiles to a loop whose trip count XLA does not know:
+    Stage 2 refuses to price it (counted once it would look many times cheaper)."""
+    from aoizora.stage2 import Stage2, UnknownTripCount
+
+    mesh = _mesh("tpu")
+    x = jax.ShapeDtypeStruct((256, 256), jnp.float32,
+                             sharding=NamedSharding(mesh, P("data", "model")))
+
+    def grow(v):
+        return jax.lax.while_loop(lambda s: jnp.sum(s) < 1e6, lambda s: s * 2.0 + 1.0, v)
+
+    text = jax.jit(grow).lower(x).compile().as_text()
+    graph = _core.load_hlo(text)
+    assert list(graph.unknown_trip_count_loops), "the loop's trip count should be unknown"
+    with pytest.raises(UnknownTripCount, match="unknown trip count"):
+        Stage2.load(text)
+

@@ -72,12 +72,25 @@ void bind_hlo(nb::module_& m) {
         return f;
       });
 
+  nb::class_<Loop>(m, "Loop",
+                   "A while loop: regions [first_region, last_region] run trip_count times "
+                   "per execution of its parent loop (-1: none).")
+      .def_ro("name", &Loop::name)
+      .def_ro("trip_count", &Loop::trip_count)
+      .def_ro("trip_count_known", &Loop::trip_count_known)
+      .def_ro("parent", &Loop::parent)
+      .def_ro("first_region", &Loop::first_region)
+      .def_ro("last_region", &Loop::last_region);
+
   nb::class_<CollectiveGraph>(m, "CollectiveGraph",
                               "Collectives, schedule regions and per-op cost of one compiled HLO.")
       .def_ro("num_partitions", &CollectiveGraph::num_partitions)
       .def_ro("replica_count", &CollectiveGraph::replica_count)
       .def_ro("regions", &CollectiveGraph::regions)
       .def_ro("collectives", &CollectiveGraph::collectives)
+      .def_ro("loops", &CollectiveGraph::loops)
+      .def_prop_ro("unknown_trip_count_loops", &unknown_trip_count_loops,
+                   "names of the loops whose trip count was not found")
       .def_prop_ro("total_flops", &CollectiveGraph::total_flops,
                    "FLOPs per device per program run (loop bodies x trip count)")
       .def_prop_ro("static_flops", &CollectiveGraph::static_flops,

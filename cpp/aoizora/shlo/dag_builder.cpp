@@ -827,8 +827,10 @@ class Builder {
     }
   }
 
-  int64_t trip_count(const Op& op) {
-    if (op.regions.size() < 2) return 1;
+  // The trip count of a stablehlo.while whose condition compares its counter with a
+  // constant, or nullopt.
+  std::optional<int64_t> trip_count(const Op& op) {
+    if (op.regions.size() < 2) return std::nullopt;
     const Block& cond = op.regions[0];
     std::map<int, int64_t> consts;
     for (const Op& c : cond.ops) {
@@ -850,13 +852,19 @@ class Builder {
         if (c.attrs.find("LT") != std::string::npos || le) return std::max<int64_t>(trips, 0);
       }
     }
-    warn("while loop with an unknown trip count (counted once)");
-    return 1;
+    return std::nullopt;
   }
 
   Error while_loop(const Op& op, double repeat) {
     if (op.regions.size() < 2) return Error{"while without cond and body", "", op.line, op.column};
-    int64_t trips = trip_count(op);
+    // Counting an unknown loop once would make the candidate look many times cheaper than
+    // it is (a 40-layer scan 40x): it cannot be priced.
+    const std::optional<int64_t> known_trips = trip_count(op);
+    if (!known_trips)
+      return Error{"a while loop whose trip count is unknown (its condition is not a counter "
+                   "compared with a constant): the candidate cannot be priced",
+                   "", op.line, op.column};
+    const int64_t trips = *known_trips;
     const Block& body = op.regions[1];
     // Which carried values the body passes through unchanged (loop-invariant, e.g. stacked
     // weights): they stay prefetchable.
