@@ -23,6 +23,7 @@ from typing import Any, Callable
 from aoizora import jaxenv  # noqa: F401
 from aoizora import baselines, stage1, strategies
 from aoizora.cache import Cache
+from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs
 from aoizora.errors import UserError
 from aoizora.models import MODELS, get_model, get_workload
@@ -41,6 +42,7 @@ class Settings:
     oracle: bool = False              # also simulate every candidate x every placement
     search_iters: int = 2000          # local-search steps per survivor (0: none)
     seed: int = 0
+    compile_target: str = "tpu"       # "tpu": the slice's TPU via libtpu; "cpu": CPU devices
 
 
 class Progress:
@@ -94,7 +96,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     cfg, wl = _resolve(model, video, frames)
     stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters)
     n = stage2.num_chips
-    target = stage2.compile_target
+    target = compile_target_for(stage2.topology, settings.compile_target)
+    progress.note(f"compiling for {_describe_target(target)}")
 
     t0 = time.perf_counter()
     progress.phase("enumerate shardings")
@@ -107,7 +110,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     t0 = time.perf_counter()
     # Tracing and lowering run on one core each; XLA's TPU compile uses two.
     lowered = _run(progress, "lower to StableHLO", settings,
-                   [Job("lower", c, cfg, wl, target) for c in candidates],
+                   [Job("lower", c, cfg, wl, target.spec) for c in candidates],
                    workers=settings.workers or os.cpu_count() or 1)
     lap("lower", t0)
     skipped = [f"{c.name}: {o.error}" for c, o in zip(candidates, lowered) if not o.ok]
@@ -210,7 +213,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     the_plan = Plan(
         model={"name": model, "layers": cfg.layers, "params": _param_count(cfg)},
         workload={"video": video, "frames": frames, "tokens": getattr(wl, "tokens", None)},
-        topology=stage2.describe(),
+        topology={**stage2.describe(), "compile_target": target.describe()},
         choice=stage2.choice(best, with_links=True, graph=chosen_graph),
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
         baselines=_baseline_choices(stage2, base_pairs, oracle),
@@ -239,7 +242,7 @@ def _compile(progress: Progress, name: str, settings: Settings, todo: list, cfg,
     that fails to compile or load is reported in `skipped`."""
     if not todo:
         return []
-    outcomes = _run(progress, name, settings, [Job("compile", c, cfg, wl, target) for c in todo])
+    outcomes = _run(progress, name, settings, [Job("compile", c, cfg, wl, target.spec) for c in todo])
     for c, o in zip(todo, outcomes):
         if not o.ok:
             skipped.append(f"{c.name}: compile failed: {o.error}")
@@ -254,6 +257,14 @@ def _compile(progress: Progress, name: str, settings: Settings, todo: list, cfg,
             skipped.append(f"{c.name}: compiled HLO unreadable: {e}")
             progress.note(f"skipped {c.name}: compiled HLO unreadable: {e}")
     return outcomes
+
+
+def _describe_target(target: CompileTarget) -> str:
+    if target.platform == "cpu":
+        return (f"{target.devices} CPU devices (--compile-target cpu: XLA's CPU pipeline, "
+                "not the TPU's)")
+    wrap = "x".join("wrap" if w else "open" for w in target.wrap[:len(target.name.split("x"))])
+    return f"TPU {target.name} ({target.devices} devices, axes {wrap}) via libtpu, deviceless"
 
 
 def _judged_pairs(ranked: list[Pair], k: int) -> list[Pair]:

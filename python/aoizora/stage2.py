@@ -12,9 +12,6 @@ from aoizora.errors import UserError
 from aoizora.plan import Choice
 from aoizora.strategies import Candidate
 
-# Generations libtpu can compile for without hardware; other fabrics compile for CPU devices
-# (the same SPMD partitioner, synchronous collectives).
-_DEVICELESS = ("v4", "v5e", "v5p", "v6e")
 
 
 class UnknownTripCount(ValueError):
@@ -53,12 +50,6 @@ class Stage2:
     @property
     def num_chips(self) -> int:
         return self.topology.num_chips
-
-    @property
-    def compile_target(self) -> str:
-        name = self.topology.name
-        gen = name.partition(":")[0]
-        return name if gen in _DEVICELESS else f"cpu:{self.num_chips}"
 
     def describe(self) -> dict[str, Any]:
         t = self.topology

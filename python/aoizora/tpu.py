@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from aoizora import jaxenv  # noqa: F401  (sets the environment before jax loads)
+from aoizora.compile_target import DEVICES_PER_CHIP, parse_spec
 from aoizora.errors import UserError
 
 import jax
@@ -17,7 +18,6 @@ from jax.experimental import topologies
 
 # Generations whose chips JAX describes with the "megacore" chip config.
 _MEGACORE = {"v4", "v5p"}
-_JAX_GENERATION = {"v4": "v4", "v5e": "v5e", "v5p": "v5p", "v6e": "v6e"}
 
 
 def split_name(name: str) -> tuple[str, tuple[int, ...]]:
@@ -33,13 +33,16 @@ def split_name(name: str) -> tuple[str, tuple[int, ...]]:
 
 
 @functools.lru_cache(maxsize=None)
-def compile_only_devices(name: str) -> tuple:
-    """The compile-only devices of a TPU slice, for deviceless compilation with libtpu."""
+def compile_only_devices(spec: str) -> tuple:
+    """The compile-only devices of a TPU slice, for deviceless compilation with libtpu.
+    `spec` is a topology name with an optional wraparound suffix ("v5p:4x4x4/wrap=111",
+    compile_target.CompileTarget.spec); without one no axis wraps."""
+    name, wrap = parse_spec(spec)
     gen, dims = split_name(name)
-    if gen not in _JAX_GENERATION:
+    if gen not in DEVICES_PER_CHIP:
         raise UserError(
             f"no deviceless TPU compilation for generation {gen!r}: "
-            f"use one of {', '.join(sorted(_JAX_GENERATION))}"
+            f"use one of {', '.join(sorted(DEVICES_PER_CHIP))}"
         )
     chip_config = "megacore" if gen in _MEGACORE else "default"
     # A host holds up to 2x2x1 chips; a smaller slice is one host of its own size.
@@ -52,7 +55,7 @@ def compile_only_devices(name: str) -> tuple:
             chip_config_name=chip_config,
             chips_per_host_bounds=bounds,
             num_slices=1,
-            wrap=(False, False, False),
+            wrap=wrap,
         )
     except Exception as e:  # libtpu missing or topology rejected: both actionable
         raise UserError(f"cannot describe TPU topology {name!r}: {e}") from e

@@ -51,6 +51,9 @@ def test_plan_figures_are_consistent(result):
     # Stage 1 kept at most K shardings, all of them fitting.
     assert 1 <= len(result.plan.planning["top_k"]) <= 2
     assert result.plan.planning["candidates"] == len(result.stage1)
+    # Compiled for the slice's own TPU, and the plan says so.
+    assert result.plan.topology["compile_target"] == {
+        "platform": "tpu", "name": "v5e:2x4", "devices": 8, "wrap": [False, False, False]}
 
 
 def test_plan_json_round_trips(result, tmp_path):

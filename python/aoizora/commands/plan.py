@@ -19,6 +19,9 @@ def add_workload_args(p, *, default_model="wan2.1-t2v-1.3b") -> None:
     p.add_argument("--workers", type=int, default=None, help="compile processes")
     p.add_argument("--oracle", action="store_true",
                    help="also simulate every fitting sharding x every placement")
+    p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
+                   help="compile for the slice's TPU via libtpu (default), or for CPU devices "
+                        "(XLA's CPU pipeline: not the TPU's programs; only when asked)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -39,7 +42,8 @@ def run_planner(args):
     from aoizora.progress import RichProgress
 
     settings = Settings(top_k=args.top_k, workers=args.workers, oracle=args.oracle,
-                        cache=None if args.no_cache else Cache())
+                        cache=None if args.no_cache else Cache(),
+                        compile_target=args.compile_target)
     with RichProgress(enabled=not args.quiet) as progress:
         return plan(args.model, args.video, args.frames, args.topology, settings, progress)
 
@@ -85,6 +89,9 @@ def run(args) -> int:
         print(json.dumps(plan.to_dict(), indent=2))
         return 0
     c = plan.choice
+    target = plan.topology.get("compile_target", {})
+    if target.get("platform") == "cpu":
+        print(f"compiled for {target['devices']} CPU devices (--compile-target cpu), not the TPU")
     print(f"plan: {c.candidate}  mesh {'x'.join(map(str, c.mesh_shape))} "
           f"({', '.join(c.axis_names)})  placement {c.placement}")
     print(f"      device coords in mesh order: {[tuple(x) for x in c.device_coords]}")
