@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh) and runs every test: the C++ GoogleTest suite through ctest,
-# then the Python suite through pytest against the installed package.
+# Sets up (scripts/setup.sh) and runs every test: the C++ GoogleTest suite through ctest
+# (plain, then under ASan + UBSan), then the Python suite through pytest against the
+# installed package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,6 +10,15 @@ echo "== C++ tests (ctest)"
 cmake -S . -B build/test -G Ninja -DAOIZORA_BUILD_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/test -j "$(nproc)"
 ctest --test-dir build/test --output-on-failure -j "$(nproc)"
+
+# The same C++ tests again under AddressSanitizer + UndefinedBehaviorSanitizer, in a build
+# directory of their own (a memory or UB error fails the run).
+echo "== C++ tests under ASan + UBSan (ctest)"
+cmake -S . -B build/asan -G Ninja -DAOIZORA_BUILD_PYTHON=OFF -DAOIZORA_BUILD_TOOLS=OFF \
+  -DAOIZORA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build/asan -j "$(nproc)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$(nproc)"
 
 echo "== Python tests (pytest)"
 .venv/bin/python -m pytest -q -p no:cacheprovider tests/python "$@"

@@ -25,7 +25,7 @@ from aoizora import baselines, stage1, strategies
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs
-from aoizora.errors import UserError
+from aoizora.errors import NoFit, UserError
 from aoizora.models import MODELS, get_model, get_workload
 from aoizora.plan import Choice, Plan
 from aoizora.stage2 import Pair, Stage2, UnknownTripCount
@@ -130,7 +130,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         least = min(s1, key=lambda r: r.memory_bytes) if s1 else None
         detail = (f"; the least memory-hungry: {least.reject_reason}" if least
                   else f"; every candidate failed: {'; '.join(skipped[:2])}")
-        raise UserError(f"{model} at {video} {frames} frames fits in no sharding on "
+        raise NoFit(f"{model} at {video} {frames} frames fits in no sharding on "
                         f"{topology}{detail}")
     top = stage1.select_top_k(fitting, settings.top_k)
     lap("stage1", t0)
@@ -172,6 +172,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         progress.advance(p.candidate.name)
     lap("simulate", t0)
     timings["decision"] = round(time.perf_counter() - t_start, 3)
+    # What Stage 1 + Stage 2 choose on their own: the figure AoiZora is judged by.
+    decision = min(pool, key=lambda p: (p.simulated, p.q2, p.candidate.name, p.placement))
 
     # ---- the baselines (for the comparison and the report) --------------------------------
     # Their shardings are compiled after the decision (those not in the Top-K), and the status
@@ -199,9 +201,13 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     pool += list(base_pairs.values())
     lap("baselines", t0)
 
+    # The plan returned is the best of the decision and the baselines' own pairs (a user
+    # never gets a plan slower than their deployment); when a baseline wins, the plan says so.
     simulated = sorted({(p.candidate.name, p.placement): p for p in pool}.values(),
                        key=lambda p: (p.simulated, p.q2))
     best = simulated[0]
+    pooling_changed = (best.candidate.name, best.placement) != (decision.candidate.name,
+                                                               decision.placement)
     oracle = (_oracle(stage2, graphs, by_name, q1_of, simulated, progress)
               if settings.oracle else None)
     chosen_graph = graphs[best.candidate.name]
@@ -222,7 +228,13 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
                   "candidates": len(candidates), "fitting": len(fitting),
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
                   "cache_hits": cache_hits, "jobs": len(lowered) + len(compiled),
-                  "skipped": skipped, "pairs_ranked": len(ranked)},
+                  "skipped": skipped, "pairs_ranked": len(ranked),
+                  "decision": {"candidate": decision.candidate.name,
+                               "placement": decision.placement,
+                               "simulated_s": decision.simulated,
+                               "chip_ids": list(decision.chip_of)},
+                  "pooling_changed_choice": pooling_changed,
+                  "chosen_from": (best.tag or "top-k") if pooling_changed else "top-k"},
     )
     return PlanResult(the_plan, simulated, placements, skipped, chosen_graph, stage2.topology,
                       stage1=s1, ranked=ranked, graphs=graphs, stage2=stage2)

@@ -22,6 +22,9 @@ def register(sub) -> None:
                    help="compile every fitting candidate for the oracle and recall (slow: "
                         "tens of compiles per setting)")
     p.add_argument("--top-k", type=int, default=None, help="Stage 1 K (default: planner's)")
+    p.add_argument("--exhaustive", action=argparse.BooleanOptionalAction, default=True,
+                   help="simulate every device order of the decision's sharding on slices of "
+                        "at most 8 devices (default on; 8! = 40,320 simulations)")
     p.add_argument("--force", action="store_true", help="re-evaluate settings already done")
     p.add_argument("--list", action="store_true", help="list the settings and exit")
     p.add_argument("--report-only", action="store_true",
@@ -31,30 +34,30 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from aoizora import evaluate
     from aoizora.errors import UserError
+    from aoizora.evaluation import grid, runner, tables
 
-    settings = evaluate.select(evaluate.grid(args.grid), args.only)
+    settings = grid.select(grid.grid(args.grid), args.only)
     if not settings:
         raise UserError(f"no setting of grid {args.grid} matches {args.only}")
     if args.list:
         for s in settings:
-            done = evaluate.load_result(evaluate.setting_path(args.out, s))
-            print(f"{s.key:40s} {done['status'] if done else 'todo'}")
+            done = runner.load_result(runner.setting_path(args.out, s))
+            print(f"{s.key:40s} {grid.half(s):4s} {done['status'] if done else 'todo'}")
         return 0
 
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
     if not args.report_only:
-        evaluate.run_grid(settings, args.out, oracle=args.oracle, workers=args.jobs,
-                          force=args.force, top_k=args.top_k, log=log)
-    written = evaluate.write_outputs(args.out)
-    results = evaluate.load_results(args.out)
+        runner.run_grid(settings, args.out, oracle=args.oracle, workers=args.jobs,
+                        force=args.force, top_k=args.top_k, exhaustive=args.exhaustive, log=log)
+    written = runner.write_outputs(args.out)
+    results = runner.load_results(args.out)
     mine = {s.key for s in settings}
     if args.json:
         print(json.dumps([r for r in results if r["key"] in mine], indent=1))
         return 0
-    print(evaluate.markdown_table([r for r in results if r["key"] in mine]), end="")
+    print(tables.markdown_table([r for r in results if r["key"] in mine]), end="")
     print("wrote " + ", ".join(written))
     return 0

@@ -96,6 +96,11 @@ def run(args) -> int:
           f"({', '.join(c.axis_names)})  placement {c.placement}")
     print(f"      device coords in mesh order: {[tuple(x) for x in c.device_coords]}")
     print_comparison(plan)
+    d = plan.planning.get("decision")
+    if plan.planning.get("pooling_changed_choice") and d:
+        print(f"note: Stage 1 + Stage 2 chose {d['candidate']} @ {d['placement']} "
+              f"({d['simulated_s'] * 1e3:.2f} ms simulated); the baseline "
+              f"{plan.planning.get('chosen_from')} simulates faster, so the plan keeps it")
     for s in result.skipped:
         print(f"skipped: {s}")
     decision = plan.planning.get("decision_seconds")

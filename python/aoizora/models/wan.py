@@ -46,6 +46,13 @@ class Video:
         f = (self.frames - 1) // VAE_STRIDE[0] + 1
         return f, self.height // VAE_STRIDE[1], self.width // VAE_STRIDE[2]
 
+    @property
+    def tokens(self) -> int:
+        """Sequence length of one sample under Wan's (1, 2, 2) patch: latent frames x
+        (height / 16) x (width / 16) (480p 21 frames: 6 x 30 x 52 = 9,360)."""
+        f, h, w = self.latent_shape()
+        return f * (h // 2) * (w // 2)
+
     def key(self) -> dict:
         return dataclasses.asdict(self)
 
