@@ -3,6 +3,9 @@
 // executions of each predicted collective, as the Alpa-style baseline prices them.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "aoizora/shlo/stage1.h"
 #include "shlo_testdata.h"
 
@@ -84,6 +87,25 @@ TEST(ShloStage1Collectives, LoopTripCountsMultiplyExecutions) {
   EXPECT_DOUBLE_EQ(c.bytes, 256 * 1024 * 2);
   EXPECT_DOUBLE_EQ(c.executions, 4);
   EXPECT_DOUBLE_EQ(r.comm_count_by_kind.at("all-reduce"), c.executions);
+}
+
+// Merging identical collectives loses nothing: per kind, the records' executions add up to
+// comm_count_by_kind, and their bytes x executions to comm_bytes_by_kind (operand bytes)
+// except for all-gathers, whose V is the gathered result: group size x the operand.
+TEST(ShloStage1Collectives, RecordsAddUpToTheKindTotals) {
+  for (const char* text : {testdata::kMatmul, testdata::kRingAllToAll, testdata::kLayersScan,
+                           testdata::kMatmulGspmd, testdata::kRingGspmd}) {
+    Stage1Result r = analyze(text);
+    std::map<std::string, double> count, bytes;
+    for (const PredictedCollective& c : r.collectives) {
+      count[c.kind] += c.executions;
+      double operand = c.kind == "all-gather" ? c.bytes / static_cast<double>(c.group_size) : c.bytes;
+      bytes[c.kind] += operand * c.executions;
+    }
+    EXPECT_EQ(count, r.comm_count_by_kind);
+    ASSERT_EQ(bytes.size(), r.comm_bytes_by_kind.size());
+    for (const auto& [kind, b] : r.comm_bytes_by_kind) EXPECT_DOUBLE_EQ(bytes[kind], b) << kind;
+  }
 }
 
 }  // namespace
