@@ -39,7 +39,7 @@ def setting_rows(model: str, video: str, frames: int, topology: str, shown: int 
     picks = [f"{r.candidate.name} {cost[r.candidate.name] * 1e3:.3f} "
              f"({(cost[r.candidate.name] - r.compute_seconds) * 1e3:.3f})" for r in ranked[:shown]]
     return [f"{model} {topology} {video} {frames}f", f"{len(fit)}/{len(s1)}",
-            " | ".join(picks) or "none fits", q1_best.candidate.name if q1_best else "-"]
+            "; ".join(picks) or "none fits", q1_best.candidate.name if q1_best else "-"]
 
 
 def main() -> None:
