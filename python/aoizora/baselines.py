@@ -4,46 +4,75 @@
   (MaxDiffusion's default: context parallelism over the whole slice with weights sharded
   over it; its data 2 x context 4 recipe; xDiT-style Ulysses x ring), each on JAX's default
   device order. The best of them (simulated) is reported as "existing".
-- Alpa-style logical search: the fitting sharding with the least per-mesh-axis alpha-beta
-  cost (XLA auto-sharding's model: all-gather / reduce-scatter alpha + beta (n-1)/n bytes,
-  all-reduce twice, one link per axis, no contention, no wraparound), on the default order.
+- Alpa-style logical search: among the shardings that fit in HBM (Stage 1's memory check),
+  the one with the least compute + communication under XLA auto-sharding's per-collective
+  alpha-beta model, on the default order. Each collective Stage 1 predicts
+  (stage1.PredictedCollective: kind, mesh axes, real group size n, V bytes per device,
+  executions) costs, per execution, with beta = 1 / one link's bandwidth:
+      all-gather, reduce-scatter   alpha + beta (n-1)/n V     (V: the gathered array)
+      all-reduce                   alpha + 2 beta (n-1)/n V
+      all-to-all                   alpha + beta (n-1)/n V / n (XLA's form, no penalty factor)
+      collective-permute           alpha + beta V
+      collective-broadcast         alpha + beta V
+  one link per axis, no contention, no wraparound, nothing overlapped. A group over part of
+  an axis ("x:(1)2") or over several axes is priced by its real size n; every axis has the
+  same link, so XLA's rule for a 2-D group (the larger alpha and beta of its axes) is that
+  link's. A group of one device costs nothing.
 - the oracle (planner option): every fitting candidate x every placement, simulated.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable
 
-from aoizora import strategies
+from aoizora import stage1, strategies
 
 ALPA = "alpa-style"
 
 
-def alpa_cost(result: Any, candidate: strategies.Candidate, link_bandwidth: float,
+# Bytes per link, per byte of V, as a function of the group size n (see the docstring).
+_BETA_FACTOR: dict[str, Callable[[int], float]] = {
+    "all-gather": lambda n: (n - 1) / n,
+    "reduce-scatter": lambda n: (n - 1) / n,
+    "all-reduce": lambda n: 2 * (n - 1) / n,
+    "all-to-all": lambda n: (n - 1) / n / n,
+    "collective-permute": lambda n: 1.0,
+    "collective-broadcast": lambda n: 1.0,
+}
+
+
+def collective_seconds(c: stage1.PredictedCollective, link_bandwidth: float,
+                       alpha: float = 1e-6) -> float:
+    """One predicted collective's alpha-beta time, all executions, in seconds.
+
+    Raises ValueError on a kind the model does not know (never priced at zero silently)."""
+    if c.kind not in _BETA_FACTOR:
+        raise ValueError(f"alpa-style cost: unknown collective kind {c.kind!r}")
+    n = c.group_size
+    if n <= 1:
+        return 0.0
+    return c.executions * (alpha + _BETA_FACTOR[c.kind](n) * c.bytes / link_bandwidth)
+
+
+def alpa_cost(result: stage1.Stage1Result, link_bandwidth: float,
               alpha: float = 1e-6) -> float:
-    """Alpa's per-axis alpha-beta estimate of one Stage 1 result, in seconds: compute plus
-    every predicted byte over its mesh axis at one link's bandwidth, nothing overlapped."""
-    sizes = dict(candidate.mesh_axes())
-    comm = 0.0
-    for axis, nbytes in result.comm_bytes_by_axis.items():
-        n = 1
-        for a in axis.split(","):  # a collective over several axes runs over their product
-            n *= sizes.get(a.strip(), 1)
-        if n > 1:
-            comm += nbytes * (n - 1) / n / link_bandwidth
-    count = sum(result.comm_count_by_kind.values())
-    return result.compute_seconds + comm + alpha * count
+    """Alpa's estimate of one Stage 1 result, in seconds: compute plus every predicted
+    collective's alpha-beta time (collective_seconds), nothing overlapped."""
+    return result.compute_seconds + sum(collective_seconds(c, link_bandwidth, alpha)
+                                        for c in result.collectives)
 
 
 def baseline_candidates(model, workload, n_chips: int, stage1_results: list,
                         link_bandwidth: float, alpha: float) -> dict[str, strategies.Candidate]:
     """tag -> candidate for every baseline that exists for this slice. A hand-tuned
-    configuration that does not fit in memory is left out (it cannot be deployed)."""
+    configuration that does not fit in memory is left out (it cannot be deployed); the
+    Alpa-style pick is the least alpa_cost among the fitting results (ties by name), and
+    absent when nothing fits. link_bandwidth in bytes/s per link, alpha in seconds."""
     fits = {r.candidate.name: r for r in stage1_results if r.fits}
     out = {tag: c for tag, c in strategies.baseline_candidates(model, workload, n_chips).items()
            if c.name in fits}
     if fits:
-        best = min(fits.values(), key=lambda r: (alpa_cost(r, r.candidate, link_bandwidth, alpha),
+        best = min(fits.values(), key=lambda r: (alpa_cost(r, link_bandwidth, alpha),
                                                  r.candidate.name))
         out[ALPA] = best.candidate
     return out

@@ -11,6 +11,9 @@ communication out, then the Top-K that Stage 2 compiles.
     top1_recall(winner_ranks, k) -> fraction of settings whose Stage-2 winner was in Top-K
     predicted_vs_compiled(result, graph) -> {kind: (predicted bytes, compiled bytes)}
 
+Stage1Result.collectives lists every predicted collective (PredictedCollective: kind, axes,
+real group size, V bytes per device, executions), for per-collective baselines.
+
 `options` pass through to _core.analyze_stablehlo (peak_flops, hbm_bytes, link_bandwidth,
 alpha, slice_dims, slice_wrap, hbm_usable_fraction); `topology` sets the chip figures.
 """
@@ -35,6 +38,22 @@ MEASURED_WINNER_RANKS: tuple[int, ...] = (1, 2, 0, 2, 1, 0, 3, 1)
 KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
 
+@dataclass(frozen=True)
+class PredictedCollective:
+    """One collective Stage 1 predicts (shlo::PredictedCollective; identical ones merged).
+
+    bytes is V, per device, for one execution: the whole buffer the collective works on
+    (all-gather: its gathered result; reduce-scatter: its unscattered operand; all-reduce,
+    all-to-all, collective-permute: the operand). group_size is the real group (a sub-axis
+    "x:(1)2" counts 2, a group over several axes their product; a permute's pair is 2)."""
+    kind: str
+    axes: tuple[str, ...]
+    group_size: int
+    bytes: float
+    executions: float = 1.0
+    origin: str = "explicit"
+
+
 @dataclass
 class Stage1Result:
     candidate: Any                      # strategies.Candidate
@@ -53,6 +72,7 @@ class Stage1Result:
     flops: float = 0.0
     comm_bytes_by_origin: dict[str, float] = field(default_factory=dict)
     comm_seconds_by_axis: dict[str, float] = field(default_factory=dict)
+    collectives: list[PredictedCollective] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     rank: int = -1                      # set by analyze_all
 
@@ -87,7 +107,12 @@ def analyze(candidate, stablehlo: str, topology: str | None = None, **options) -
         overlappable_comm_seconds=r["overlappable_comm_seconds"],
         barrier_comm_seconds=r["barrier_comm_seconds"], flops=r["flops"],
         comm_bytes_by_origin=dict(r["comm_bytes_by_origin"]),
-        comm_seconds_by_axis=dict(r["comm_seconds_by_axis"]), warnings=list(r["warnings"]))
+        comm_seconds_by_axis=dict(r["comm_seconds_by_axis"]),
+        collectives=[PredictedCollective(kind=c["kind"], axes=tuple(c["axes"]),
+                                         group_size=int(c["group_size"]), bytes=c["bytes"],
+                                         executions=c["executions"], origin=c["origin"])
+                     for c in r["collectives"]],
+        warnings=list(r["warnings"]))
 
 
 def analyze_all(items: Iterable[tuple[Any, str]], topology: str | None = None,

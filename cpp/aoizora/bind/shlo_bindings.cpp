@@ -57,6 +57,18 @@ nb::dict to_dict(const shlo::Stage1Result& r, bool with_nodes) {
   d["comm_bytes_by_origin"] = r.comm_bytes_by_origin;
   d["comm_seconds_by_axis"] = r.comm_seconds_by_axis;
   d["comm_bytes_by_axis"] = r.comm_bytes_by_axis;
+  nb::list collectives;
+  for (const shlo::PredictedCollective& c : r.collectives) {
+    nb::dict x;
+    x["kind"] = c.kind;
+    x["origin"] = c.origin;
+    x["axes"] = c.axes;
+    x["group_size"] = c.group_size;
+    x["bytes"] = c.bytes;
+    x["executions"] = c.executions;
+    collectives.append(x);
+  }
+  d["collectives"] = collectives;
   d["warnings"] = r.warnings;
   d["num_nodes"] = r.dag.nodes.size();
   if (with_nodes) {
@@ -106,7 +118,9 @@ void bind_shlo(nb::module_& m) {
         return to_dict(unwrap(std::move(r)), nodes);
       },
       nb::arg("text"), nb::arg("kwargs"),
-      "Stage 1 on StableHLO text: Q1 (seconds), memory per device, predicted communication.\n"
+      "Stage 1 on StableHLO text: Q1 (seconds), memory per device, predicted communication\n"
+      "(by kind, axis and origin, and 'collectives': one dict per distinct collective with\n"
+      "kind, origin, axes, group_size, bytes (V per device) and executions).\n"
       "Options: topology ('v5e:4x4', sets chip figures, dims, wrap), peak_flops, hbm_bandwidth,\n"
       "hbm_bytes, link_bandwidth, alpha, slice_dims, slice_wrap, hbm_usable_fraction,\n"
       "nodes (include the prediction DAG). Raises CoreError with line:column on bad text.");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "aoizora/cost/q1.h"
 #include "aoizora/shlo/dag_builder.h"
@@ -20,6 +21,26 @@ std::string gb(double bytes) {
   return buf;
 }
 }  // namespace
+
+std::vector<PredictedCollective> predicted_collectives(const PredictionDag& dag) {
+  std::vector<PredictedCollective> out;
+  using Key = std::tuple<std::string, std::string, std::vector<std::string>, int64_t, double>;
+  std::map<Key, size_t> index;
+  for (const DagNode& n : dag.nodes) {
+    if (n.kind != DagNode::Kind::kComm) continue;
+    PredictedCollective c;
+    c.kind = std::string(to_string(n.comm));
+    c.origin = std::string(to_string(n.origin));
+    c.axes = n.axes;
+    c.group_size = n.group_size;
+    c.bytes = n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
+    Key key{c.kind, c.origin, c.axes, c.group_size, c.bytes};
+    auto [it, fresh] = index.emplace(std::move(key), out.size());
+    if (fresh) out.push_back(std::move(c));
+    out[it->second].executions += n.repeat;
+  }
+  return out;
+}
 
 Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Options& options) {
   Stage1Options o = options;
@@ -92,6 +113,7 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
                       " usable HBM (" + gb(o.hbm_bytes) + " x " +
                       std::to_string(o.hbm_usable_fraction).substr(0, 4) + ")";
   }
+  r.collectives = predicted_collectives(*dag);
   r.dag = std::move(*dag);
   return r;
 }

@@ -29,6 +29,24 @@ struct Stage1Options {
   double hbm_usable_fraction = 0.95;
 };
 
+// One collective the program is predicted to run, as a per-collective cost model (the
+// Alpa-style baseline, python/aoizora/baselines.py) needs it. Identical collectives (same
+// kind, origin, axes, group size and bytes) are one record with their executions summed,
+// in order of first occurrence in the DAG.
+struct PredictedCollective {
+  std::string kind;               // HLO spelling: "all-gather", "all-reduce", ...
+  std::string origin;             // explicit / reshard / contraction / reduction / custom-call
+  std::vector<std::string> axes;  // mesh axes the group spans; a sub-axis as "x:(1)2"
+  int64_t group_size = 1;         // devices in one group: the real size (a sub-axis counts
+                                  // its own size, several axes their product); 2 for a permute
+  // V, bytes per device: the whole buffer the collective works on (the alpha-beta
+  // convention of XLA's auto-sharding cost model). All-gather: its gathered result;
+  // reduce-scatter: its unscattered operand; all-reduce, all-to-all, collective-permute,
+  // collective-broadcast: the operand. One execution's bytes.
+  double bytes = 0;
+  double executions = 0;          // per program run (loop trip counts multiplied)
+};
+
 struct Stage1Result {
   double q1_seconds = 0;
   double compute_seconds = 0;
@@ -47,10 +65,16 @@ struct Stage1Result {
   std::map<std::string, double> comm_count_by_kind;   // executions
   std::map<std::string, double> comm_bytes_by_origin; // explicit / reshard / contraction ...
   std::map<std::string, double> comm_seconds_by_axis;
+  // Operand bytes x repeat, split evenly over the axes a collective spans.
   std::map<std::string, double> comm_bytes_by_axis;
+  std::vector<PredictedCollective> collectives;
   std::vector<std::string> warnings;
   PredictionDag dag;
 };
+
+// The DAG's communication nodes as PredictedCollective records (see there for the bytes
+// convention); deterministic: records in order of first occurrence.
+std::vector<PredictedCollective> predicted_collectives(const PredictionDag& dag);
 
 Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Options& options);
 

@@ -1,0 +1,112 @@
+// Stage 1's per-collective record (shlo/stage1.h PredictedCollective): kind, origin, mesh
+// axes, real group size, V bytes per device (the gathered array of an all-gather) and
+// executions of each predicted collective, as the Alpa-style baseline prices them.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "aoizora/shlo/stage1.h"
+#include "shlo_testdata.h"
+
+namespace aoizora::shlo {
+namespace {
+
+Stage1Result analyze(const char* text) {
+  Result<Stage1Result> r = analyze_stablehlo(text, Stage1Options{});
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  return std::move(r).value();
+}
+
+// shard_map body: a ring permute over "model", an all-to-all over "model" (4 devices) and
+// an all-reduce over "data" (2), each on the local 128x512 bf16 block (131072 bytes).
+TEST(ShloStage1Collectives, ExplicitCollectivesKeepKindAxesGroupAndBytes) {
+  Stage1Result r = analyze(testdata::kRingAllToAll);
+  ASSERT_EQ(r.collectives.size(), 3u);
+  const PredictedCollective& p = r.collectives[0];
+  EXPECT_EQ(p.kind, "collective-permute");
+  EXPECT_EQ(p.origin, "explicit");
+  EXPECT_EQ(p.axes, (std::vector<std::string>{"model"}));
+  EXPECT_EQ(p.group_size, 2);
+  EXPECT_DOUBLE_EQ(p.bytes, 131072);
+  EXPECT_DOUBLE_EQ(p.executions, 1);
+  EXPECT_EQ(r.collectives[1].kind, "all-to-all");
+  EXPECT_EQ(r.collectives[1].axes, (std::vector<std::string>{"model"}));
+  EXPECT_EQ(r.collectives[1].group_size, 4);
+  EXPECT_DOUBLE_EQ(r.collectives[1].bytes, 131072);
+  EXPECT_EQ(r.collectives[2].kind, "all-reduce");
+  EXPECT_EQ(r.collectives[2].axes, (std::vector<std::string>{"data"}));
+  EXPECT_EQ(r.collectives[2].group_size, 2);
+  EXPECT_DOUBLE_EQ(r.collectives[2].bytes, 131072);
+}
+
+// Two arguments sharded over the major half of x, one over x and y, all gathered to
+// replicated: the all-gathers' V is the whole 64x32 f32 array (8192 bytes), not the local
+// shard; the sub-axis group has 2 devices, the x,y group 8; the two identical gathers are
+// one record with two executions.
+TEST(ShloStage1Collectives, AllGatherRecordsTheGatheredBytesAndSubAxesTheirOwnSize) {
+  const char* text = R"(module @m attributes {mhlo.num_partitions = 8 : i32} {
+  sdy.mesh @mesh = <["x"=4, "y"=2]>
+  func.func public @main(%arg0: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x":(1)2}, {}]>}, %arg1: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x":(1)2}, {}]>}, %arg2: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>}) -> (tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {
+    %0 = sdy.sharding_constraint %arg0 <@mesh, [{}, {}]> : tensor<64x32xf32>
+    %1 = sdy.sharding_constraint %arg1 <@mesh, [{}, {}]> : tensor<64x32xf32>
+    %2 = sdy.sharding_constraint %arg2 <@mesh, [{}, {}]> : tensor<64x32xf32>
+    %3 = stablehlo.add %0, %1 : tensor<64x32xf32>
+    %4 = stablehlo.add %3, %2 : tensor<64x32xf32>
+    return %4 : tensor<64x32xf32>
+  }
+})";
+  Stage1Result r = analyze(text);
+  ASSERT_EQ(r.collectives.size(), 2u);
+  const PredictedCollective& half = r.collectives[0];
+  EXPECT_EQ(half.kind, "all-gather");
+  EXPECT_EQ(half.origin, "reshard");
+  EXPECT_EQ(half.axes, (std::vector<std::string>{"x:(1)2"}));
+  EXPECT_EQ(half.group_size, 2);
+  EXPECT_DOUBLE_EQ(half.bytes, 64 * 32 * 4);
+  EXPECT_DOUBLE_EQ(half.executions, 2);
+  const PredictedCollective& both = r.collectives[1];
+  EXPECT_EQ(both.kind, "all-gather");
+  EXPECT_EQ(both.axes, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(both.group_size, 8);
+  EXPECT_DOUBLE_EQ(both.bytes, 64 * 32 * 4);
+  EXPECT_DOUBLE_EQ(both.executions, 1);
+}
+
+// A collective inside the layer loop runs once per iteration: the scan's all-reduce of the
+// second matmul's partial sums over "model" (a 256x1024 bf16 block per device) is one record
+// with the trip count 4 as its executions, matching comm_count_by_kind.
+TEST(ShloStage1Collectives, LoopTripCountsMultiplyExecutions) {
+  Stage1Result r = analyze(testdata::kLayersScan);
+  ASSERT_EQ(r.collectives.size(), 1u);
+  const PredictedCollective& c = r.collectives[0];
+  EXPECT_EQ(c.kind, "all-reduce");
+  EXPECT_EQ(c.origin, "contraction");
+  EXPECT_EQ(c.axes, (std::vector<std::string>{"model"}));
+  EXPECT_EQ(c.group_size, 4);
+  EXPECT_DOUBLE_EQ(c.bytes, 256 * 1024 * 2);
+  EXPECT_DOUBLE_EQ(c.executions, 4);
+  EXPECT_DOUBLE_EQ(r.comm_count_by_kind.at("all-reduce"), c.executions);
+}
+
+// Merging identical collectives loses nothing: per kind, the records' executions add up to
+// comm_count_by_kind, and their bytes x executions to comm_bytes_by_kind (operand bytes)
+// except for all-gathers, whose V is the gathered result: group size x the operand.
+TEST(ShloStage1Collectives, RecordsAddUpToTheKindTotals) {
+  for (const char* text : {testdata::kMatmul, testdata::kRingAllToAll, testdata::kLayersScan,
+                           testdata::kMatmulGspmd, testdata::kRingGspmd}) {
+    Stage1Result r = analyze(text);
+    std::map<std::string, double> count, bytes;
+    for (const PredictedCollective& c : r.collectives) {
+      count[c.kind] += c.executions;
+      double operand = c.kind == "all-gather" ? c.bytes / static_cast<double>(c.group_size) : c.bytes;
+      bytes[c.kind] += operand * c.executions;
+    }
+    EXPECT_EQ(count, r.comm_count_by_kind);
+    ASSERT_EQ(bytes.size(), r.comm_bytes_by_kind.size());
+    for (const auto& [kind, b] : r.comm_bytes_by_kind) EXPECT_DOUBLE_EQ(bytes[kind], b) << kind;
+  }
+}
+
+}  // namespace
+}  // namespace aoizora::shlo
