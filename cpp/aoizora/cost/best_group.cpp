@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "aoizora/cost/algorithm.h"
+#include "aoizora/cost/phase_load.h"
 
 namespace aoizora::cost {
 
@@ -108,7 +109,7 @@ GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k) const {
   for (int i = 0; i < n; ++i) identity[static_cast<size_t>(i)] = i;
   // Phases of an algorithm (a line phase of a grid collective, the scatter and gather halves
   // of an all-reduce) run one after another, so each is charged its own busiest link.
-  std::map<int, std::vector<double>> load;  // first step of the phase -> bytes per link
+  PhaseLoads loads(topo_);
   for (const auto& groups : groupings) {
     hlo::Collective c;
     c.kind = kind;
@@ -119,29 +120,21 @@ GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k) const {
     } else {
       c.groups = groups;
     }
-    load.clear();
+    loads.clear();
     double route_latency = 0;
     const int steps = generate_flows(
         c, identity, topo_, 1.0, /*aggregate=*/true,
         [&](int src, int dst, double bytes, int first_step, int) {
-          std::vector<double>& phase = load[first_step];
-          phase.resize(static_cast<size_t>(topo_.num_links()));
+          const int s = loads.slot(first_step);
           double lat = 0;
           topo_.for_each_route_link(src, dst, [&](int l) {
-            phase[static_cast<size_t>(l)] += bytes;
+            loads.add(s, l, bytes);
             lat += topo_.links[static_cast<size_t>(l)].latency;
           });
           route_latency = std::max(route_latency, lat);
         });
     GroupCost g;
-    g.seconds_per_byte = 0;
-    for (const auto& [step, phase] : load) {
-      double busiest = 0;
-      for (size_t l = 0; l < phase.size(); ++l)
-        if (phase[l] > 0 && topo_.links[l].bandwidth > 0)
-          busiest = std::max(busiest, phase[l] / topo_.links[l].bandwidth);
-      g.seconds_per_byte += busiest;
-    }
+    g.seconds_per_byte = loads.serial_seconds();
     g.latency = steps * route_latency;
     if (g.seconds_per_byte < best.seconds_per_byte ||
         (g.seconds_per_byte == best.seconds_per_byte && g.latency < best.latency))

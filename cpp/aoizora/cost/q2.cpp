@@ -34,7 +34,7 @@ std::vector<int> pattern_key(const hlo::Collective& c) {
 }  // namespace
 
 Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology& topology)
-    : graph_(graph), topo_(topology) {
+    : graph_(graph), topo_(topology), loads_(topology) {
   const size_t nc = graph.collectives.size();
   pattern_of_.assign(nc, -1);
   volume_.assign(nc, 0);
@@ -127,7 +127,6 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
       i = j;
     }
   }
-  scratch_.assign(topology.links.size(), 0);
   // Precomputed routes pay off up to a few hundred chips (a 16x16 torus: 65,536 routes).
   const size_t n = static_cast<size_t>(topology.num_chips());
   if (n <= 512) {
@@ -148,39 +147,33 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
   uniform_latency_ = topology.links.empty() ? 0 : topology.links[0].latency;
   for (const topo::Link& l : topology.links)
     if (l.latency != uniform_latency_) uniform_latency_ = -1;
-  inv_bw_.resize(topology.links.size());
-  for (size_t l = 0; l < topology.links.size(); ++l)
-    inv_bw_[l] = topology.links[l].bandwidth > 0 ? 1.0 / topology.links[l].bandwidth : 0;
 }
 
 void Q2Evaluator::cost_pattern(int p, std::span<const int> /*chip_of*/, bool keep_vector) {
   const hlo::Collective& c = graph_.collectives[static_cast<size_t>(patterns_[static_cast<size_t>(p)])];
   PatternCost& pc = cost_[static_cast<size_t>(p)];
-  touched_.clear();
+  loads_.clear();
   double max_latency = 0;
-  auto add = [&](int l, double bytes) {
-    double& s = scratch_[static_cast<size_t>(l)];
-    if (s == 0) touched_.push_back(l);
-    s += bytes;
-  };
   const size_t n = static_cast<size_t>(topo_.num_chips());
   int steps;
   if (!route_start_.empty()) {
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                           [&](int src, int dst, double bytes, int, int) {
+                           [&](int src, int dst, double bytes, int first_step, int) {
+                             const int s = loads_.slot(first_step);
                              const size_t r = static_cast<size_t>(src) * n + static_cast<size_t>(dst);
                              const int end = route_start_[r + 1];
                              for (int i = route_start_[r]; i < end; ++i)
-                               add(route_links_[static_cast<size_t>(i)], bytes);
+                               loads_.add(s, route_links_[static_cast<size_t>(i)], bytes);
                              max_latency = std::max(max_latency, route_latency_[r]);
                            });
   } else if (uniform_latency_ >= 0) {
     int max_hops = 0;
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                           [&](int src, int dst, double bytes, int, int) {
+                           [&](int src, int dst, double bytes, int first_step, int) {
+                             const int s = loads_.slot(first_step);
                              int h = 0;
                              topo_.for_each_route_link(src, dst, [&](int l) {
-                               add(l, bytes);
+                               loads_.add(s, l, bytes);
                                ++h;
                              });
                              max_hops = std::max(max_hops, h);
@@ -188,28 +181,27 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*chip_of*/, bool kee
     max_latency = max_hops * uniform_latency_;
   } else {
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                           [&](int src, int dst, double bytes, int, int) {
+                           [&](int src, int dst, double bytes, int first_step, int) {
+                             const int s = loads_.slot(first_step);
                              double lat = 0;
                              topo_.for_each_route_link(src, dst, [&](int l) {
-                               add(l, bytes);
+                               loads_.add(s, l, bytes);
                                lat += topo_.links[static_cast<size_t>(l)].latency;
                              });
                              max_latency = std::max(max_latency, lat);
                            });
   }
-  pc.unit_max = 0;
+  pc.unit_seconds = loads_.serial_seconds();
   pc.latency = steps * max_latency;
+  pc.phase.clear();
   pc.links.clear();
   pc.load.clear();
-  for (int l : touched_) {
-    double& s = scratch_[static_cast<size_t>(l)];
-    pc.unit_max = std::max(pc.unit_max, s * inv_bw_[static_cast<size_t>(l)]);
-    if (keep_vector) {
+  if (keep_vector)
+    loads_.for_each([&](int first_step, int l, double bytes) {
+      pc.phase.push_back(first_step);
       pc.links.push_back(l);
-      pc.load.push_back(s);
-    }
-    s = 0;
-  }
+      pc.load.push_back(bytes);
+    });
 }
 
 double Q2Evaluator::cluster_comm(const Cluster& k) {
@@ -217,27 +209,24 @@ double Q2Evaluator::cluster_comm(const Cluster& k) {
     double v = 0;
     for (int ci : k.collectives) v += volume_[static_cast<size_t>(ci)];
     const PatternCost& pc = cost_[static_cast<size_t>(pattern_of_[static_cast<size_t>(k.collectives[0])])];
-    return v > 0 ? v * pc.unit_max + pc.latency : 0;
+    return v > 0 ? v * pc.unit_seconds + pc.latency : 0;
   }
-  touched_.clear();
+  // Collectives in one cluster run at once: phase f of each shares links with phase f of
+  // the others.
+  loads_.clear();
   double latency = 0;
   for (int ci : k.collectives) {
     const double v = volume_[static_cast<size_t>(ci)];
     if (v <= 0) continue;
     const PatternCost& pc = cost_[static_cast<size_t>(pattern_of_[static_cast<size_t>(ci)])];
     latency = std::max(latency, pc.latency);
+    int phase = -1, s = -1;
     for (size_t i = 0; i < pc.links.size(); ++i) {
-      double& s = scratch_[static_cast<size_t>(pc.links[i])];
-      if (s == 0) touched_.push_back(pc.links[i]);
-      s += v * pc.load[i];
+      if (pc.phase[i] != phase) s = loads_.slot(phase = pc.phase[i]);
+      loads_.add(s, pc.links[i], v * pc.load[i]);
     }
   }
-  double worst = 0;
-  for (int l : touched_) {
-    worst = std::max(worst, scratch_[static_cast<size_t>(l)] * inv_bw_[static_cast<size_t>(l)]);
-    scratch_[static_cast<size_t>(l)] = 0;
-  }
-  return worst + latency;
+  return loads_.serial_seconds() + latency;
 }
 
 double Q2Evaluator::seconds(std::span<const int> chip_of) {
@@ -264,7 +253,7 @@ Q2Result Q2Evaluator::evaluate(std::span<const int> chip_of) {
   for (size_t ci = 0; ci < graph_.collectives.size(); ++ci) {
     const PatternCost& pc = cost_[static_cast<size_t>(pattern_of_[ci])];
     const double v = volume_[ci];
-    out.collective_seconds[ci] = v > 0 ? v * pc.unit_max + pc.latency : 0;
+    out.collective_seconds[ci] = v > 0 ? v * pc.unit_seconds + pc.latency : 0;
     const int r = graph_.collectives[ci].region;
     const double repeat =
         r >= 0 && static_cast<size_t>(r) < regions_.size() ? regions_[static_cast<size_t>(r)].repeat : 0;

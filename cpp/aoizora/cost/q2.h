@@ -5,8 +5,10 @@
 //   compute   = sum over compute ops of max(flops / peak FLOP/s, bytes / HBM bandwidth)
 //   clusters  = collectives grouped so that async windows [start, done] that overlap share a
 //               cluster (a synchronous collective is a cluster of its own)
-//   comm(K)   = max over links l of (sum over c in K of bytes of c on l) / bandwidth(l)
+//   comm(K)   = sum over phases f of max over links l of
+//                 (sum over c in K of bytes of c's phase f on l) / bandwidth(l)
 //               + max over c in K of steps(c) x (latency of c's longest route)
+//               (phases, the steps an algorithm runs one after another: cost/phase_load.h)
 //   exposed(K)= comm(K) for a synchronous collective, else max(0, comm(K) - compute inside
 //               the cluster's window)
 //   seconds   = sum over regions of repeat x (compute + sum exposed)
@@ -16,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "aoizora/cost/phase_load.h"
 #include "aoizora/hlo/collective_graph.h"
 #include "aoizora/place/placement.h"
 #include "aoizora/topo/topology.h"
@@ -67,10 +70,11 @@ class Q2Evaluator {
     std::vector<Cluster> clusters;
   };
   struct PatternCost {
-    double unit_max = 0;     // max over links of bytes-per-unit-volume / bandwidth
-    double latency = 0;      // steps x longest route latency
-    std::vector<int> links;  // sparse unit load (only when needed)
-    std::vector<double> load;
+    double unit_seconds = 0;  // per unit volume: sum over phases of the busiest link's time
+    double latency = 0;       // steps x longest route latency
+    std::vector<int> phase;   // sparse unit load per phase (only when needed): first step,
+    std::vector<int> links;   // link id,
+    std::vector<double> load; // bytes per unit volume
   };
 
   void cost_pattern(int p, std::span<const int> chip_of, bool keep_vector);
@@ -85,9 +89,7 @@ class Q2Evaluator {
   std::vector<RegionPlan> regions_;
   std::vector<PatternCost> cost_;    // per pattern, for the current placement
   std::vector<int> chip_buf_;
-  std::vector<double> scratch_;      // per link
-  std::vector<int> touched_;
-  std::vector<double> inv_bw_;       // per link
+  PhaseLoads loads_;                 // scratch for one pattern or one cluster
   // All routes of a small topology, flattened: links of (s, d) are
   // route_links_[route_start_[s*N+d] .. route_start_[s*N+d+1]). Empty for big topologies,
   // which walk routes instead.

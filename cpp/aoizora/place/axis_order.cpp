@@ -86,7 +86,7 @@ Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
     return fail("mesh of " + std::to_string(size) + " devices on " + t.name + " with " +
                 std::to_string(t.num_chips()) + " chips: sizes must match");
   const auto symmetries =
-      options.remove_symmetric ? grid_symmetries(t) : std::vector<std::vector<int>>{};
+      options.remove_symmetric ? route_symmetries(t) : std::vector<std::vector<int>>{};
   std::vector<int> phys;
   for (int d = 0; d < 3; ++d)
     if (t.dims[d] > 1) phys.push_back(d);

@@ -34,11 +34,11 @@ Placement axis_order_placement(const AxisOrder& order, const topo::Topology& t);
 
 struct AxisOrderOptions {
   int max_candidates = 5000;      // stop after this many distinct placements
-  bool remove_symmetric = true;   // keep one placement per grid-symmetry class
+  bool remove_symmetric = true;   // keep one placement per class of route_symmetries()
 };
 
 // Every distinct axis order of the mesh on the topology's grid (mesh size = chips), fewest
-// splits first, deduplicated by resulting placement and, optionally, by grid symmetry.
+// splits first, deduplicated by resulting placement and, optionally, by route_symmetries().
 Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
                                                      const MeshShape& mesh,
                                                      const AxisOrderOptions& options = {});

@@ -67,7 +67,7 @@ Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::T
   cost::Q2Evaluator q2(graph, t);
   Ranking out;
   const auto symmetries =
-      options.remove_symmetric ? grid_symmetries(t) : std::vector<std::vector<int>>{};
+      options.remove_symmetric ? route_symmetries(t) : std::vector<std::vector<int>>{};
   std::set<std::vector<int>> seen;
   auto add = [&](Placement p) {
     std::vector<int> key = symmetries.empty() ? p.chip_of : canonical(p.chip_of, symmetries);

@@ -33,7 +33,7 @@ struct RankOptions {
   bool ring_orders = true;
   int search_starts = 3;        // local searches from the best few candidates (0: none)
   SearchOptions search;
-  bool remove_symmetric = true;
+  bool remove_symmetric = true;  // keep one placement per class of route_symmetries()
 };
 
 struct RankedPlacement {

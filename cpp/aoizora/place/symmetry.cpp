@@ -39,6 +39,43 @@ std::vector<std::vector<int>> grid_symmetries(const topo::Topology& t) {
   return out;
 }
 
+bool preserves_routes(const topo::Topology& t, const std::vector<int>& image) {
+  const int n = t.num_chips();
+  if (static_cast<int>(image.size()) != n) return false;
+  // Every link onto a link with the same figures.
+  std::vector<int> link_image(t.links.size(), -1);
+  for (const topo::Link& l : t.links) {
+    const int m = t.link_between(image[static_cast<size_t>(l.src)], image[static_cast<size_t>(l.dst)]);
+    if (m < 0) return false;
+    const topo::Link& ml = t.links[static_cast<size_t>(m)];
+    if (ml.bandwidth != l.bandwidth || ml.latency != l.latency) return false;
+    link_image[static_cast<size_t>(l.id)] = m;
+  }
+  // Every route onto the image's route, link for link.
+  std::vector<int> mapped;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      mapped.clear();
+      t.for_each_route_link(a, b, [&](int l) { mapped.push_back(link_image[static_cast<size_t>(l)]); });
+      size_t i = 0;
+      bool same = true;
+      t.for_each_route_link(image[static_cast<size_t>(a)], image[static_cast<size_t>(b)], [&](int l) {
+        same = same && i < mapped.size() && mapped[i] == l;
+        ++i;
+      });
+      if (!same || i != mapped.size()) return false;
+    }
+  return true;
+}
+
+std::vector<std::vector<int>> route_symmetries(const topo::Topology& t) {
+  std::vector<std::vector<int>> out;
+  for (std::vector<int>& g : grid_symmetries(t))
+    if (out.empty() || preserves_routes(t, g)) out.push_back(std::move(g));  // identity first
+  return out;
+}
+
 std::vector<int> canonical(const std::vector<int>& chip_of,
                            const std::vector<std::vector<int>>& symmetries) {
   std::vector<int> best = chip_of, cur(chip_of.size());
