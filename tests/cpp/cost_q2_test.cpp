@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "aoizora/sim/simulator.h"
+#include "sim_testing.h"
 
 namespace aoizora::cost {
 namespace {
@@ -65,10 +66,10 @@ struct Builder {
   }
 };
 
-// The simulated step time (one line to change when simulate() returns a Result).
+// The simulated step time.
 double simulated_seconds(const hlo::CollectiveGraph& g, const topo::Topology& t,
                          const place::Placement& p) {
-  return sim::simulate(g, t, p).step_seconds;
+  return sim::Ok(sim::simulate(g, t, p)).step_seconds;
 }
 
 hlo::Collective all_gather(std::vector<int> group, double gathered) {

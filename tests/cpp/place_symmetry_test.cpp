@@ -12,6 +12,7 @@
 
 #include "aoizora/cost/q2.h"
 #include "aoizora/sim/simulator.h"
+#include "sim_testing.h"
 
 namespace aoizora::place {
 namespace {
@@ -29,10 +30,10 @@ int image_at(const topo::Topology& t, const std::vector<int>& g, std::array<int,
   return g[static_cast<size_t>(t.chip_at(c))];
 }
 
-// The simulated step time (one line to change when simulate() returns a Result).
+// The simulated step time.
 double simulated_seconds(const hlo::CollectiveGraph& g, const topo::Topology& t,
                          const Placement& p) {
-  return sim::simulate(g, t, p).step_seconds;
+  return sim::Ok(sim::simulate(g, t, p)).step_seconds;
 }
 
 TEST(Symmetry, TransposeIsDroppedWhenItChangesRoutes) {
