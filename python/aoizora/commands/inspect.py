@@ -4,7 +4,6 @@ compiled HLO (an XLA dump or `compiled.as_text()`), as the C++ front end reads i
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
@@ -66,16 +65,14 @@ def _groups(c: dict) -> str:
 
 
 def run(args) -> int:
+    from aoizora import _core, validate
     from aoizora.errors import UserError
 
-    if not os.path.isfile(args.hlo):
-        raise UserError(f"{args.hlo}: no such file (pass a compiled HLO text file to --hlo)")
-    from aoizora import _core
-
+    text = validate.hlo_text(args.hlo)
     try:
-        graph = _core.load_hlo_file(args.hlo)
+        graph = _core.load_hlo(text)
     except _core.CoreError as e:
-        raise UserError(f"cannot read the HLO: {e}") from None
+        raise UserError(f"--hlo {args.hlo}: cannot read the HLO: {e}") from None
     summary = summarize(graph)
     if args.json:
         json.dump(summary, sys.stdout, indent=1)
