@@ -68,11 +68,11 @@ def run(args) -> int:
     from aoizora import _core, validate
     from aoizora.errors import UserError
 
-    text = validate.hlo_text(args.hlo)
+    validate.hlo_text(args.hlo)
     try:
-        graph = _core.load_hlo(text)
+        graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
-        raise UserError(f"--hlo {args.hlo}: cannot read the HLO: {e}") from None
+        raise UserError(f"cannot read the HLO: {e}") from None
     summary = summarize(graph)
     if args.json:
         json.dump(summary, sys.stdout, indent=1)

@@ -57,12 +57,12 @@ def run(args) -> int:
     from aoizora import _core, topology_file, validate
     from aoizora.errors import UserError
 
-    text = validate.hlo_text(args.hlo)
+    validate.hlo_text(args.hlo)
     topo = topology_file.load(args.topology)
     try:
-        graph = _core.load_hlo(text)
+        graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
-        raise UserError(f"--hlo {args.hlo}: {e}") from None
+        raise UserError(f"cannot read the HLO: {e}") from None
     mesh = mesh_shape(args.mesh, topo, graph.num_partitions)
     t0 = time.perf_counter()
     try:

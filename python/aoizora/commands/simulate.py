@@ -117,13 +117,13 @@ def run(args) -> int:
     from aoizora import _core, topology_file, validate
     from aoizora.errors import UserError
 
-    text = validate.hlo_text(args.hlo)
+    validate.hlo_text(args.hlo)
     validate.output_files({"--trace": args.trace})
     topo = topology_file.load(args.topology)
     try:
-        graph = _core.load_hlo(text)
+        graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
-        raise UserError(f"--hlo {args.hlo}: {e}") from None
+        raise UserError(f"cannot read the HLO: {e}") from None
     if topo.num_chips < graph.num_partitions:
         raise UserError(f"{args.hlo} was compiled for {graph.num_partitions} devices but "
                         f"{args.topology} has {topo.num_chips} chips")
