@@ -160,7 +160,7 @@ def workload(model: str, video: str, frames: int | None):
     from aoizora.models.wan import RESOLUTIONS, TINY_VIDEO
 
     if model not in MODELS:
-        raise UserError(f"--model {model!r}: unknown model, use one of "
+        raise UserError(f"--model: unknown model {model!r}: use one of "
                         f"{', '.join(sorted(MODELS))}")
     if video in ("tiny", TINY_VIDEO.name):
         if frames not in (None, TINY_VIDEO.frames):
