@@ -16,6 +16,7 @@ import os
 import pkgutil
 import signal
 import sys
+import threading
 import traceback
 
 from aoizora import __version__, commands
@@ -78,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     prog = f"aoizora {args.command}"
     as_json = bool(getattr(args, "json", False))
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         return int(args.run(args) or 0)
     except (UserError, _core_error()) as e:
@@ -99,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"above): {type(e).__name__}: {e}", as_json)
         return EXIT_INTERNAL
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 if __name__ == "__main__":
