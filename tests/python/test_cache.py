@@ -132,3 +132,18 @@ def test_compile_key_fingerprints_every_package_file_and_the_core():
                 os.path.join("commands", "plan.py"), os.path.join("models", "wan.py")):
         assert rel in names, rel
     assert os.path.abspath(_core.__file__) in files
+
+
+def test_compile_key_changes_when_any_package_file_changes(tmp_path, monkeypatch):
+    files = [tmp_path / "a.py", tmp_path / "_core.so"]
+    for f in files:
+        f.write_text("one")
+    monkeypatch.setattr(C, "_package_files", lambda: [str(f) for f in files])
+    C._code_hash.cache_clear()
+    try:
+        before = C._code_hash()
+        files[1].write_text("two")        # a rebuilt extension, not a listed source file
+        C._code_hash.cache_clear()
+        assert C._code_hash() != before
+    finally:
+        C._code_hash.cache_clear()
