@@ -122,7 +122,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         detail = (f"; the least memory-hungry: {least.reject_reason}" if least
                   else f"; every candidate failed: {'; '.join(skipped[:2])}")
         raise NoFitError(f"{model} at {video} {frames} frames fits in no sharding on "
-                        f"{topology}{detail}")
+                         f"{topology}{detail}")
     top = stage1.select_top_k(fitting, settings.top_k)
     lap("stage1", t0)
     progress.note(f"Stage 1 kept {len(top)} of {len(fitting)} fitting shardings "
