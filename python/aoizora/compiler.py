@@ -328,12 +328,13 @@ def _worker_signals() -> None:
 
 
 def _stop(pool: cf.ProcessPoolExecutor) -> None:
-    """Cancels pending jobs and terminates the workers of this pool now (a running compile
-    is not waited for)."""
+    """Cancels pending jobs and kills the workers of this pool now (a running compile is not
+    waited for). SIGKILL, not SIGTERM: libtpu's failure handler would print a stack trace
+    for each worker. Workers write nothing (the parent fills the cache), so nothing is lost."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
-            p.terminate()
+            p.kill()
     for p in procs:
         p.join(timeout=5)

@@ -74,7 +74,7 @@ def comparison_rows(plan) -> list[tuple[str, str, str, float | None, str]]:
     return rows
 
 
-def print_comparison(plan, out=sys.stdout) -> None:
+def print_comparison(plan, out=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -85,7 +85,7 @@ def print_comparison(plan, out=sys.stdout) -> None:
         t.add_column(col)
     for label, cand, place, sec, speed in comparison_rows(plan):
         t.add_row(label, cand, place, "-" if sec is None else f"{sec * 1e3:.2f}", speed)
-    Console(file=out).print(t)
+    Console(file=out or sys.stdout).print(t)
 
 
 def _write_outputs(args, result) -> None:
