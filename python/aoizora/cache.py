@@ -1,12 +1,17 @@
 """On-disk cache of compiler output, keyed by everything that changes it.
 
-    cache = Cache()                 # root: $AOIZORA_CACHE or ~/.cache/aoizora
+    cache = Cache()                 # root: $AOIZORA_CACHE or ~/.cache/aoizora; UserError if
+                                    # the root is a file or cannot be written
     k = cache_key({...})            # sha256 of the canonical JSON of a dict
-    cache.get(k) -> str | None      # None on a miss or an unreadable entry
+    cache.get(k) -> str | None      # None on a miss or a damaged entry (reported and removed)
     cache.put(k, text, meta)        # atomic (temporary file + rename): never half-written
 
 Entries are gzip files `<root>/<k[:2]>/<k>.gz` with a JSON sidecar `<k>.json` holding the key
-dict (for humans). An interrupted write leaves at most a `.tmp-*` file that is never read.
+dict (for humans) and "sha256", the checksum of the uncompressed text. The sidecar is written
+first, so an interrupted write leaves at most a sidecar without entry (a miss) or a `.tmp-*`
+file, never read. On read the text must decompress, decode and match the checksum; an entry
+that does not (empty, truncated, junk, edited) is reported through `warn`, removed, and
+counted a miss, so the caller recomputes it. `damaged` lists the keys so removed.
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ import gzip
 import hashlib
 import json
 import os
-from typing import Any
+import sys
+import zlib
+from typing import Any, Callable
 
 from aoizora.atomic import write_atomic
+from aoizora.errors import UserError
 
 
 def default_root() -> str:
@@ -30,22 +38,90 @@ def cache_key(fields: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def checksum(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"aoizora: warning: {message}", file=sys.stderr, flush=True)
+
+
+def check_root(root: str) -> None:
+    """Raises UserError unless `root` is (or can be made) a writable folder."""
+    where = "AOIZORA_CACHE" if os.environ.get("AOIZORA_CACHE") == root else "the cache folder"
+    probe = root
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        raise UserError(f"{where} {root!r}: {probe!r} is not a folder: point AOIZORA_CACHE "
+                        "at a folder (or remove the file)")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"{where} {root!r}: {probe!r} is not writable: point AOIZORA_CACHE "
+                        "at a folder you can write")
+
+
 class Cache:
-    def __init__(self, root: str | None = None):
+    def __init__(self, root: str | None = None,
+                 warn: Callable[[str], None] | None = None):
         self.root = root or default_root()
+        check_root(self.root)
+        self.warn = warn or _warn_stderr
+        self.damaged: list[str] = []
 
     def _path(self, key: str, ext: str) -> str:
         return os.path.join(self.root, key[:2], f"{key}{ext}")
 
+    def _read(self, key: str) -> str:
+        """The verified text; FileNotFoundError on a miss, ValueError on a damaged entry."""
+        path = self._path(key, ".gz")
+        try:
+            with gzip.open(path, "rb") as f:
+                data = f.read()
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            raise ValueError(f"not a complete gzip file ({e})") from e
+        try:
+            with open(self._path(key, ".json")) as f:
+                want = json.load(f).get("sha256")
+        except FileNotFoundError:
+            raise ValueError("its metadata (checksum) is missing") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
+            raise ValueError(f"its metadata is unreadable ({e})") from e
+        if not isinstance(want, str) or hashlib.sha256(data).hexdigest() != want:
+            raise ValueError("its checksum does not match")
+        return data.decode()
+
     def get(self, key: str) -> str | None:
         try:
-            with gzip.open(self._path(key, ".gz"), "rt") as f:
-                return f.read()
-        except (OSError, EOFError):
+            return self._read(key)
+        except FileNotFoundError:
+            return None
+        except (ValueError, OSError) as e:  # damaged or unreadable: never a hit
+            self.damaged.append(key)
+            self.warn(f"cache entry {self._path(key, '.gz')} is damaged: {e}; removed, "
+                      "recomputing")
+            self._remove(key)
             return None
 
+    def _remove(self, key: str) -> None:
+        for ext in (".gz", ".json"):
+            try:
+                os.unlink(self._path(key, ext))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                self.warn(f"cannot remove {self._path(key, ext)}: {e.strerror}")
+
     def put(self, key: str, text: str, meta: dict[str, Any] | None = None) -> None:
-        if meta is not None:
+        """Stores text under key; a failure to write (disk full, permissions) is reported
+        and leaves no entry, as the result is still good."""
+        meta = {**(meta or {}), "sha256": checksum(text)}
+        try:
             write_atomic(self._path(key, ".json"),
-                          json.dumps(meta, sort_keys=True, indent=1, default=str).encode())
-        write_atomic(self._path(key, ".gz"), gzip.compress(text.encode(), compresslevel=3))
+                         json.dumps(meta, sort_keys=True, indent=1, default=str).encode())
+            write_atomic(self._path(key, ".gz"), gzip.compress(text.encode(), compresslevel=3))
+        except OSError as e:
+            self.warn(f"cannot write cache entry {self._path(key, '.gz')}: {e}")
+            self._remove(key)

@@ -8,13 +8,19 @@ Public API (others code against this):
                  8 CPU devices) or a sequence of jax devices. The Mesh takes the devices in
                  the given order, or, with order=[coords, ...], device i of the mesh is the
                  one at chip coords order[i] (the placement; matched by .coords, never id).
-        Both raise CompileError with a one-line reason.
+        Both raise CompileError (errors.py) with a one-line reason for the failures a
+        candidate may have (XLA's errors, out of memory, a sharding jax refuses); any other
+        exception is a bug in aoizora and propagates.
     build(candidate, model, workload, devices, *, order=None) -> (jitted fn, abstract args)
     Job(kind, candidate, model, workload, target, order=None)     kind "lower" | "compile"
     run_jobs(jobs, *, workers=None, cache=Cache() | None, progress=None) -> list[Outcome]
-        in worker processes (spawn); cached on disk; a failure is an Outcome with .error,
-        never an exception; progress(done, total, outcome) after each job.
-    Outcome: job name, kind, ok, text, error, seconds, cached, peak_rss_mb, key
+        in worker processes (spawn); cached on disk; an expected failure (CompileError) is
+        an Outcome with .error (.out_of_memory when it ran out of memory); a bug in our code
+        propagates from run_jobs; progress(done, total, outcome) after each job.
+    Outcome: job name, kind, ok, text, error, out_of_memory, seconds, cached, peak_rss_mb, key
+
+The cache key holds a fingerprint of the whole installed package (every .py file under it
+and the bytes of the _core extension), so any edit invalidates compiled entries.
 
 `model` is a ModelSpec (models/base.py; WanConfig) or a FunctionSpec (the generic path, whose
 candidates come from strategies.function_candidates).
@@ -23,26 +29,31 @@ candidates come from strategies.function_candidates).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import dataclasses
 import functools
 import hashlib
 import multiprocessing
 import os
 import resource
+import signal
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from aoizora import jaxenv  # noqa: F401  (environment before jax)
 from aoizora.cache import Cache, cache_key
+from aoizora.fingerprint import code_fingerprint
+from aoizora.errors import CompileError, CompilerOutOfMemory, UserError
 from aoizora.models.base import FunctionSpec
 from aoizora.strategies import Candidate, Layout, layout_for
 
 import jax
+from jax.errors import JAXIndexError, JAXTypeError, JaxRuntimeError
 
-
-class CompileError(Exception):
-    """A candidate that does not lower or compile; str() is one line."""
+# What jax and XLA raise for a candidate they refuse while tracing or lowering (a sharding
+# that does not divide a dimension, a kernel with no lowering for the platform). Anything
+# else raised while building the program (TypeError, KeyError, AttributeError, ...) is a bug.
+_LOWERING_FAILURES = (ValueError, NotImplementedError, JAXTypeError, JAXIndexError,
+                      JaxRuntimeError)
 
 
 def resolve_devices(devices, order=None) -> list:
@@ -105,14 +116,25 @@ def build(candidate: Candidate, model, workload, devices, *, order=None):
     return jax.jit(step, out_shardings=out_sharding), (p_args, *inputs)
 
 
+def _out_of_memory(e: BaseException) -> bool:
+    """XLA reports memory exhaustion with the RESOURCE_EXHAUSTED status code."""
+    return isinstance(e, MemoryError) or (
+        isinstance(e, JaxRuntimeError) and str(e).lstrip().startswith("RESOURCE_EXHAUSTED"))
+
+
+def _failure(candidate, what: str, e: BaseException) -> CompileError:
+    cls = CompilerOutOfMemory if _out_of_memory(e) else CompileError
+    return cls(f"{candidate.name}: {what} failed: {_one_line(e)}")
+
+
 def _lowered(candidate, model, workload, devices, order):
     try:
         fn, args = build(candidate, model, workload, devices, order=order)
         return fn.lower(*args)
-    except CompileError:
+    except (CompileError, UserError):
         raise
-    except Exception as e:  # any tracing/lowering failure is this candidate's, not ours
-        raise CompileError(f"{candidate.name}: lowering failed: {_one_line(e)}") from e
+    except _LOWERING_FAILURES + (MemoryError,) as e:
+        raise _failure(candidate, "lowering", e) from e
 
 
 def lower(candidate: Candidate, model, workload, devices, *, order=None) -> str:
@@ -125,8 +147,8 @@ def compile(candidate: Candidate, model, workload, devices, *, order=None) -> st
     lowered = _lowered(candidate, model, workload, devices, order)
     try:
         return lowered.compile().as_text()
-    except Exception as e:
-        raise CompileError(f"{candidate.name}: compilation failed: {_one_line(e)}") from e
+    except (JaxRuntimeError, MemoryError) as e:  # XLA's compile errors, out of memory
+        raise _failure(candidate, "compilation", e) from e
 
 
 # ---- batches: worker processes and the cache ------------------------------------------------
@@ -152,22 +174,11 @@ class Outcome:
     ok: bool
     text: str | None = None
     error: str | None = None
+    out_of_memory: bool = False   # the failure was memory (by error type, not message text)
     seconds: float = 0.0
     cached: bool = False
     peak_rss_mb: float | None = None  # peak resident memory of the process that did the work
     key: str = ""
-
-
-@functools.lru_cache(maxsize=None)
-def _code_hash() -> str:
-    """The source of everything that shapes the program: edits invalidate the cache."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
-    for rel in ("compiler.py", "strategies.py", "models/wan.py", "models/attention.py",
-                "models/base.py"):
-        with open(os.path.join(here, rel), "rb") as f:
-            h.update(f.read())
-    return h.hexdigest()[:16]
 
 
 def _versions() -> dict[str, str]:
@@ -194,21 +205,21 @@ def job_key(job: Job) -> dict[str, Any]:
             if hasattr(job.workload, "key") else repr(job.workload),
             "candidate": job.candidate.key(), "target": job.target,
             "order": None if order is None else [list(c) for c in order][:job.candidate.n_chips],
-            "versions": _versions(), "code": _code_hash(), "xla_flags": os.environ.get(
+            "versions": _versions(), "code": code_fingerprint(), "xla_flags": os.environ.get(
                 "XLA_FLAGS", "")}
 
 
 def run_job(job: Job) -> Outcome:
-    """One job in this process (no cache). Errors become an Outcome."""
+    """One job in this process (no cache). A CompileError becomes an Outcome; any other
+    exception is a bug and propagates."""
     t = time.perf_counter()
     try:
         fn = lower if job.kind == "lower" else compile
         text = fn(job.candidate, job.model, job.workload, job.target, order=job.order)
         out = Outcome(job.name, job.kind, True, text=text)
     except CompileError as e:
-        out = Outcome(job.name, job.kind, False, error=str(e))
-    except Exception as e:  # never crash a batch
-        out = Outcome(job.name, job.kind, False, error=f"{job.candidate.name}: {_one_line(e)}")
+        out = Outcome(job.name, job.kind, False, error=str(e),
+                      out_of_memory=isinstance(e, CompilerOutOfMemory))
     out.seconds = time.perf_counter() - t
     out.peak_rss_mb = _peak_rss_mb()
     return out
@@ -265,6 +276,7 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
         return results
     ctx = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                  initializer=_worker_signals,
                                   max_tasks_per_child=1 if fresh_process else None)
     try:
         futures = {pool.submit(run_job, jobs[i]): i for i in todo}
@@ -272,12 +284,31 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
             i = futures[fut]
             try:
                 out = fut.result()
-            except Exception as e:  # a worker died (e.g. out of memory): this job failed
-                out = Outcome(jobs[i].name, jobs[i].kind, False,
-                              error=f"{jobs[i].candidate.name}: worker failed: {_one_line(e)}")
+            except cf.process.BrokenProcessPool as e:  # a worker was killed (out of memory)
+                out = Outcome(jobs[i].name, jobs[i].kind, False, out_of_memory=True,
+                              error=f"{jobs[i].candidate.name}: worker process died "
+                                    f"(most likely out of memory): {_one_line(e)}")
             finish(i, out)
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop(pool)
         raise
     pool.shutdown()
     return results
+
+
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancels pending jobs and kills the workers of this pool now (a running compile is not
+    waited for). SIGKILL, not SIGTERM: libtpu's failure handler would print a stack trace
+    for each worker. Workers write nothing (the parent fills the cache), so nothing is lost."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join(timeout=5)

@@ -1,10 +1,25 @@
-"""Errors a user can act on. The CLI prints them as one line and exits 2."""
+"""Errors a user can act on, and the expected failures of one candidate.
+
+The CLI prints a UserError (or the C++ core's CoreError) as one line and exits 2. Any other
+exception is a bug in aoizora: it is never turned into a skipped candidate or a silent
+answer, and the CLI reports it as an internal error.
+"""
 
 
 class UserError(Exception):
     """Bad input or an impossible request: the message says what, where, and what to do."""
 
 
-class NoFit(UserError):
-    """No legal sharding of the workload fits in the slice's memory (the message gives the
-    least memory-hungry candidate's numbers)."""
+class NoFitError(UserError):
+    """The model and workload fit in no legal sharding on the slice (memory): a result of
+    planning, not a fault. Tell it from other failures by this type, never by its text."""
+
+
+class CompileError(Exception):
+    """A candidate that does not lower or compile (an XLA error, out of memory at compile
+    time); str() is one line. The planner reports the candidate as skipped."""
+
+
+class CompilerOutOfMemory(CompileError):
+    """A compile that ran out of memory: XLA's RESOURCE_EXHAUSTED status, a MemoryError, or
+    a worker process killed (the kernel's out-of-memory killer)."""

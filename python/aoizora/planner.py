@@ -25,8 +25,7 @@ from aoizora import baselines, stage1, strategies
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs
-from aoizora.errors import NoFit, UserError
-from aoizora.models import MODELS, get_model, get_workload
+from aoizora.errors import NoFitError, UserError
 from aoizora.plan import Choice, Plan
 from aoizora.stage2 import Pair, Stage2, UnknownTripCount
 
@@ -68,16 +67,11 @@ class PlanResult:
     stage2: Any = None                    # the Stage2 used (topology, simulate, ...)
 
 
-def _resolve(model: str, video: str, frames: int):
-    try:
-        cfg = get_model(model)
-    except KeyError:
-        raise UserError(f"unknown model {model!r}: use one of {', '.join(sorted(MODELS))}")
-    try:
-        wl = get_workload(video, frames)
-    except (KeyError, ValueError) as e:
-        raise UserError(f"unknown workload {video} {frames} frames: {e}") from e
-    return cfg, wl
+def _resolve(model: str, video: str, frames: int | None):
+    """(ModelSpec, Video), checked up front (validate.workload): UserError on bad input."""
+    from aoizora import validate
+
+    return validate.workload(model, video, frames)
 
 
 def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None = 21,
@@ -94,6 +88,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         timings[name] = round(time.perf_counter() - t0, 3)
 
     cfg, wl = _resolve(model, video, frames)
+    frames = wl.frames
     stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters)
     n = stage2.num_chips
     target = compile_target_for(stage2.topology, settings.compile_target)
@@ -120,7 +115,7 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     for c, o in zip(candidates, lowered):
         if o.ok:
             try:
-                s1.append(stage1.analyze(c, o.text, stage2.topology.name))
+                s1.append(stage1.analyze(c, o.text, stage2.source))
             except ValueError as e:  # unreadable text, or a loop Stage 1 cannot price
                 skipped.append(f"{c.name}: Stage 1: {e}")
                 progress.note(f"skipped {c.name}: Stage 1: {e}")
@@ -130,8 +125,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
         least = min(s1, key=lambda r: r.memory_bytes) if s1 else None
         detail = (f"; the least memory-hungry: {least.reject_reason}" if least
                   else f"; every candidate failed: {'; '.join(skipped[:2])}")
-        raise NoFit(f"{model} at {video} {frames} frames fits in no sharding on "
-                        f"{topology}{detail}")
+        raise NoFitError(f"{model} at {video} {frames} frames fits in no sharding on "
+                         f"{topology}{detail}")
     top = stage1.select_top_k(fitting, settings.top_k)
     lap("stage1", t0)
     progress.note(f"Stage 1 kept {len(top)} of {len(fitting)} fitting shardings "

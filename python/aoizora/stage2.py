@@ -4,6 +4,7 @@ planner and `aoizora._core`; routing, Q2, search and simulation are C++."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,18 +35,23 @@ class Pair:
 
 
 class Stage2:
-    def __init__(self, topology, *, seed: int = 0, search_iters: int = 2000):
+    def __init__(self, topology, *, seed: int = 0, search_iters: int = 2000,
+                 source: str | None = None):
         self.topology = topology
         self.seed = seed
         self.search_iters = search_iters
+        # What the C++ core's make_topology() reads back into this topology (Stage 1 takes
+        # it by name): the catalog name, or the JSON file's absolute path.
+        self.source = source or topology.name
 
     @classmethod
     def for_topology(cls, name: str, **kw) -> "Stage2":
-        try:
-            topology = _core.make_topology(name)
-        except _core.CoreError as e:
-            raise UserError(str(e)) from e
-        return cls(topology, **kw)
+        """A catalog name or a topology JSON file, checked (topology_file.load)."""
+        from aoizora import topology_file
+
+        topology = topology_file.load(name)
+        source = os.path.abspath(name) if topology_file.is_file(name) else name
+        return cls(topology, source=source, **kw)
 
     @property
     def num_chips(self) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from aoizora.commands.plan import add_workload_args, comparison_rows, print_comparison, run_planner
+from aoizora.commands.plan import (WORKLOAD_FLAGS, add_workload_args, comparison_rows,
+                                   print_comparison, run_planner)
 
 
 def register(sub) -> None:
@@ -15,10 +16,20 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def run(args) -> int:
-    from aoizora.plan import Plan
+def _saved_plan(args):
+    """The plan file, checked against its schema; no planning options beside it."""
+    from aoizora import plan_schema
+    from aoizora.errors import UserError
 
-    plan = Plan.load(args.plan) if args.plan else run_planner(args).plan
+    given = [f"--{k.replace('_', '-')}" for k in WORKLOAD_FLAGS if getattr(args, k) is not None]
+    if given:
+        raise UserError(f"--plan compares the saved plan as it is: leave out {', '.join(given)} "
+                        "(or leave out --plan to plan anew)")
+    return plan_schema.load(args.plan)
+
+
+def run(args) -> int:
+    plan = _saved_plan(args) if args.plan else run_planner(args).plan
     if args.json:
         rows = [{"label": label, "sharding": cand, "placement": place, "simulated_s": sec,
                  "speedup": speed} for label, cand, place, sec, speed in comparison_rows(plan)]

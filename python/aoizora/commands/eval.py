@@ -9,11 +9,14 @@ import argparse
 import json
 import sys
 
+from aoizora.validate import int_arg
+
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate AoiZora on the paper's grid (simulated)")
     p.add_argument("--grid", default="paper", help="paper (36 settings) or tiny (tests)")
-    p.add_argument("--jobs", type=int, default=1, help="compile processes (default 1)")
+    p.add_argument("--jobs", type=int_arg("--jobs", 1, 256), default=1,
+                   help="compile processes, 1 to 256 (default 1)")
     p.add_argument("--only", action="append", metavar="SUBSTRING",
                    help="run only settings whose key contains it (repeat to narrow), "
                         "e.g. --only 14b_v5e-2x4_480p-21f")
@@ -21,7 +24,8 @@ def register(sub) -> None:
     p.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=False,
                    help="compile every fitting candidate for the oracle and recall (slow: "
                         "tens of compiles per setting)")
-    p.add_argument("--top-k", type=int, default=None, help="Stage 1 K (default: planner's)")
+    p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
+                   help="Stage 1 K (default: planner's)")
     p.add_argument("--exhaustive", action=argparse.BooleanOptionalAction, default=True,
                    help="simulate every device order of the decision's sharding on slices of "
                         "at most 8 devices (default on; 8! = 40,320 simulations)")
@@ -34,9 +38,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from aoizora import validate
     from aoizora.errors import UserError
     from aoizora.evaluation import grid, runner, tables
 
+    validate.output_folder(args.out, "--out")
+    if args.report_only and not runner.load_results(args.out):
+        raise UserError(f"--report-only: no results under {args.out}: run the grid first "
+                        "(leave out --report-only)")
     settings = grid.select(grid.grid(args.grid), args.only)
     if not settings:
         raise UserError(f"no setting of grid {args.grid} matches {args.only}")

@@ -4,7 +4,6 @@ compiled HLO (an XLA dump or `compiled.as_text()`), as the C++ front end reads i
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
@@ -66,12 +65,10 @@ def _groups(c: dict) -> str:
 
 
 def run(args) -> int:
+    from aoizora import _core, validate
     from aoizora.errors import UserError
 
-    if not os.path.isfile(args.hlo):
-        raise UserError(f"{args.hlo}: no such file (pass a compiled HLO text file to --hlo)")
-    from aoizora import _core
-
+    validate.hlo_text(args.hlo)
     try:
         graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:

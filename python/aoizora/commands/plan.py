@@ -7,17 +7,25 @@ import json
 import sys
 
 
-def add_workload_args(p, *, default_model="wan2.1-t2v-1.3b") -> None:
-    p.add_argument("--model", default=default_model,
-                   help=f"model preset (default {default_model})")
-    p.add_argument("--video", default="480p", help="480p or 720p (default 480p)")
-    p.add_argument("--frames", type=int, default=21, help="21, 41 or 81 (default 21)")
-    p.add_argument("--topology", default="v5e:2x4",
-                   help="slice name such as v5e:2x4, v5e:4x4, v4:2x2x2, or a JSON file")
-    p.add_argument("--top-k", type=int, default=None,
-                   help="shardings kept by Stage 1 (default: K from measured recall)")
-    p.add_argument("--workers", type=int, default=None, help="compile processes")
-    p.add_argument("--oracle", action="store_true",
+DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:2x4"}
+# The options that choose what is planned (compare --plan refuses them beside a saved plan).
+WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "top_k", "workers", "oracle")
+
+
+def add_workload_args(p) -> None:
+    from aoizora.validate import int_arg
+
+    p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']})")
+    p.add_argument("--video", help=f"480p, 720p or tiny (default {DEFAULTS['video']})")
+    p.add_argument("--frames", type=int_arg("--frames", 1, 100_001),
+                   help="4k+1 frames such as 21, 41 or 81 (default 21; tiny has 9)")
+    p.add_argument("--topology", help="slice name such as v5e:2x4, v5e:4x4, v4:2x2x2, or a "
+                   f"topology JSON file (default {DEFAULTS['topology']})")
+    p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
+                   help="shardings kept by Stage 1, 1 to 1000 (default: K from measured recall)")
+    p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
+                   help="compile processes, 1 to 256 (default: one per two cores)")
+    p.add_argument("--oracle", action="store_true", default=None,
                    help="also simulate every fitting sharding x every placement")
     p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
                    help="compile for the slice's TPU via libtpu (default), or for CPU devices "
@@ -36,12 +44,24 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
+def check_workload(args) -> None:
+    """The workload and topology, checked before any work (one line on bad input)."""
+    from aoizora import topology_file, validate
+
+    for key, value in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    validate.workload(args.model, args.video, args.frames)
+    topology_file.load(args.topology)
+
+
 def run_planner(args):
     from aoizora.cache import Cache
     from aoizora.planner import Settings, plan
     from aoizora.progress import RichProgress
 
-    settings = Settings(top_k=args.top_k, workers=args.workers, oracle=args.oracle,
+    check_workload(args)
+    settings = Settings(top_k=args.top_k, workers=args.workers, oracle=bool(args.oracle),
                         cache=None if args.no_cache else Cache(),
                         compile_target=args.compile_target)
     with RichProgress(enabled=not args.quiet) as progress:
@@ -58,7 +78,7 @@ def comparison_rows(plan) -> list[tuple[str, str, str, float | None, str]]:
     return rows
 
 
-def print_comparison(plan, out=sys.stdout) -> None:
+def print_comparison(plan, out=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -69,22 +89,39 @@ def print_comparison(plan, out=sys.stdout) -> None:
         t.add_column(col)
     for label, cand, place, sec, speed in comparison_rows(plan):
         t.add_row(label, cand, place, "-" if sec is None else f"{sec * 1e3:.2f}", speed)
-    Console(file=out).print(t)
+    Console(file=out or sys.stdout).print(t)
+
+
+def _write_outputs(args, result) -> None:
+    """plan.json, the report and the trace: all of them or none (atomic.Batch)."""
+    from aoizora.atomic import Batch
+    from aoizora.report import render
+    from aoizora.stage2 import Stage2
+
+    from aoizora.errors import UserError
+
+    plan = result.plan
+    try:
+        with Batch() as batch:
+            batch.write(args.out, json.dumps(plan.to_dict(), indent=2) + "\n")
+            if args.report:
+                batch.write(args.report, render(plan, result.placements))
+            if args.trace:
+                stage2 = Stage2(result.topology)
+                batch.produce(args.trace, lambda tmp: stage2.write_trace(
+                    result.pairs[0], result.graph, tmp))
+    except OSError as e:  # checked before planning, so the disk filled or a folder went away
+        raise UserError(f"cannot write {e.filename or args.out}: {e.strerror}; nothing "
+                        "was written") from None
 
 
 def run(args) -> int:
-    from aoizora.report import write_report
+    from aoizora import validate
 
+    validate.output_files({"--out": args.out, "--report": args.report, "--trace": args.trace})
     result = run_planner(args)
     plan = result.plan
-    plan.save(args.out)
-    if args.report:
-        write_report(args.report, plan, result.placements)
-    if args.trace:
-        from aoizora.stage2 import Stage2
-
-        best = result.pairs[0]
-        Stage2(result.topology).write_trace(best, result.graph, args.trace)
+    _write_outputs(args, result)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
         return 0

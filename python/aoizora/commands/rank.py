@@ -5,8 +5,9 @@ Q2 is a *predicted* ranking objective (a model of the fabric), not a measured la
 from __future__ import annotations
 
 import json
-import math
 import time
+
+from aoizora.validate import int_arg
 
 
 def register(sub) -> None:
@@ -16,37 +17,30 @@ def register(sub) -> None:
                    help="a slice such as v5e:4x4, or a topology JSON file")
     p.add_argument("--mesh", metavar="AxB", help="the logical mesh shape the HLO was compiled "
                    "for (default: the slice's physical shape)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="show the N best (default 10)")
-    p.add_argument("--search-iterations", type=int, default=2000, metavar="N",
+    p.add_argument("--top", type=int_arg("--top", 1), default=10, metavar="N",
+                   help="show the N best (default 10)")
+    p.add_argument("--search-iterations", type=int_arg("--search-iterations", 0, 10**8), default=2000, metavar="N",
                    help="local-search proposals from each of the best few (default 2000)")
-    p.add_argument("--search-starts", type=int, default=3, metavar="N",
+    p.add_argument("--search-starts", type=int_arg("--search-starts", 0, 10**4), default=3, metavar="N",
                    help="local searches from the N best candidates (default 3, 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="local-search seed (default 0)")
-    p.add_argument("--max-axis-orders", type=int, default=2000, metavar="N",
+    p.add_argument("--seed", type=int_arg("--seed", 0, 2**63 - 1), default=0, help="local-search seed (default 0)")
+    p.add_argument("--max-axis-orders", type=int_arg("--max-axis-orders", 1, 10**7), default=2000, metavar="N",
                    help="cap on enumerated physical axis orders (default 2000)")
     p.add_argument("--json", action="store_true", help="print the ranking as JSON")
     p.set_defaults(run=run)
 
 
 def mesh_shape(text: str | None, topo, partitions: int) -> list[int]:
+    """The logical mesh: --mesh, else the slice's shape; the HLO must span the slice."""
+    from aoizora import validate
     from aoizora.errors import UserError
 
+    if partitions != topo.num_chips:
+        raise UserError(f"the HLO was compiled for {partitions} partitions but {topo.name} has "
+                        f"{topo.num_chips} chips: rank it on a slice of {partitions} chips")
     if text:
-        try:
-            mesh = [int(x) for x in text.lower().split("x")]
-        except ValueError:
-            raise UserError(f"--mesh {text!r}: expected sizes like 2x4") from None
-        if any(m < 1 for m in mesh):
-            raise UserError(f"--mesh {text!r}: sizes must be positive")
-    else:
-        mesh = [d for d in topo.dims if d > 1] or [1]
-    if math.prod(mesh) != topo.num_chips:
-        raise UserError(f"mesh {'x'.join(map(str, mesh))} has {math.prod(mesh)} devices but "
-                        f"{topo.name} has {topo.num_chips} chips")
-    if partitions > topo.num_chips:
-        raise UserError(f"the HLO has {partitions} partitions but {topo.name} only "
-                        f"{topo.num_chips} chips")
-    return mesh
+        return validate.mesh_shape(text, "--mesh", topo.num_chips)
+    return [d for d in topo.dims if d > 1] or [1]
 
 
 def _entry(topo, r, default_q2: float | None, rank: int | None = None) -> dict:
@@ -60,14 +54,15 @@ def _entry(topo, r, default_q2: float | None, rank: int | None = None) -> dict:
 
 
 def run(args) -> int:
-    from aoizora import _core
+    from aoizora import _core, topology_file, validate
     from aoizora.errors import UserError
 
+    validate.hlo_text(args.hlo)
+    topo = topology_file.load(args.topology)
     try:
-        topo = _core.make_topology(args.topology)
         graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
-        raise UserError(str(e)) from None
+        raise UserError(f"cannot read the HLO: {e}") from None
     mesh = mesh_shape(args.mesh, topo, graph.num_partitions)
     t0 = time.perf_counter()
     try:

@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from aoizora.validate import float_arg, int_arg
+
 
 def register(sub) -> None:
     p = sub.add_parser("simulate", help="flow-level simulation of a compiled HLO on a slice")
@@ -27,24 +29,22 @@ def register(sub) -> None:
                    "for, used by --placement default/best (e.g. 2x8; default: one axis)")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace here")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--hop-latency", type=float, default=None, metavar="S",
+    p.add_argument("--hop-latency", type=float_arg("--hop-latency", 0, 1), default=None, metavar="S",
                    help="seconds per link hop (default: the topology's)")
-    p.add_argument("--overhead", type=float, default=None, metavar="S",
+    p.add_argument("--overhead", type=float_arg("--overhead", 0, 1), default=None, metavar="S",
                    help="fixed seconds per collective (default 1e-6)")
-    p.add_argument("--max-iterations", type=int, default=None, metavar="N",
+    p.add_argument("--max-iterations", type=int_arg("--max-iterations", 0, 10**6), default=None, metavar="N",
                    help="iterations of a repeated region simulated before steady-state "
                         "extrapolation (default 3; 0 simulates every iteration)")
     p.set_defaults(run=run)
 
 
 def _coords_from_json(path: str) -> list[tuple[int, ...]]:
+    from aoizora import validate
     from aoizora.errors import UserError
 
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as e:
-        raise UserError(f"cannot read placement file {path}: {e.strerror}") from None
+        data = json.loads(validate.read_text(path, "--placement", "placement JSON file"))
     except json.JSONDecodeError as e:
         raise UserError(f"{path}:{e.lineno}:{e.colno}: placement file is not JSON: {e.msg}") from None
     if isinstance(data, dict):
@@ -55,38 +55,18 @@ def _coords_from_json(path: str) -> list[tuple[int, ...]]:
                     data = data.get("device_coords")
                 break
     if not isinstance(data, list) or not data or not all(
-            isinstance(c, list) and 1 <= len(c) <= 3 and all(isinstance(x, int) for x in c)
+            isinstance(c, list) and 1 <= len(c) <= 3
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in c)
             for c in data):
         raise UserError(f"{path}: expected a list of chip coords [[x, y, z], ...] in mesh order "
                         "(or an object with 'device_coords')")
     return [tuple(c) + (0,) * (3 - len(c)) for c in data]
 
 
-def _topology(core, name: str):
-    from aoizora.errors import UserError
-
-    try:
-        return core.make_topology(name)
-    except core.CoreError as e:
-        raise UserError(str(e)) from None
-
-
 def _mesh_shape(args, n: int) -> list[int]:
-    from aoizora.errors import UserError
+    from aoizora import validate
 
-    if not args.mesh:
-        return [n]
-    try:
-        mesh = [int(x) for x in args.mesh.lower().split("x")]
-    except ValueError:
-        mesh = []
-    prod = 1
-    for m in mesh:
-        prod *= m
-    if not mesh or any(m <= 0 for m in mesh) or prod != n:
-        raise UserError(f"--mesh {args.mesh}: expected axis sizes like 2x8 whose product is the "
-                        f"program's {n} partitions")
-    return mesh
+    return validate.mesh_shape(args.mesh, "--mesh", n) if args.mesh else [n]
 
 
 def _placement(core, args, graph, topo) -> tuple[str, list[int], list[int] | None]:
@@ -113,22 +93,10 @@ def _placement(core, args, graph, topo) -> tuple[str, list[int], list[int] | Non
         raise UserError(f"--placement {how}: {e}") from None
 
 
-def run(args) -> int:
-    from aoizora import _core
-    from aoizora.errors import UserError
+def _simulate(core, graph, topo, chip_of, args):
+    """The simulation; its trace, when asked for, written atomically."""
+    from aoizora.atomic import Batch
 
-    try:
-        graph = _core.load_hlo_file(args.hlo)
-    except _core.CoreError as e:
-        raise UserError(str(e)) from None
-    topo = _topology(_core, args.topology)
-    if topo.num_chips < graph.num_partitions:
-        raise UserError(f"{args.hlo} was compiled for {graph.num_partitions} devices but "
-                        f"{args.topology} has {topo.num_chips} chips")
-    name, chip_of, mesh = _placement(_core, args, graph, topo)
-    if len(chip_of) != graph.num_partitions:
-        raise UserError(f"the placement has {len(chip_of)} devices but {args.hlo} was compiled "
-                        f"for {graph.num_partitions}")
     options = {}
     if args.hop_latency is not None:
         options["hop_latency"] = args.hop_latency
@@ -136,10 +104,37 @@ def run(args) -> int:
         options["collective_overhead"] = args.overhead
     if args.max_iterations is not None:
         options["max_iterations"] = args.max_iterations
-    if args.trace:
-        options["trace"] = args.trace
+    if not args.trace:
+        return core.simulate(graph, topo, chip_of, **options)
+    out = []
+    with Batch() as batch:
+        batch.produce(args.trace, lambda tmp: out.append(
+            core.simulate(graph, topo, chip_of, trace=tmp, **options)))
+    return out[0]
+
+
+def run(args) -> int:
+    from aoizora import _core, topology_file, validate
+    from aoizora.errors import UserError
+
+    validate.hlo_text(args.hlo)
+    validate.output_files({"--trace": args.trace})
+    topo = topology_file.load(args.topology)
     try:
-        result = _core.simulate(graph, topo, chip_of, **options)
+        graph = _core.load_hlo_file(args.hlo)
+    except _core.CoreError as e:
+        raise UserError(f"cannot read the HLO: {e}") from None
+    if topo.num_chips < graph.num_partitions:
+        raise UserError(f"{args.hlo} was compiled for {graph.num_partitions} devices but "
+                        f"{args.topology} has {topo.num_chips} chips")
+    if args.mesh:
+        _mesh_shape(args, graph.num_partitions)
+    name, chip_of, mesh = _placement(_core, args, graph, topo)
+    if len(chip_of) != graph.num_partitions:
+        raise UserError(f"the placement has {len(chip_of)} devices but {args.hlo} was compiled "
+                        f"for {graph.num_partitions}")
+    try:
+        result = _simulate(_core, graph, topo, chip_of, args)
     except _core.CoreError as e:
         raise UserError(str(e)) from None
     d = result.to_dict()

@@ -25,19 +25,19 @@ def _fmt(x: float, unit: str) -> str:
 
 
 def run(args) -> int:
-    from aoizora import _core
+    from aoizora import _core, topology_file
     from aoizora.errors import UserError
 
+    if args.list and args.topology:
+        raise UserError(f"--list lists the whole catalog: leave out {args.topology!r}, or "
+                        "leave out --list to describe it")
     if args.list:
         names = _core.catalog_names()
         print(json.dumps(names) if args.json else "\n".join(names))
         return 0
     if not args.topology:
         raise UserError("name a topology (e.g. v5e:4x4) or pass --list")
-    try:
-        topo = _core.make_topology(args.topology)
-    except _core.CoreError as e:
-        raise UserError(str(e)) from None
+    topo = topology_file.load(args.topology, "topology")
     if args.json:
         print(json.dumps(topo.to_dict(), indent=1))
         return 0

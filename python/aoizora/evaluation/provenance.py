@@ -4,30 +4,11 @@ mixes figures from different code."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import subprocess
 from typing import Any
 
 from aoizora.errors import UserError
-
-
-def package_digest() -> str:
-    """sha256 (first 16 hex digits) over every file of the loaded aoizora package: its Python
-    sources and the C++ extension, wherever they were loaded from (a checkout or a venv)."""
-    import aoizora
-
-    h = hashlib.sha256()
-    for root in sorted(set(aoizora.__path__)):
-        for dirpath, dirnames, files in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".py", ".so")):
-                    path = os.path.join(dirpath, name)
-                    h.update(os.path.relpath(path, root).encode() + b"\0")
-                    with open(path, "rb") as f:
-                        h.update(hashlib.sha256(f.read()).digest())
-    return h.hexdigest()[:16]
+from aoizora.fingerprint import code_fingerprint
 
 
 def _git_commit() -> dict[str, Any]:
@@ -48,9 +29,10 @@ def _git_commit() -> dict[str, Any]:
 
 
 def code_version() -> dict[str, Any]:
-    """{"code": package_digest(), "commit": the checkout's commit or "unknown", "dirty":
-    whether its cpp/ or python/ had uncommitted changes}. Results compare by "code"."""
-    return {"code": package_digest(), **_git_commit()}
+    """{"code": fingerprint.code_fingerprint(), "commit": the checkout's commit or "unknown",
+    "dirty": whether its cpp/ or python/ had uncommitted changes}. Results compare by
+    "code"."""
+    return {"code": code_fingerprint(), **_git_commit()}
 
 
 def provenance(settings: dict[str, Any]) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
     comes back with status "no-fit" and the planner's reason; with oracle, every fitting
     candidate is compiled (for the oracle and recall)."""
     from aoizora.cache import Cache
-    from aoizora.errors import NoFit
+    from aoizora.errors import NoFitError
     from aoizora.planner import Settings
 
     cache = cache if cache is not None else Cache()
@@ -88,7 +88,7 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
     try:
         log(f"{setting.key}: planning (cold)")
         cold, cold_s = _timed_plan(setting, plain)
-    except NoFit as e:
+    except NoFitError as e:
         return {**base, "status": "no-fit", "reason": str(e)}
     except UserError as e:
         return {**base, "status": "error", "reason": str(e)}

@@ -1,0 +1,181 @@
+"""Checks of user input, one function per input kind, run before any work starts.
+
+Every check raises UserError with one line that names the input, what is wrong and what to
+do; nothing here compiles, plans or writes.
+
+    number(value, flag, lo=None, hi=None, integer=False) -> the value (finite, in [lo, hi])
+    int_arg(flag, lo, hi) / float_arg(flag, lo, hi) -> an argparse `type=` converter
+    mesh_shape(text, flag, devices=None) -> [sizes], "2x4" -> [2, 4]; product == devices
+    input_file(path, flag) -> path of an existing regular file we can read
+    hlo_text(path, flag) -> the text of an HLO file (UTF-8, not empty)
+    output_files({flag: path or None}) -> each names a file (not a folder) in a writable
+        folder, and no two name the same file
+    output_folder(path, flag) -> path that is, or can be made, a writable folder
+    workload(model, video, frames) -> (ModelSpec, Video) with tokens > 0
+
+Topology files: topology_file.py; plan files: plan_schema.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import tempfile
+
+from aoizora.errors import UserError
+
+
+def number(value, flag: str, lo: float | None = None, hi: float | None = None,
+           integer: bool = False):
+    """`value` if it is a finite number (an int when integer=True) within [lo, hi]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            integer and not isinstance(value, int)):
+        raise UserError(f"{flag} {value!r}: expected {'an integer' if integer else 'a number'}")
+    if not math.isfinite(value):
+        raise UserError(f"{flag} {value!r}: expected a finite number")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        span = (f"between {lo:g} and {hi:g}" if lo is not None and hi is not None
+                else f"at least {lo:g}" if lo is not None else f"at most {hi:g}")
+        raise UserError(f"{flag} {value!r}: must be {span}")
+    return value
+
+
+def _converter(flag: str, parse, lo, hi, integer: bool):
+    def convert(text: str):
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'an integer' if integer else 'a number'}") from None
+        try:
+            return number(value, flag, lo, hi, integer=integer)
+        except UserError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag} ")) from None
+    convert.__name__ = "integer" if integer else "number"
+    return convert
+
+
+def int_arg(flag: str, lo: int | None = None, hi: int | None = None):
+    """An argparse type: an integer in [lo, hi]."""
+    return _converter(flag, int, lo, hi, True)
+
+
+def float_arg(flag: str, lo: float | None = None, hi: float | None = None):
+    """An argparse type: a finite number in [lo, hi] (nan and inf refused)."""
+    return _converter(flag, float, lo, hi, False)
+
+
+def mesh_shape(text: str, flag: str = "--mesh", devices: int | None = None) -> list[int]:
+    """"2x4" -> [2, 4]: positive sizes whose product is `devices` (when given)."""
+    try:
+        mesh = [int(x) for x in text.lower().split("x")]
+    except ValueError:
+        mesh = []
+    if not mesh or any(m < 1 for m in mesh):
+        raise UserError(f"{flag} {text!r}: expected positive axis sizes like 2x4")
+    if devices is not None and math.prod(mesh) != devices:
+        raise UserError(f"{flag} {text}: {math.prod(mesh)} devices, but the program has "
+                        f"{devices}: give sizes whose product is {devices}")
+    return mesh
+
+
+def input_file(path: str, flag: str) -> str:
+    if not os.path.exists(path):
+        raise UserError(f"{flag} {path}: no such file")
+    if os.path.isdir(path):
+        raise UserError(f"{flag} {path}: is a folder, expected a file")
+    if not os.access(path, os.R_OK):
+        raise UserError(f"{flag} {path}: not readable (permissions)")
+    return path
+
+
+def read_text(path: str, flag: str, what: str) -> str:
+    """The UTF-8 text of a file, or UserError naming the first bad byte."""
+    input_file(path, flag)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise UserError(f"{flag} {path}: cannot read: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{flag} {path}: not a {what} (not UTF-8 text: byte "
+                        f"0x{data[e.start]:02x} at offset {e.start})") from None
+
+
+def hlo_text(path: str, flag: str = "--hlo") -> str:
+    text = read_text(path, flag, "compiled HLO text file")
+    if not text.strip():
+        raise UserError(f"{flag} {path}: the file is empty, expected compiled HLO text")
+    return text
+
+
+def _writable_folder(folder: str, flag: str, path: str) -> None:
+    """The nearest existing folder on the way to `folder` takes a file: tried by creating
+    and removing an empty temporary file (permission bits do not tell for root or /proc)."""
+    probe = folder
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise UserError(f"{flag} {path}: {probe} is a file, not a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".tmp-aoizora-probe-")
+    except OSError as e:
+        raise UserError(f"{flag} {path}: cannot write in {probe}: {e.strerror}") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def output_files(paths: dict[str, str | None]) -> None:
+    """Each given path names a file we can create or replace; no two the same file."""
+    seen: dict[str, str] = {}
+    for flag, path in paths.items():
+        if path is None:
+            continue
+        if not path or path.endswith(os.sep):
+            raise UserError(f"{flag} {path!r}: expected a file name")
+        if os.path.isdir(path):
+            raise UserError(f"{flag} {path}: is a folder, expected a file name")
+        _writable_folder(os.path.dirname(os.path.abspath(path)), flag, path)
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UserError(f"{seen[real]} and {flag} both name {path}: give each output "
+                            "its own file")
+        seen[real] = flag
+
+
+def output_folder(path: str, flag: str) -> str:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"{flag} {path}: is a file, expected a folder")
+    _writable_folder(os.path.abspath(path), flag, path)
+    return path
+
+
+def workload(model: str, video: str, frames: int | None):
+    """(ModelSpec, Video) for a model preset and a workload; frames None takes the video's
+    default (21, or the fixed 9 of "tiny"). Refuses what would plan zero work."""
+    from aoizora.models import MODELS, get_model, get_workload
+    from aoizora.models.wan import RESOLUTIONS, TINY_VIDEO
+
+    if model not in MODELS:
+        raise UserError(f"--model: unknown model {model!r}: use one of "
+                        f"{', '.join(sorted(MODELS))}")
+    if video in ("tiny", TINY_VIDEO.name):
+        if frames not in (None, TINY_VIDEO.frames):
+            raise UserError(f"--frames {frames}: the tiny video has a fixed "
+                            f"{TINY_VIDEO.frames} frames; leave --frames out")
+        return get_model(model), get_workload(video)
+    if video not in RESOLUTIONS:
+        raise UserError(f"--video {video!r}: use one of {', '.join(sorted(RESOLUTIONS))} "
+                        "or tiny")
+    frames = 21 if frames is None else frames
+    number(frames, "--frames", 1, None, integer=True)
+    if (frames - 1) % 4:
+        raise UserError(f"--frames {frames}: must be 4k+1 (the VAE's temporal stride), "
+                        "e.g. 21, 41 or 81")
+    wl = get_workload(video, frames)
+    if math.prod(wl.latent_shape()) <= 0:
+        raise UserError(f"--frames {frames} at {video}: no latent tokens, nothing to plan")
+    return get_model(model), wl

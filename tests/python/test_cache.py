@@ -1,0 +1,150 @@
+"""The compiler cache never takes a damaged entry as a hit: each entry carries the sha256 of
+its text in its metadata, and an empty, truncated, junk-but-valid-gzip, edited or
+unaccompanied entry is reported, removed and recomputed. AOIZORA_CACHE must name a folder.
+The compile cache key fingerprints the whole package."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+
+from aoizora import cli
+from aoizora import compiler as C
+from aoizora import fingerprint
+from aoizora import strategies as S
+from aoizora.cache import Cache, cache_key, checksum
+from aoizora.errors import UserError
+from aoizora.models import get_model, get_workload
+
+KEY = cache_key({"test": 1})
+TEXT = "HloModule m\nENTRY e { ROOT p = f32[] parameter(0) }\n"
+
+
+def _cache(tmp_path, warnings):
+    return Cache(str(tmp_path / "cache"), warn=warnings.append)
+
+
+def _gz(cache, key=KEY):
+    return cache._path(key, ".gz")
+
+
+def test_entry_round_trips_with_its_checksum_in_the_metadata(tmp_path):
+    warnings: list[str] = []
+    cache = _cache(tmp_path, warnings)
+    cache.put(KEY, TEXT, {"job": "x"})
+    assert cache.get(KEY) == TEXT and not warnings
+    with open(cache._path(KEY, ".json")) as f:
+        meta = json.load(f)
+    assert meta["sha256"] == checksum(TEXT) and meta["job"] == "x"
+    assert cache.get(cache_key({"other": 1})) is None and not warnings  # a plain miss
+
+
+def _empty(path):
+    open(path, "wb").close()
+
+
+def _truncated(path):
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: len(data) // 2])
+
+
+def _junk_gzip(path):
+    open(path, "wb").write(gzip.compress(b"not the compiled HLO at all"))
+
+
+def _empty_gzip(path):
+    open(path, "wb").write(gzip.compress(b""))
+
+
+def _not_gzip(path):
+    open(path, "wb").write(b"\x00\x01garbage")
+
+
+@pytest.mark.parametrize("damage", [_empty, _truncated, _junk_gzip, _empty_gzip, _not_gzip])
+def test_damaged_entry_is_reported_removed_and_a_miss(tmp_path, damage):
+    warnings: list[str] = []
+    cache = _cache(tmp_path, warnings)
+    cache.put(KEY, TEXT, {})
+    damage(_gz(cache))
+    assert cache.get(KEY) is None
+    assert len(warnings) == 1 and "damaged" in warnings[0] and "\n" not in warnings[0]
+    assert cache.damaged == [KEY]
+    assert not os.path.exists(_gz(cache)) and not os.path.exists(cache._path(KEY, ".json"))
+    cache.put(KEY, TEXT, {})                     # recomputed and stored again
+    assert cache.get(KEY) == TEXT
+
+
+def test_entry_whose_checksum_does_not_match_is_a_miss(tmp_path):
+    warnings: list[str] = []
+    cache = _cache(tmp_path, warnings)
+    cache.put(KEY, TEXT, {})
+    meta_path = cache._path(KEY, ".json")
+    meta = json.load(open(meta_path))
+    meta["sha256"] = checksum("something else")
+    json.dump(meta, open(meta_path, "w"))
+    assert cache.get(KEY) is None and "checksum" in warnings[0]
+
+
+def test_entry_without_metadata_is_a_miss(tmp_path):
+    warnings: list[str] = []
+    cache = _cache(tmp_path, warnings)
+    cache.put(KEY, TEXT, {})
+    os.unlink(cache._path(KEY, ".json"))
+    assert cache.get(KEY) is None and "metadata" in warnings[0]
+
+
+def test_damaged_compile_entry_is_recomputed_by_run_jobs(tmp_path):
+    cfg, w = get_model("wan-tiny"), get_workload("tiny")
+    good = next(c for c in S.enumerate_candidates(cfg, w, 4) if c.name == "dp2-ring2")
+    warnings: list[str] = []
+    cache = _cache(tmp_path, warnings)
+    jobs = [C.Job("lower", good, cfg, w, "cpu:4")]
+    first = C.run_jobs(jobs, workers=0, cache=cache)[0]
+    _junk_gzip(_gz(cache, first.key))
+    again = C.run_jobs(jobs, workers=0, cache=cache)[0]
+    assert again.ok and not again.cached and again.text == first.text
+    assert len(warnings) == 1
+    assert C.run_jobs(jobs, workers=0, cache=cache)[0].cached   # stored again, verified
+
+
+def test_cache_root_that_is_a_file_is_one_line_error(tmp_path, monkeypatch, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(UserError, match="not a folder"):
+        Cache(str(f))
+    monkeypatch.setenv("AOIZORA_CACHE", str(f))
+    assert cli.main(["plan", "--model", "wan-tiny", "--video", "tiny", "--quiet",
+                     "--out", str(tmp_path / "plan.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "AOIZORA_CACHE" in err
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_compile_key_fingerprints_every_package_file_and_the_core():
+    import aoizora
+    from aoizora import _core
+
+    files = fingerprint.package_files()
+    names = {os.path.relpath(p, os.path.dirname(aoizora.__file__)) for p in files}
+    for rel in ("cli.py", "planner.py", "stage1.py", "stage2.py", "cache.py", "validate.py",
+                os.path.join("commands", "plan.py"), os.path.join("models", "wan.py")):
+        assert rel in names, rel
+    assert os.path.abspath(_core.__file__) in files
+
+
+def test_compile_key_changes_when_any_package_file_changes(tmp_path, monkeypatch):
+    files = [tmp_path / "a.py", tmp_path / "_core.so"]
+    for f in files:
+        f.write_text("one")
+    monkeypatch.setattr(fingerprint, "package_files", lambda: [str(f) for f in files])
+    fingerprint.code_fingerprint.cache_clear()
+    try:
+        before = fingerprint.code_fingerprint()
+        files[1].write_text("two")        # a rebuilt extension, not a listed source file
+        fingerprint.code_fingerprint.cache_clear()
+        assert fingerprint.code_fingerprint() != before
+    finally:
+        fingerprint.code_fingerprint.cache_clear()
