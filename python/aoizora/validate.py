@@ -179,3 +179,15 @@ def workload(model: str, video: str, frames: int | None):
     if math.prod(wl.latent_shape()) <= 0:
         raise UserError(f"--frames {frames} at {video}: no latent tokens, nothing to plan")
     return get_model(model), wl
+
+
+def unknown_trip_counts(graph, path: str) -> list[str]:
+    """The loops of a user's HLO whose trip count was not found. They are counted once, so
+    the figures under-count them: said on stderr (one line) and recorded by the caller."""
+    import sys
+
+    loops = list(graph.unknown_trip_count_loops)
+    if loops:
+        print(f"warning: {path}: loop {', '.join(loops)} has an unknown trip count and is "
+              "counted once: its time is under-counted", file=sys.stderr)
+    return loops

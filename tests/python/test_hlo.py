@@ -4,6 +4,7 @@ against XLA's cost_analysis, and clear errors."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -165,4 +166,21 @@ def test_loop_of_unknown_trip_count_cannot_be_priced():
     assert list(graph.unknown_trip_count_loops), "the loop's trip count should be unknown"
     with pytest.raises(UnknownTripCount, match="unknown trip count"):
         Stage2.load(text)
+
+
+def test_rank_of_a_loop_of_unknown_trip_count_warns_and_records_it(tmp_path, capsys):
+    """A user's HLO with such a loop is ranked, but the user is told it is counted once."""
+    from aoizora import cli
+
+    mesh = _mesh("tpu")
+    x = jax.ShapeDtypeStruct((256, 256), jnp.float32,
+                             sharding=NamedSharding(mesh, P("data", "model")))
+    grow = jax.jit(lambda v: jax.lax.while_loop(lambda s: jnp.sum(s) < 1e6,
+                                                lambda s: s * 2.0 + 1.0, v))
+    path = tmp_path / "loop.hlo"
+    path.write_text(grow.lower(x).compile().as_text())
+    assert cli.main(["rank", "--hlo", str(path), "--topology", "v5e:2x4", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "unknown trip count" in out.err and out.err.count("\n") == 1
+    assert json.loads(out.out)["unknown_trip_count_loops"]
 

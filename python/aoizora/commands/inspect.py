@@ -41,6 +41,9 @@ def summarize(graph) -> dict:
         "static_flops": graph.static_flops,
         "total_bytes": graph.total_bytes,
         "collective_bytes_by_kind": graph.collective_bytes_by_kind(),
+        "loops": [{"name": lp.name, "trip_count": lp.trip_count,
+                   "trip_count_known": lp.trip_count_known, "parent": lp.parent,
+                   "regions": [lp.first_region, lp.last_region]} for lp in graph.loops],
         "regions": regions,
         "collectives": collectives,
     }

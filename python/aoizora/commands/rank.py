@@ -64,6 +64,7 @@ def run(args) -> int:
     except _core.CoreError as e:
         raise UserError(f"cannot read the HLO: {e}") from None
     mesh = mesh_shape(args.mesh, topo, graph.num_partitions)
+    unknown = validate.unknown_trip_counts(graph, args.hlo)
     t0 = time.perf_counter()
     try:
         ranking = _core.rank_placements(
@@ -84,6 +85,7 @@ def run(args) -> int:
             "default_error": ranking.default_error or None,
             "best_over_default": (dq2 / best.q2) if dq2 and best.q2 > 0 else None,
             "evaluated": ranking.evaluated, "planning_seconds": elapsed,
+            "unknown_trip_count_loops": unknown,
             "ranked": [_entry(topo, r, dq2, i + 1) for i, r in enumerate(ranking.ranked[:args.top])],
         }
         print(json.dumps(out, indent=1))

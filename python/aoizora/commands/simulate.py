@@ -124,6 +124,7 @@ def run(args) -> int:
         graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
         raise UserError(f"cannot read the HLO: {e}") from None
+    unknown = validate.unknown_trip_counts(graph, args.hlo)
     if topo.num_chips < graph.num_partitions:
         raise UserError(f"{args.hlo} was compiled for {graph.num_partitions} devices but "
                         f"{args.topology} has {topo.num_chips} chips")
@@ -139,7 +140,7 @@ def run(args) -> int:
         raise UserError(str(e)) from None
     d = result.to_dict()
     d = {"hlo": args.hlo, "topology": args.topology, "placement": name, "mesh_shape": mesh,
-         "chip_of": chip_of, **d, "trace": args.trace}
+         "chip_of": chip_of, **d, "trace": args.trace, "unknown_trip_count_loops": unknown}
     if args.json:
         json.dump(d, sys.stdout, indent=1)
         print()
