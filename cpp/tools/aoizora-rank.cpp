@@ -11,7 +11,7 @@
 
 #include "aoizora/hlo/hlo_loader.h"
 #include "aoizora/place/search.h"
-#include "aoizora/topo/topology.h"
+#include "aoizora/topo/catalog.h"
 
 using namespace aoizora;
 

@@ -42,6 +42,7 @@ class Settings:
     search_iters: int = 2000          # local-search steps per survivor (0: none)
     seed: int = 0
     compile_target: str = "tpu"       # "tpu": the slice's TPU via libtpu; "cpu": CPU devices
+    hardware: str | None = None       # a hardware profile file replacing the chip figures
 
 
 class Progress:
@@ -89,7 +90,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
 
     cfg, wl = _resolve(model, video, frames)
     frames = wl.frames
-    stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters)
+    stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters,
+                                 hardware=settings.hardware)
     n = stage2.num_chips
     target = compile_target_for(stage2.topology, settings.compile_target)
     progress.note(f"compiling for {_describe_target(target)}")
@@ -115,7 +117,8 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
     for c, o in zip(candidates, lowered):
         if o.ok:
             try:
-                s1.append(stage1.analyze(c, o.text, stage2.source))
+                s1.append(stage1.analyze(c, o.text, stage2.source,
+                                         **stage2.stage1_options()))
             except ValueError as e:  # unreadable text, or a loop Stage 1 cannot price
                 skipped.append(f"{c.name}: Stage 1: {e}")
                 progress.note(f"skipped {c.name}: Stage 1: {e}")

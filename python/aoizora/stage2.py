@@ -36,22 +36,30 @@ class Pair:
 
 class Stage2:
     def __init__(self, topology, *, seed: int = 0, search_iters: int = 2000,
-                 source: str | None = None):
+                 source: str | None = None, hardware: str | None = None):
         self.topology = topology
         self.seed = seed
         self.search_iters = search_iters
         # What the C++ core's make_topology() reads back into this topology (Stage 1 takes
         # it by name): the catalog name, or the JSON file's absolute path.
         self.source = source or topology.name
+        # The hardware profile file whose figures replace the generation's (absolute), if any.
+        self.hardware = hardware
 
     @classmethod
-    def for_topology(cls, name: str, **kw) -> "Stage2":
-        """A catalog name or a topology JSON file, checked (topology_file.load)."""
+    def for_topology(cls, name: str, hardware: str | None = None, **kw) -> "Stage2":
+        """A catalog name or a topology JSON file, checked (topology_file.load), with the
+        chip figures of `hardware` (a profile file) when given."""
         from aoizora import topology_file
 
-        topology = topology_file.load(name)
+        topology = topology_file.load(name, hardware=hardware)
         source = os.path.abspath(name) if topology_file.is_file(name) else name
-        return cls(topology, source=source, **kw)
+        return cls(topology, source=source,
+                   hardware=os.path.abspath(hardware) if hardware else None, **kw)
+
+    def stage1_options(self) -> dict[str, Any]:
+        """The options that give Stage 1 this topology's chip figures."""
+        return {"hardware": self.hardware} if self.hardware else {}
 
     @property
     def num_chips(self) -> int:
@@ -61,7 +69,9 @@ class Stage2:
         t = self.topology
         return {"name": t.name, "generation": t.spec["generation"], "dims": list(t.dims),
                 "wrap": list(t.wrap), "chips": t.num_chips, "links": t.num_links,
-                "link_bandwidth": t.spec["link_bandwidth"]}
+                "link_bandwidth": t.spec["link_bandwidth"],
+                # Which hardware profile gave the figures: a file, or the shipped one.
+                "hardware": self.hardware or f"shipped:{t.spec['generation']}"}
 
     @staticmethod
     def load(hlo_text: str):

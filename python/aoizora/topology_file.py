@@ -1,10 +1,12 @@
 """A topology argument checked before any work: a catalog name ("v5e:2x4") or a JSON file
 (the two forms of topo/topology_json.cpp), returned as the C++ core's Topology.
 
-    load(text, flag="--topology") -> _core.Topology; UserError (one line) on a bad name or
+    load(text, flag="--topology", hardware=None) -> _core.Topology; UserError (one line) on
+        a bad name or
         file: unreadable or non-UTF-8 bytes, malformed JSON, duplicate keys, a field of the
         wrong type, dims that are not positive integers, zero chips, negative or non-finite
-        latencies, bandwidths, FLOP/s or memory.
+        latencies, bandwidths, FLOP/s or memory. `hardware`, a hardware profile file
+        (hardware_file.py, checked there), replaces the chip figures.
     is_file(text) -> True when `text` names a topology file (it ends in .json)
 
 The C++ reader is lenient (it truncates 2.7 to 2, takes the last of duplicate keys, keeps
@@ -102,8 +104,8 @@ def check(d) -> None:
         _check_explicit(d)
 
 
-def load(text: str, flag: str = "--topology"):
-    from aoizora import _core
+def load(text: str, flag: str = "--topology", hardware: str | None = None):
+    from aoizora import _core, hardware_file
 
     if is_file(text):
         body = read_text(text, flag, "topology JSON file")
@@ -114,6 +116,13 @@ def load(text: str, flag: str = "--topology"):
         except ValueError as e:
             raise UserError(f"{flag} {text}: {e}") from None
     try:
-        return _core.make_topology(text)
+        topology = _core.make_topology(text)
     except _core.CoreError as e:
         raise UserError(f"{flag} {text}: {e}") from None
+    if not hardware:
+        return topology
+    hardware_file.check(hardware)
+    try:
+        return _core.make_topology(text, hardware)
+    except _core.CoreError as e:
+        raise UserError(f"--hardware {e}") from None

@@ -7,6 +7,7 @@
 #include "aoizora/place/placement.h"
 #include "aoizora/place/ring_orders.h"
 #include "aoizora/place/search.h"
+#include "aoizora/topo/catalog.h"
 
 namespace aoizora::place {
 namespace {

@@ -12,6 +12,7 @@
 
 #include "aoizora/cost/q2.h"
 #include "aoizora/sim/simulator.h"
+#include "aoizora/topo/catalog.h"
 #include "sim_testing.h"
 
 namespace aoizora::place {

@@ -11,7 +11,7 @@
 #include "aoizora/shlo/propagate.h"
 #include "aoizora/shlo/reshard.h"
 #include "aoizora/shlo/stage1.h"
-#include "aoizora/topo/topology.h"
+#include "aoizora/topo/catalog.h"
 #include "shlo_testdata.h"
 
 namespace aoizora::shlo {
@@ -224,8 +224,8 @@ TEST(ShloReshard, ClosedForms) {
 
 TEST(ShloQ1, RingClosedFormsAndOverlapWindows) {
   cost::Q1Params p;
-  p.link_bandwidth = 50e9;
-  p.alpha = 0;
+  p.chip.link_bandwidth = 50e9;
+  p.chip.hop_latency = 0;
   p.slice_dims = {4, 4, 1};
   p.slice_wrap = {false, false, false};
   // Axis of 4 fits a 2x2 sub-grid (Hamiltonian cycle): bidirectional ring, 2 links.
@@ -257,7 +257,7 @@ TEST(ShloQ1, RingClosedFormsAndOverlapWindows) {
   ag.overlappable = true;          // a weight: prefetchable
   DagNode consumer = matmul;
   consumer.deps = {1};
-  p.peak_flops = 197e12;
+  p.chip.peak_flops = 197e12;
   d.nodes = {matmul, ag, consumer};
   cost::Q1Breakdown q = cost::q1(d, p);
   EXPECT_NEAR(q.compute, 0.020, 1e-12);
@@ -298,14 +298,14 @@ TEST(ShloQ1, BestGroupCostsUseTheSimulatorsAlgorithms) {
 
 TEST(ShloStage1, RejectsWhatDoesNotFitWithTheNumbers) {
   Stage1Options o;
-  o.hbm_bytes = 4e6;  // 4 MB chips: the matmul's 3.67 MB of parameters + activations do not fit
+  o.chip.hbm_bytes = 4e6;  // 4 MB chips: the matmul's 3.67 MB of parameters + activations do not fit
   o.hbm_usable_fraction = 1.0;
   Result<Stage1Result> r = analyze_stablehlo(testdata::kMatmul, o);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_FALSE(r->fits);
   EXPECT_NE(r->reject_reason.find("parameters 0.00 GB"), std::string::npos) << r->reject_reason;
   EXPECT_NE(r->reject_reason.find("usable HBM"), std::string::npos);
-  o.hbm_bytes = 16e9;
+  o.chip.hbm_bytes = 16e9;
   r = analyze_stablehlo(testdata::kMatmul, o);
   EXPECT_TRUE(r->fits);
   EXPECT_TRUE(r->reject_reason.empty());

@@ -9,6 +9,7 @@
 #include "aoizora/cost/q2.h"
 #include "aoizora/hlo/hlo_loader.h"
 #include "aoizora/sim/simulator.h"
+#include "aoizora/topo/catalog.h"
 #include "sim_testing.h"
 
 namespace aoizora::sim {

@@ -1,4 +1,4 @@
-#include "aoizora/topo/topology.h"
+#include "aoizora/topo/catalog.h"
 
 #include <gtest/gtest.h>
 

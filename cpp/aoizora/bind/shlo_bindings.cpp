@@ -21,11 +21,12 @@ shlo::Stage1Options options_from(const nb::kwargs& kw, bool* nodes) {
   for (auto [k, v] : kw) {
     std::string key = nb::cast<std::string>(k);
     if (key == "topology") o.topology = nb::cast<std::string>(v);
-    else if (key == "peak_flops") o.peak_flops = nb::cast<double>(v);
-    else if (key == "hbm_bandwidth") o.hbm_bandwidth = nb::cast<double>(v);
-    else if (key == "hbm_bytes") o.hbm_bytes = nb::cast<double>(v);
-    else if (key == "link_bandwidth") o.link_bandwidth = nb::cast<double>(v);
-    else if (key == "alpha") o.alpha = nb::cast<double>(v);
+    else if (key == "hardware") o.hardware = nb::cast<std::string>(v);
+    else if (key == "peak_flops") o.chip.peak_flops = nb::cast<double>(v);
+    else if (key == "hbm_bandwidth") o.chip.hbm_bandwidth = nb::cast<double>(v);
+    else if (key == "hbm_bytes") o.chip.hbm_bytes = nb::cast<double>(v);
+    else if (key == "link_bandwidth") o.chip.link_bandwidth = nb::cast<double>(v);
+    else if (key == "alpha") o.chip.hop_latency = nb::cast<double>(v);
     else if (key == "hbm_usable_fraction") o.hbm_usable_fraction = nb::cast<double>(v);
     else if (key == "slice_dims") {
       auto d = nb::cast<std::vector<int>>(v);
@@ -122,7 +123,7 @@ void bind_shlo(nb::module_& m) {
       "(by kind, axis and origin, and 'collectives': one dict per distinct collective with\n"
       "kind, origin, axes, group_size, bytes (V per device) and executions).\n"
       "Options: topology ('v5e:4x4', sets chip figures, dims, wrap), peak_flops, hbm_bandwidth,\n"
-      "hbm_bytes, link_bandwidth, alpha, slice_dims, slice_wrap, hbm_usable_fraction,\n"
+      "hbm_bytes, link_bandwidth, alpha, hardware (a profile file), slice_dims, slice_wrap, hbm_usable_fraction,\n"
       "nodes (include the prediction DAG). Raises CoreError with line:column on bad text.");
   m.def("select_top_k", &shlo::select_top_k, nb::arg("q1"), nb::arg("k"),
         "Indices of the k lowest finite, non-negative Q1 values (stable); k <= 0 keeps all.");

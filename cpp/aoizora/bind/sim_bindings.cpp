@@ -8,6 +8,7 @@
 #include "aoizora/bind/bind.h"
 #include "aoizora/sim/simulator.h"
 #include "aoizora/sim/trace.h"
+#include "aoizora/topo/catalog.h"
 
 namespace nb = nanobind;
 
@@ -130,7 +131,7 @@ void bind_sim(nb::module_& m) {
       "simulate(graph, topology, chip_of, **options) -> SimResult\n\n"
       "Flow-level simulation of a CollectiveGraph on a Topology (or a catalog name / JSON "
       "path) with chip_of[partition] = chip id. Options: hop_latency (s, default: the "
-      "links'), collective_overhead (s, default 1e-6), max_iterations (simulated iterations "
+      "links'), collective_overhead (s, default: the profile's latency per kind), max_iterations (simulated iterations "
       "of a repeated region before steady-state extrapolation, default 3, 0 = all), "
       "top_contributors (default 10), steps_wait_for_sends (default True: a chip's next "
       "step also waits for its own sends), record_timeline (bool), trace (path: record the "

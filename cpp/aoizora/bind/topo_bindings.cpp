@@ -16,7 +16,7 @@
 #include "aoizora/place/jax_default.h"
 #include "aoizora/place/ring_orders.h"
 #include "aoizora/place/search.h"
-#include "aoizora/topo/topology.h"
+#include "aoizora/topo/catalog.h"
 
 namespace nb = nanobind;
 
@@ -70,6 +70,32 @@ nb::dict spec_dict(const topo::ChipSpec& s) {
   d["hbm_bandwidth"] = s.hbm_bandwidth;
   d["link_bandwidth"] = s.link_bandwidth;
   d["hop_latency"] = s.hop_latency;
+  d["mxu_size"] = s.mxu_size;
+  d["mxu_efficiency"] = s.mxu_efficiency;
+  d["dma_fixed_seconds"] = s.dma_fixed_seconds;
+  const topo::CollectiveLatency& c = s.collective_latency;
+  nb::dict lat;
+  lat["all-gather"] = c.all_gather;
+  lat["all-reduce"] = c.all_reduce;
+  lat["reduce-scatter"] = c.reduce_scatter;
+  lat["all-to-all"] = c.all_to_all;
+  lat["collective-permute"] = c.collective_permute;
+  lat["collective-broadcast"] = c.collective_broadcast;
+  d["collective_latency"] = lat;
+  nb::dict alg;
+  alg["line"] = s.algorithms.line;
+  alg["wrapped-axis"] = s.algorithms.wrapped_axis;
+  alg["grid"] = s.algorithms.grid;
+  alg["other"] = s.algorithms.other;
+  d["algorithms"] = alg;
+  if (s.intra_chip_link) {
+    nb::dict l;
+    l["bandwidth"] = s.intra_chip_link->bandwidth;
+    l["latency"] = s.intra_chip_link->latency;
+    d["intra_chip_link"] = l;
+  } else {
+    d["intra_chip_link"] = nb::none();
+  }
   return d;
 }
 
@@ -155,9 +181,24 @@ void bind_topo(nb::module_& m) {
                " links=" + std::to_string(t.num_links()) + ">";
       });
 
-  m.def("make_topology", [](const std::string& s) { return unwrap(topo::make_topology(s)); },
-        nb::arg("name_or_path"),
-        "A catalog topology ('v5e:2x4', 'v5p:4x4x4', ...) or one from a JSON file.");
+  m.def("make_topology",
+        [](const std::string& s, const std::string& hardware) {
+          return unwrap(topo::make_topology(s, hardware));
+        },
+        nb::arg("name_or_path"), nb::arg("hardware") = "",
+        "A catalog topology ('v5e:2x4', 'v5p:4x4x4', ...) or one from a JSON file; `hardware`,\n"
+        "a hardware profile file, replaces its chip figures.");
+  m.def("hardware_profile",
+        [](const std::string& generation) {
+          return topo::profile_to_json(unwrap(topo::hardware_profile(generation)));
+        },
+        nb::arg("generation"), "The shipped hardware profile of a generation, as JSON text.");
+  m.def("check_hardware_profile",
+        [](const std::string& path) {
+          return topo::profile_to_json(unwrap(topo::read_profile_file(path)));
+        },
+        nb::arg("path"),
+        "Reads and validates a hardware profile file; returns it as JSON text, raises CoreError.");
   m.def("catalog_names", &topo::catalog_names, "Every topology name the catalog knows.");
 
   nb::class_<place::Placement>(m, "Placement", "chip_of[partition id] = chip id, with a name.")

@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <limits>
 
+#include "aoizora/topo/catalog.h"
+
 namespace aoizora::cost {
+
+topo::ChipSpec default_chip() {
+  // The shipped profiles are tested to parse (topo_profile_test), so this cannot fail.
+  static const topo::ChipSpec v5e = topo::chip_spec("v5e").value();
+  return v5e;
+}
 
 double best_axis_bandwidth(int64_t k, const Q1Params& p) {
   if (k <= 1) return std::numeric_limits<double>::infinity();
-  const double link = p.link_bandwidth;
+  const double link = p.chip.link_bandwidth;
   for (int d = 0; d < 3; ++d)
     if (p.slice_dims[d] == k && p.slice_wrap[d]) return 2 * link;
   if (k >= 4 && k % 2 == 0) {
@@ -61,18 +69,18 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
   if (bw <= 0 || n.axes.empty()) bw = best_axis_bandwidth(static_cast<int64_t>(k), p);
   const double frac = (k - 1) / k;
   switch (n.comm) {
-    case CommKind::kAllGather: return n.result_bytes * frac / bw + p.alpha * (k - 1);
-    case CommKind::kReduceScatter: return n.operand_bytes * frac / bw + p.alpha * (k - 1);
-    case CommKind::kAllReduce: return 2 * n.operand_bytes * frac / bw + p.alpha * 2 * (k - 1);
-    case CommKind::kAllToAll: return n.operand_bytes * k / (4 * bw) + p.alpha * (k - 1);
+    case CommKind::kAllGather: return n.result_bytes * frac / bw + p.chip.hop_latency * (k - 1);
+    case CommKind::kReduceScatter: return n.operand_bytes * frac / bw + p.chip.hop_latency * (k - 1);
+    case CommKind::kAllReduce: return 2 * n.operand_bytes * frac / bw + p.chip.hop_latency * 2 * (k - 1);
+    case CommKind::kAllToAll: return n.operand_bytes * k / (4 * bw) + p.chip.hop_latency * (k - 1);
     case CommKind::kCollectivePermute:
-    case CommKind::kCollectiveBroadcast: return n.operand_bytes / p.link_bandwidth + p.alpha;
+    case CommKind::kCollectiveBroadcast: return n.operand_bytes / p.chip.link_bandwidth + p.chip.hop_latency;
   }
   return 0;
 }
 
 double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
-  return std::max(n.flops / p.peak_flops, n.bytes / p.hbm_bandwidth);
+  return std::max(n.flops / p.chip.peak_flops, n.bytes / p.chip.hbm_bandwidth);
 }
 
 Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {

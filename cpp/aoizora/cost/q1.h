@@ -28,14 +28,17 @@
 
 #include "aoizora/cost/best_group.h"
 #include "aoizora/shlo/dag.h"
+#include "aoizora/topo/chip_spec.h"
 
 namespace aoizora::cost {
 
+// The shipped v5e profile's figures (topo/catalog.h), the default chip of Q1 and Stage 1.
+topo::ChipSpec default_chip();
+
 struct Q1Params {
-  double peak_flops = 197e12;       // bf16 FLOP/s per chip
-  double hbm_bandwidth = 819e9;     // bytes/s
-  double link_bandwidth = 45e9;     // usable one-way bytes/s per directed link
-  double alpha = 1e-6;              // seconds per ring step
+  // Chip figures: peak_flops and hbm_bandwidth for compute, link_bandwidth per directed link,
+  // hop_latency as alpha, the seconds per ring step. Default: the shipped v5e profile.
+  topo::ChipSpec chip = default_chip();
   std::array<int, 3> slice_dims{1, 1, 1};
   std::array<bool, 3> slice_wrap{false, false, false};
   // Optional per-axis bandwidth override (bytes/s), by mesh axis name.

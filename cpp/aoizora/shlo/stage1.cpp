@@ -10,7 +10,7 @@
 #include "aoizora/cost/q1.h"
 #include "aoizora/shlo/dag_builder.h"
 #include "aoizora/shlo/parser.h"
-#include "aoizora/topo/topology.h"
+#include "aoizora/topo/catalog.h"
 
 namespace aoizora::shlo {
 
@@ -46,14 +46,10 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   Stage1Options o = options;
   std::optional<topo::Topology> topology;
   if (!o.topology.empty()) {
-    Result<topo::Topology> t = topo::make_topology(o.topology);
+    Result<topo::Topology> t = topo::make_topology(o.topology, o.hardware);
     if (!t.ok()) return t.error();
     topology = *t;
-    o.peak_flops = t->spec.peak_flops;
-    o.hbm_bandwidth = t->spec.hbm_bandwidth;
-    o.hbm_bytes = t->spec.hbm_bytes;
-    o.link_bandwidth = t->spec.link_bandwidth;
-    o.alpha = t->spec.hop_latency;
+    o.chip = t->spec;
     o.slice_dims = t->dims;
     o.slice_wrap = t->wrap;
   }
@@ -63,10 +59,7 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   if (!dag.ok()) return dag.error();
 
   cost::Q1Params p;
-  p.peak_flops = o.peak_flops;
-  p.hbm_bandwidth = o.hbm_bandwidth;
-  p.link_bandwidth = o.link_bandwidth;
-  p.alpha = o.alpha;
+  p.chip = o.chip;
   p.slice_dims = o.slice_dims;
   p.slice_wrap = o.slice_wrap;
   // With no slice shape given, assume the devices could form one wrapped ring.
@@ -105,12 +98,12 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
       r.comm_bytes_by_axis[a] += n.operand_bytes * n.repeat / static_cast<double>(n.axes.size());
   }
   const double need = r.param_bytes + r.peak_activation_bytes;
-  const double have = o.hbm_bytes * o.hbm_usable_fraction;
+  const double have = o.chip.hbm_bytes * o.hbm_usable_fraction;
   if (need > have) {
     r.fits = false;
     r.reject_reason = "needs " + gb(need) + " per device (parameters " + gb(r.param_bytes) +
                       " + peak activations " + gb(r.peak_activation_bytes) + ") > " + gb(have) +
-                      " usable HBM (" + gb(o.hbm_bytes) + " x " +
+                      " usable HBM (" + gb(o.chip.hbm_bytes) + " x " +
                       std::to_string(o.hbm_usable_fraction).substr(0, 4) + ")";
   }
   r.collectives = predicted_collectives(*dag);

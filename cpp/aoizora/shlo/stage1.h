@@ -10,19 +10,20 @@
 #include <vector>
 
 #include "aoizora/base/status.h"
+#include "aoizora/cost/q1.h"
 #include "aoizora/shlo/dag.h"
+#include "aoizora/topo/chip_spec.h"
 
 namespace aoizora::shlo {
 
 struct Stage1Options {
-  // Chip figures (REFERENCE.md §2); defaults are v5e. When `topology` names a catalog
-  // slice ("v5e:4x4") its chip spec, dims and wraparound replace these.
+  // Chip figures (topo::ChipSpec; hop_latency is Q1's alpha per ring step); default: the
+  // shipped v5e profile. When `topology` names a catalog slice ("v5e:4x4") or a topology
+  // file, its chip spec, dims and wraparound replace these; `hardware`, a hardware profile
+  // file (topo/profile.h), then replaces the chip spec (topo::make_topology).
   std::string topology;
-  double peak_flops = 197e12;
-  double hbm_bandwidth = 819e9;
-  double hbm_bytes = 16e9;
-  double link_bandwidth = 45e9;      // usable one-way bytes/s per directed link
-  double alpha = 1e-6;               // per ring step (about one ICI hop)
+  std::string hardware;
+  topo::ChipSpec chip = cost::default_chip();
   std::array<int, 3> slice_dims{1, 1, 1};
   std::array<bool, 3> slice_wrap{false, false, false};
   // Fraction of HBM a candidate may use (XLA reserves some for itself).

@@ -63,6 +63,22 @@ Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topolog
 
 namespace {
 
+// The profile's fixed latency of one execution of a collective of this kind.
+double fixed_latency(const topo::CollectiveLatency& l, hlo::CollectiveKind kind) {
+  using K = hlo::CollectiveKind;
+  switch (kind) {
+    case K::kAllGather: return l.all_gather;
+    case K::kAllReduce: return l.all_reduce;
+    case K::kReduceScatter: return l.reduce_scatter;
+    case K::kAllToAll:
+    case K::kRaggedAllToAll: return l.all_to_all;
+    case K::kCollectivePermute: return l.collective_permute;
+    case K::kCollectiveBroadcast: return l.collective_broadcast;
+  }
+  return 0;
+}
+
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // One flow of a collective's expansion, with its route resolved.
@@ -93,6 +109,7 @@ struct CollectivePlan {
   std::vector<GroupPlan> groups;
   std::vector<FlowSpec> flows;
   int label = 0;
+  double overhead = 0;                        // fixed seconds before the first flow
 };
 
 struct Instance {
@@ -287,6 +304,8 @@ const CollectivePlan& Engine::plan(int ci) {
   const hlo::Collective& c = graph_.collectives[ci];
   const int n = graph_.num_partitions;
   cp.label = label(c.name);
+  cp.overhead = opt_.collective_overhead >= 0 ? opt_.collective_overhead
+                                              : fixed_latency(topo_.spec.collective_latency, c.kind);
   cp.group_of_partition.assign(n, -1);
   cp.member_of_partition.assign(n, -1);
   std::vector<std::vector<int>> groups = c.groups;
@@ -546,7 +565,7 @@ int Engine::arrive(ChipState& s, int coll, double now) {
   if (in.arrived == static_cast<int>(cp.groups[g].members.size())) {
     open_instances_.erase(it);
     in.t0 = now;
-    push(now + opt_.collective_overhead, EvKind::kStart, id);
+    push(now + cp.overhead, EvKind::kStart, id);
   }
   return id;
 }

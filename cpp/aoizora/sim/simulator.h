@@ -6,7 +6,8 @@
 //   - ops run in schedule order; a compute op takes its roofline time
 //     max(flops / peak_flops, bytes / hbm_bandwidth) (cost::op_seconds, as in Q2);
 //   - a collective starts on a group once every member has reached it (its sync op or its
-//     -start op); it then waits `collective_overhead` and plays the flows of
+//     -start op); it then waits its fixed latency (SimOptions::collective_overhead, else the profile's
+//     collective_latency of its kind) and plays the flows of
 //     cost::expand step by step: a chip sends its step-s flows once every step-(s-1) flow
 //     into it has been delivered and (steps_wait_for_sends) its own step-(s-1) flows have
 //     drained;
@@ -46,7 +47,9 @@ struct SimOptions {
   // (Link::latency, or spec.hop_latency where that is 0).
   double hop_latency = -1;
   // Fixed cost of every collective execution (launch and synchronisation), seconds.
-  double collective_overhead = 1e-6;
+  // < 0: the chip spec's collective_latency for the collective's kind (the hardware
+  // profile's figure, 1e-6 in every shipped profile).
+  double collective_overhead = -1;
   // A chip starts step s of a collective once its step s-1 inflows are delivered (the rule
   // of cost/flow.h) and, when set, its own step s-1 sends have drained too, as
   // step-synchronous implementations (send and receive, then the next step) do. Without it a

@@ -1,4 +1,5 @@
-// The catalog of TPU slices by name, and make_topology(), which also accepts a JSON file.
+// The catalog of TPU slices by name, and make_topology(), which also accepts a JSON file
+// (topo/catalog.h). Chip figures come from the shipped hardware profiles (topo/profile.h).
 //
 // Wraparound rules (REFERENCE.md §2): v5e/v6e slices wrap only an axis of length 16;
 // v4/v5p/TPU7x slices are tori (every axis wraps) only when made of whole 4x4x4 cubes, and
@@ -6,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "aoizora/topo/topology.h"
+#include "aoizora/topo/catalog.h"
 
 namespace aoizora::topo {
 namespace {
@@ -14,19 +15,35 @@ namespace {
 struct Generation {
   const char* name;
   int rank;  // 2 for v5e/v6e names "AxB", 3 for v4/v5p/7x names "AxBxC"
-  ChipSpec spec;
 };
 
 const std::vector<Generation>& generations() {
-  // Usable one-way link bandwidth where REFERENCE.md gives one; TPU7x only has the nominal.
   static const std::vector<Generation> g = {
-      {"v4", 3, {"v4", "TPU v4", 275e12, 32.0 * (1 << 30), 1.2e12, 45e9, 1e-6}},
-      {"v5e", 2, {"v5e", "TPU v5 lite", 197e12, 16e9, 819e9, 45e9, 1e-6}},
-      {"v5p", 3, {"v5p", "TPU v5", 459e12, 95e9, 2.765e12, 90e9, 1e-6}},
-      {"v6e", 2, {"v6e", "TPU v6 lite", 918e12, 32e9, 1.638e12, 90e9, 1e-6}},
-      {"tpu7x", 3, {"tpu7x", "TPU7x", 2307e12, 192.0 * (1 << 30), 7.38e12, 100e9, 1e-6}},
-  };
+      {"v4", 3}, {"v5e", 2}, {"v5p", 3}, {"v6e", 2}, {"tpu7x", 3}};
   return g;
+}
+
+std::string canonical_generation(const std::string& gen) {
+  return gen == "7x" || gen == "v7x" || gen == "TPU7x" ? "tpu7x" : gen;
+}
+
+// The shipped profiles, parsed once. A shipped profile that does not parse is a build
+// defect; it surfaces as the error of every lookup of that generation.
+const Result<HardwareProfile>& shipped(const std::string& gen) {
+  static const std::vector<Result<HardwareProfile>> parsed = [] {
+    std::vector<Result<HardwareProfile>> out;
+    for (const Generation& g : generations()) {
+      const std::string text = shipped_profile_text(g.name);
+      out.push_back(text.empty() ? Result<HardwareProfile>(Error{
+                                       std::string("no shipped profile for ") + g.name, ""})
+                                 : profile_from_json(text, std::string("profiles/") + g.name + ".json"));
+    }
+    return out;
+  }();
+  for (size_t i = 0; i < generations().size(); ++i)
+    if (gen == generations()[i].name) return parsed[i];
+  static const Result<HardwareProfile> none(Error{"", ""});
+  return none;
 }
 
 // The slice shapes each family offers (x, y[, z]).
@@ -80,14 +97,42 @@ std::vector<std::string> catalog_names() {
   return names;
 }
 
-Result<ChipSpec> chip_spec(const std::string& generation) {
-  std::string gen = generation;
-  if (gen == "7x" || gen == "v7x" || gen == "TPU7x") gen = "tpu7x";
+Result<HardwareProfile> hardware_profile(const std::string& generation) {
+  const std::string gen = canonical_generation(generation);
   for (const Generation& g : generations())
-    if (gen == g.name) return g.spec;
+    if (gen == g.name) return shipped(gen);
   std::string valid;
   for (const Generation& g : generations()) valid += (valid.empty() ? "" : ", ") + std::string(g.name);
   return Error{"unknown TPU generation '" + generation + "': valid generations are " + valid, ""};
+}
+
+Result<ChipSpec> chip_spec(const std::string& generation) {
+  Result<HardwareProfile> p = hardware_profile(generation);
+  if (!p.ok()) return p.error();
+  return p->spec;
+}
+
+Result<Topology> with_hardware(Topology t, const ChipSpec& spec) {
+  if (t.spec.generation != "custom" && t.spec.generation != spec.generation)
+    return Error{"the hardware profile is for '" + spec.generation + "' but topology " + t.name +
+                 " is " + t.spec.generation, ""};
+  t.spec = spec;
+  for (Link& l : t.links) {
+    if (l.dim < 0) continue;
+    l.bandwidth = spec.link_bandwidth;
+    l.latency = spec.hop_latency;
+  }
+  return t;
+}
+
+Result<Topology> make_topology(const std::string& name_or_path, const std::string& hardware_path) {
+  Result<Topology> t = make_topology(name_or_path);
+  if (!t.ok() || hardware_path.empty()) return t;
+  Result<HardwareProfile> p = read_profile_file(hardware_path);
+  if (!p.ok()) return p.error();
+  Result<Topology> out = with_hardware(std::move(t).value(), p->spec);
+  if (!out.ok()) return Error{out.error().message, hardware_path};
+  return out;
 }
 
 Result<Topology> make_topology(const std::string& name_or_path) {
@@ -105,8 +150,8 @@ Result<Topology> make_topology(const std::string& name_or_path) {
     return t;
   }
   const size_t colon = name_or_path.find(':');
-  std::string gen = colon == std::string::npos ? "" : name_or_path.substr(0, colon);
-  if (gen == "7x" || gen == "v7x") gen = "tpu7x";
+  const std::string gen =
+      canonical_generation(colon == std::string::npos ? "" : name_or_path.substr(0, colon));
   const Generation* found = nullptr;
   for (const Generation& g : generations())
     if (gen == g.name) found = &g;
@@ -114,8 +159,10 @@ Result<Topology> make_topology(const std::string& name_or_path) {
     const std::string shape = name_or_path.substr(colon + 1);
     for (const auto& s : found->rank == 2 ? shapes_2d() : shapes_3d()) {
       if (shape != shape_string(s, found->rank)) continue;
+      const Result<HardwareProfile>& p = shipped(found->name);
+      if (!p.ok()) return p.error();
       return Topology::grid(std::string(found->name) + ":" + shape, s, wrap_rule(*found, s),
-                            found->spec);
+                            p->spec);
     }
   }
   return Error{"unknown topology '" + name_or_path + "': use a JSON file (*.json) or one of " +

@@ -2,8 +2,8 @@
 // ICI links are full duplex, so each physical cable is two directed links, each with its own
 // bandwidth. Routes are link-id paths chosen by dimension-order routing.
 //
-// Contract shared by topo/, place/, cost/ and sim/. Implemented in topology.cpp / catalog.cpp /
-// topology_json.cpp.
+// Contract shared by topo/, place/, cost/ and sim/. Implemented in topology.cpp and
+// topology_json.cpp; the catalog of named slices is topo/catalog.h.
 #pragma once
 
 #include <array>
@@ -15,19 +15,9 @@
 #include <vector>
 
 #include "aoizora/base/status.h"
+#include "aoizora/topo/chip_spec.h"
 
 namespace aoizora::topo {
-
-// Per-chip figures of a TPU generation (REFERENCE.md §2).
-struct ChipSpec {
-  std::string generation;        // "v5e", "v4", ...
-  std::string device_kind;       // what JAX reports, e.g. "TPU v5 lite"
-  double peak_flops = 0;         // bf16 FLOP/s
-  double hbm_bytes = 0;
-  double hbm_bandwidth = 0;      // bytes/s
-  double link_bandwidth = 0;     // usable one-way bytes/s per directed link
-  double hop_latency = 1e-6;     // seconds per hop
-};
 
 struct Chip {
   // Index into Topology::chips: x fastest, then y, then z. This is NOT the JAX device id
@@ -108,16 +98,6 @@ class Topology {
   mutable std::mutex route_mu_;
   mutable std::unordered_map<int64_t, std::vector<int>> route_cache_;
 };
-
-// A topology from the catalog by name ("v5e:2x4", "v4:2x2x2", "v5p:4x4x4", ...) or from a
-// JSON file path. Unknown names give an error that lists the valid ones.
-Result<Topology> make_topology(const std::string& name_or_path);
-
-// The catalog's valid names, for messages and `aoizora topology --list`.
-std::vector<std::string> catalog_names();
-
-// The per-chip figures of a generation ("v4", "v5e", "v5p", "v6e", "tpu7x"), or an error.
-Result<ChipSpec> chip_spec(const std::string& generation);
 
 // A topology from JSON text (see docs/cost-model.md for the format). `name` labels it.
 Result<Topology> topology_from_json(const std::string& text, const std::string& name);

@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "aoizora/topo/json.h"
-#include "aoizora/topo/topology.h"
+#include "aoizora/topo/catalog.h"
 
 namespace aoizora::topo {
 namespace {

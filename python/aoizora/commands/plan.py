@@ -9,10 +9,12 @@ import sys
 
 DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:2x4"}
 # The options that choose what is planned (compare --plan refuses them beside a saved plan).
-WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "top_k", "workers", "oracle")
+WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "hardware", "top_k", "workers",
+                  "oracle")
 
 
 def add_workload_args(p) -> None:
+    from aoizora import hardware_file
     from aoizora.validate import int_arg
 
     p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']})")
@@ -21,6 +23,7 @@ def add_workload_args(p) -> None:
                    help="4k+1 frames such as 21, 41 or 81 (default 21; tiny has 9)")
     p.add_argument("--topology", help="slice name such as v5e:2x4, v5e:4x4, v4:2x2x2, or a "
                    f"topology JSON file (default {DEFAULTS['topology']})")
+    hardware_file.add_argument(p)
     p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
                    help="shardings kept by Stage 1, 1 to 1000 (default: K from measured recall)")
     p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
@@ -52,7 +55,7 @@ def check_workload(args) -> None:
         if getattr(args, key) is None:
             setattr(args, key, value)
     validate.workload(args.model, args.video, args.frames)
-    topology_file.load(args.topology)
+    topology_file.load(args.topology, hardware=args.hardware)
 
 
 def run_planner(args):
@@ -63,7 +66,7 @@ def run_planner(args):
     check_workload(args)
     settings = Settings(top_k=args.top_k, workers=args.workers, oracle=bool(args.oracle),
                         cache=None if args.no_cache else Cache(),
-                        compile_target=args.compile_target)
+                        compile_target=args.compile_target, hardware=args.hardware)
     with RichProgress(enabled=not args.quiet) as progress:
         return plan(args.model, args.video, args.frames, args.topology, settings, progress)
 

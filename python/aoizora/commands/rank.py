@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 
+from aoizora import hardware_file
 from aoizora.validate import int_arg
 
 
@@ -15,6 +16,7 @@ def register(sub) -> None:
     p.add_argument("--hlo", required=True, metavar="FILE", help="compiled HLO text file")
     p.add_argument("--topology", required=True, metavar="T",
                    help="a slice such as v5e:4x4, or a topology JSON file")
+    hardware_file.add_argument(p)
     p.add_argument("--mesh", metavar="AxB", help="the logical mesh shape the HLO was compiled "
                    "for (default: the slice's physical shape)")
     p.add_argument("--top", type=int_arg("--top", 1), default=10, metavar="N",
@@ -58,7 +60,7 @@ def run(args) -> int:
     from aoizora.errors import UserError
 
     validate.hlo_text(args.hlo)
-    topo = topology_file.load(args.topology)
+    topo = topology_file.load(args.topology, hardware=args.hardware)
     try:
         graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
@@ -79,7 +81,7 @@ def run(args) -> int:
     best = ranking.ranked[0]
     if args.json:
         out = {
-            "hlo": args.hlo, "topology": topo.name, "mesh": mesh,
+            "hlo": args.hlo, "topology": topo.name, "hardware": args.hardware, "mesh": mesh,
             "num_partitions": graph.num_partitions, "objective": "Q2 (predicted seconds)",
             "default": _entry(topo, default, dq2) if default is not None else None,
             "default_error": ranking.default_error or None,

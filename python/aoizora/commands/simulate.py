@@ -14,6 +14,7 @@ import json
 import os
 import sys
 
+from aoizora import hardware_file
 from aoizora.validate import float_arg, int_arg
 
 
@@ -22,6 +23,7 @@ def register(sub) -> None:
     p.add_argument("--hlo", required=True, metavar="FILE", help="compiled HLO text file")
     p.add_argument("--topology", required=True, metavar="T",
                    help="a slice such as v5e:4x4, or a topology JSON file")
+    hardware_file.add_argument(p)
     p.add_argument("--placement", default="default", metavar="default|best|row-major|FILE",
                    help="JAX's default device order (default), Q2's best, row-major chip order, "
                         "or a JSON file of device coords in mesh order")
@@ -32,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--hop-latency", type=float_arg("--hop-latency", 0, 1), default=None, metavar="S",
                    help="seconds per link hop (default: the topology's)")
     p.add_argument("--overhead", type=float_arg("--overhead", 0, 1), default=None, metavar="S",
-                   help="fixed seconds per collective (default 1e-6)")
+                   help="fixed seconds per collective (default: the hardware profile's, per kind)")
     p.add_argument("--max-iterations", type=int_arg("--max-iterations", 0, 10**6), default=None, metavar="N",
                    help="iterations of a repeated region simulated before steady-state "
                         "extrapolation (default 3; 0 simulates every iteration)")
@@ -119,7 +121,7 @@ def run(args) -> int:
 
     validate.hlo_text(args.hlo)
     validate.output_files({"--trace": args.trace})
-    topo = topology_file.load(args.topology)
+    topo = topology_file.load(args.topology, hardware=args.hardware)
     try:
         graph = _core.load_hlo_file(args.hlo)
     except _core.CoreError as e:
@@ -139,7 +141,7 @@ def run(args) -> int:
     except _core.CoreError as e:
         raise UserError(str(e)) from None
     d = result.to_dict()
-    d = {"hlo": args.hlo, "topology": args.topology, "placement": name, "mesh_shape": mesh,
+    d = {"hlo": args.hlo, "topology": args.topology, "hardware": args.hardware, "placement": name, "mesh_shape": mesh,
          "chip_of": chip_of, **d, "trace": args.trace, "unknown_trip_count_loops": unknown}
     if args.json:
         json.dump(d, sys.stdout, indent=1)

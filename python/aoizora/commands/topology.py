@@ -1,4 +1,4 @@
-"""`aoizora topology T [--json] [--links]`: chips, links, wraparound and per-chip figures of a
+"""`aoizora topology T [--hardware FILE] [--json] [--links]`: chips, links, wraparound and per-chip figures of a
 catalog slice (v5e:2x4, v5p:4x4x4, ...) or a topology JSON file; `aoizora topology --list`
 lists the catalog."""
 
@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 
+from aoizora import hardware_file
+
 
 def register(sub) -> None:
     p = sub.add_parser("topology", help="chips, links, wraparound and bandwidths of a slice")
     p.add_argument("topology", nargs="?", metavar="T",
                    help="a slice such as v5e:4x4, or a topology JSON file")
+    hardware_file.add_argument(p)
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.add_argument("--links", action="store_true", help="list every directed link")
     p.add_argument("--list", action="store_true", help="list the catalog's slice names")
@@ -37,9 +40,9 @@ def run(args) -> int:
         return 0
     if not args.topology:
         raise UserError("name a topology (e.g. v5e:4x4) or pass --list")
-    topo = topology_file.load(args.topology, "topology")
+    topo = topology_file.load(args.topology, "topology", hardware=args.hardware)
     if args.json:
-        print(json.dumps(topo.to_dict(), indent=1))
+        print(json.dumps({**topo.to_dict(), "hardware": args.hardware}, indent=1))
         return 0
     s = topo.spec
     dims = "x".join(str(d) for d in topo.dims)
@@ -49,6 +52,7 @@ def run(args) -> int:
     print(f"  chip: {s['device_kind'] or s['generation']}, {_fmt(s['peak_flops'], 'FLOP/s')} bf16, "
           f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}")
     print(f"  link: {_fmt(s['link_bandwidth'], 'B/s')} one way, {s['hop_latency'] * 1e6:.3g} us per hop")
+    print(f"  figures: {'hardware profile ' + args.hardware if args.hardware else 'the shipped ' + s['generation'] + ' profile'}")
     print("  routing: " + ("dimension order (x, y, z), the shorter way round a wrapped axis"
                            if topo.is_grid else "fewest hops"))
     if topo.num_chips <= 64:

@@ -1,0 +1,61 @@
+// The per-chip figures of a TPU generation: the hardware model that Q1, Q2 and the simulator
+// all read. The catalog fills it from the shipped hardware profile of the generation
+// (profiles/<generation>.json, read by topo/profile.h); `--hardware FILE` replaces it. Plain
+// data: compare with ==, copy freely. Units are SI (seconds, bytes, bytes/s, FLOP/s).
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace aoizora::topo {
+
+// Fixed seconds per execution of a collective, by kind (launch and synchronisation), paid
+// before its first byte moves. The simulator charges it (sim/simulator.h); ragged all-to-all
+// counts as all-to-all.
+struct CollectiveLatency {
+  double all_gather = 1e-6;
+  double all_reduce = 1e-6;
+  double reduce_scatter = 1e-6;
+  double all_to_all = 1e-6;
+  double collective_permute = 1e-6;
+  double collective_broadcast = 1e-6;
+  bool operator==(const CollectiveLatency&) const = default;
+};
+
+// The algorithm the ring-like collectives use on each shape of group (cost/algorithm.h).
+// Data, so a profile can say what XLA does; today only the values below are implemented,
+// and a profile naming another is an error.
+struct GroupAlgorithms {
+  std::string line = "bidirectional-line";       // a contiguous line without wraparound
+  std::string wrapped_axis = "bidirectional-ring";  // a whole wrapped axis
+  std::string grid = "dimension-order";          // a full sub-grid: axis by axis
+  std::string other = "unidirectional-ring";     // anything else: a ring in group order
+  bool operator==(const GroupAlgorithms&) const = default;
+};
+
+// A link between the cores of one chip (TPU7x's die-to-die link); absent elsewhere.
+struct IntraChipLink {
+  double bandwidth = 0;  // bytes/s, one way
+  double latency = 0;    // seconds
+  bool operator==(const IntraChipLink&) const = default;
+};
+
+struct ChipSpec {
+  std::string generation;        // "v5e", "v4", ...
+  std::string device_kind;       // what JAX reports, e.g. "TPU v5 lite"
+  double peak_flops = 0;         // bf16 FLOP/s
+  double hbm_bytes = 0;
+  double hbm_bandwidth = 0;      // bytes/s
+  double link_bandwidth = 0;     // usable one-way bytes/s per directed link
+  double hop_latency = 1e-6;     // seconds per hop
+  int mxu_size = 128;            // MXU tile edge (matmul dims pad to it); unused until the
+                                 // compute model reads it
+  double mxu_efficiency = 1.0;   // fitted fraction of peak a padded matmul reaches; unused yet
+  double dma_fixed_seconds = 0;  // fixed cost of one remote DMA; unused yet (0 = not modelled)
+  CollectiveLatency collective_latency;
+  GroupAlgorithms algorithms;
+  std::optional<IntraChipLink> intra_chip_link;  // only for chips with two cores (TPU7x)
+  bool operator==(const ChipSpec&) const = default;
+};
+
+}  // namespace aoizora::topo

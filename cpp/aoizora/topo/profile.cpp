@@ -1,0 +1,322 @@
+// Reading and writing hardware profiles (topo/profile.h).
+#include "aoizora/topo/profile.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "aoizora/topo/json.h"
+
+namespace aoizora::topo {
+namespace {
+
+using json::Value;
+
+// The collective-latency keys (HLO spellings) and the field each fills.
+struct KindField {
+  const char* key;
+  double CollectiveLatency::*field;
+};
+constexpr KindField kKinds[] = {
+    {"all-gather", &CollectiveLatency::all_gather},
+    {"all-reduce", &CollectiveLatency::all_reduce},
+    {"reduce-scatter", &CollectiveLatency::reduce_scatter},
+    {"all-to-all", &CollectiveLatency::all_to_all},
+    {"collective-permute", &CollectiveLatency::collective_permute},
+    {"collective-broadcast", &CollectiveLatency::collective_broadcast},
+};
+
+struct ShapeField {
+  const char* key;
+  std::string GroupAlgorithms::*field;
+};
+constexpr ShapeField kShapes[] = {
+    {"line", &GroupAlgorithms::line},
+    {"wrapped-axis", &GroupAlgorithms::wrapped_axis},
+    {"grid", &GroupAlgorithms::grid},
+    {"other", &GroupAlgorithms::other},
+};
+
+// Top-level figures: key -> field, and whether zero is allowed.
+struct Figure {
+  const char* key;
+  double ChipSpec::*field;
+  bool zero_ok;
+};
+constexpr Figure kFigures[] = {
+    {"peak_flops", &ChipSpec::peak_flops, false},
+    {"hbm_bytes", &ChipSpec::hbm_bytes, false},
+    {"hbm_bandwidth", &ChipSpec::hbm_bandwidth, false},
+    {"mxu_efficiency", &ChipSpec::mxu_efficiency, false},
+    {"link_bandwidth", &ChipSpec::link_bandwidth, false},
+    {"hop_latency", &ChipSpec::hop_latency, true},
+    {"dma_fixed_seconds", &ChipSpec::dma_fixed_seconds, true},
+};
+
+const std::set<std::string>& top_keys() {
+  static const std::set<std::string> k = [] {
+    std::set<std::string> s = {"schema", "generation", "device_kind", "mxu_size",
+                               "collective_latency", "algorithms", "intra_chip_link",
+                               "provenance"};
+    for (const Figure& f : kFigures) s.insert(f.key);
+    return s;
+  }();
+  return k;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  Error fail(const std::string& message) const { return Error{message, file_}; }
+
+  // Keys of `obj` outside `allowed` are an error naming the first.
+  Result<bool> only(const Value& obj, const std::set<std::string>& allowed,
+                    const std::string& where) const {
+    for (const auto& [k, v] : obj.object)
+      if (!allowed.count(k)) return fail("unknown field '" + where + k + "' in a hardware profile");
+    return true;
+  }
+
+  Result<const Value*> need(const Value& obj, const std::string& key, const std::string& where) const {
+    const Value* v = obj.find(key);
+    if (v == nullptr) return fail("missing field '" + where + key + "'");
+    return v;
+  }
+
+  // A finite number >= 0 (> 0 unless zero_ok).
+  Result<double> number(const Value& v, const std::string& name, bool zero_ok) const {
+    if (!v.is_number()) return fail("'" + name + "' must be a number");
+    if (!std::isfinite(v.number)) return fail("'" + name + "' must be finite, got " + repr(v.number));
+    if (v.number < 0 || (!zero_ok && v.number == 0))
+      return fail("'" + name + "' must be " + (zero_ok ? ">= 0" : "> 0") + ", got " + repr(v.number));
+    return v.number;
+  }
+
+  Result<std::string> string(const Value& v, const std::string& name) const {
+    if (v.type != Value::Type::kString) return fail("'" + name + "' must be a string");
+    return v.string;
+  }
+
+  static std::string repr(double x) {
+    std::ostringstream os;
+    os << x;
+    return os.str();
+  }
+
+ private:
+  std::string file_;
+};
+
+#define AOIZORA_TRY(var, expr)        \
+  auto var##_r = (expr);              \
+  if (!var##_r.ok()) return var##_r.error(); \
+  auto var = std::move(var##_r).value()
+
+Result<Provenance> read_provenance(const Reader& r, const Value& v) {
+  Provenance p;
+  if (!v.is_object()) return r.fail("'provenance' must be an object");
+  AOIZORA_TRY(ok, r.only(v, {"fitted", "note", "fitted_to", "sources"}, "provenance."));
+  (void)ok;
+  if (const Value* f = v.find("fitted")) {
+    if (f->type != Value::Type::kBool) return r.fail("'provenance.fitted' must be true or false");
+    p.fitted = f->boolean;
+  }
+  if (const Value* n = v.find("note")) {
+    AOIZORA_TRY(note, r.string(*n, "provenance.note"));
+    p.note = note;
+  }
+  if (const Value* f = v.find("fitted_to")) {
+    if (!f->is_array()) return r.fail("'provenance.fitted_to' must be an array of strings");
+    for (const Value& e : f->array) {
+      AOIZORA_TRY(id, r.string(e, "provenance.fitted_to[]"));
+      p.fitted_to.push_back(id);
+    }
+  }
+  if (const Value* s = v.find("sources")) {
+    if (!s->is_object()) return r.fail("'provenance.sources' must be an object");
+    for (const auto& [k, e] : s->object) {
+      if (!top_keys().count(k) || k == "schema" || k == "provenance")
+        return r.fail("unknown field 'provenance.sources." + k + "': sources are keyed by figure");
+      AOIZORA_TRY(src, r.string(e, "provenance.sources." + k));
+      p.sources[k] = src;
+    }
+  }
+  return p;
+}
+
+Result<bool> read_collective_latency(const Reader& r, const Value& v, CollectiveLatency* out) {
+  if (!v.is_object()) return r.fail("'collective_latency' must be an object");
+  std::set<std::string> keys;
+  for (const KindField& k : kKinds) keys.insert(k.key);
+  AOIZORA_TRY(ok, r.only(v, keys, "collective_latency."));
+  (void)ok;
+  for (const KindField& k : kKinds) {
+    AOIZORA_TRY(e, r.need(v, k.key, "collective_latency."));
+    AOIZORA_TRY(x, r.number(*e, std::string("collective_latency.") + k.key, true));
+    out->*k.field = x;
+  }
+  return true;
+}
+
+Result<bool> read_algorithms(const Reader& r, const Value& v, GroupAlgorithms* out) {
+  if (!v.is_object()) return r.fail("'algorithms' must be an object");
+  std::set<std::string> keys;
+  for (const ShapeField& s : kShapes) keys.insert(s.key);
+  AOIZORA_TRY(ok, r.only(v, keys, "algorithms."));
+  (void)ok;
+  const GroupAlgorithms implemented;
+  for (const ShapeField& s : kShapes) {
+    AOIZORA_TRY(e, r.need(v, s.key, "algorithms."));
+    const std::string name = std::string("algorithms.") + s.key;
+    AOIZORA_TRY(alg, r.string(*e, name));
+    if (alg != implemented.*s.field)
+      return r.fail("'" + name + "' is '" + alg + "', which the cost model does not implement (it has '" +
+                    implemented.*s.field + "')");
+    out->*s.field = alg;
+  }
+  return true;
+}
+
+Result<IntraChipLink> read_intra_chip_link(const Reader& r, const Value& v) {
+  if (!v.is_object()) return r.fail("'intra_chip_link' must be an object or null");
+  AOIZORA_TRY(ok, r.only(v, {"bandwidth", "latency"}, "intra_chip_link."));
+  (void)ok;
+  IntraChipLink l;
+  AOIZORA_TRY(bw, r.need(v, "bandwidth", "intra_chip_link."));
+  AOIZORA_TRY(b, r.number(*bw, "intra_chip_link.bandwidth", false));
+  AOIZORA_TRY(lat, r.need(v, "latency", "intra_chip_link."));
+  AOIZORA_TRY(t, r.number(*lat, "intra_chip_link.latency", true));
+  l.bandwidth = b;
+  l.latency = t;
+  return l;
+}
+
+std::string num(double x) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, res.ptr);
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Result<HardwareProfile> profile_from_json(const std::string& text, const std::string& file) {
+  Result<Value> parsed = json::parse(text, file);
+  if (!parsed.ok()) return parsed.error();
+  const Reader r(file);
+  const Value& root = *parsed;
+  if (!root.is_object()) return r.fail("a hardware profile must hold a JSON object");
+  AOIZORA_TRY(ok, r.only(root, top_keys(), ""));
+  (void)ok;
+  AOIZORA_TRY(schema_v, r.need(root, "schema", ""));
+  AOIZORA_TRY(schema, r.string(*schema_v, "schema"));
+  if (schema != kHardwareSchema)
+    return r.fail("'schema' is '" + schema + "', expected '" + kHardwareSchema + "'");
+
+  HardwareProfile p;
+  ChipSpec& s = p.spec;
+  AOIZORA_TRY(gen_v, r.need(root, "generation", ""));
+  AOIZORA_TRY(gen, r.string(*gen_v, "generation"));
+  if (gen.empty()) return r.fail("'generation' must not be empty");
+  s.generation = gen;
+  AOIZORA_TRY(kind_v, r.need(root, "device_kind", ""));
+  AOIZORA_TRY(kind, r.string(*kind_v, "device_kind"));
+  s.device_kind = kind;
+  for (const Figure& f : kFigures) {
+    AOIZORA_TRY(v, r.need(root, f.key, ""));
+    AOIZORA_TRY(x, r.number(*v, f.key, f.zero_ok));
+    s.*f.field = x;
+  }
+  AOIZORA_TRY(mxu_v, r.need(root, "mxu_size", ""));
+  AOIZORA_TRY(mxu, r.number(*mxu_v, "mxu_size", false));
+  if (mxu != std::floor(mxu) || mxu > 1 << 16) return r.fail("'mxu_size' must be a whole number of elements");
+  s.mxu_size = static_cast<int>(mxu);
+  AOIZORA_TRY(cl, r.need(root, "collective_latency", ""));
+  AOIZORA_TRY(cl_ok, read_collective_latency(r, *cl, &s.collective_latency));
+  (void)cl_ok;
+  AOIZORA_TRY(alg, r.need(root, "algorithms", ""));
+  AOIZORA_TRY(alg_ok, read_algorithms(r, *alg, &s.algorithms));
+  (void)alg_ok;
+  if (const Value* icl = root.find("intra_chip_link"); icl != nullptr && icl->type != Value::Type::kNull) {
+    AOIZORA_TRY(l, read_intra_chip_link(r, *icl));
+    s.intra_chip_link = l;
+  }
+  if (const Value* pv = root.find("provenance")) {
+    AOIZORA_TRY(prov, read_provenance(r, *pv));
+    p.provenance = prov;
+  }
+  return p;
+}
+
+Result<HardwareProfile> read_profile_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{"cannot open hardware profile '" + path + "'", path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return profile_from_json(ss.str(), path);
+}
+
+std::string profile_to_json(const HardwareProfile& p) {
+  const ChipSpec& s = p.spec;
+  std::string o = "{\n";
+  o += "  \"schema\": " + quoted(kHardwareSchema) + ",\n";
+  o += "  \"generation\": " + quoted(s.generation) + ",\n";
+  o += "  \"device_kind\": " + quoted(s.device_kind) + ",\n";
+  for (const Figure& f : kFigures) {
+    o += "  " + quoted(f.key) + ": " + num(s.*f.field) + ",\n";
+    if (std::string(f.key) == "hbm_bandwidth") o += "  \"mxu_size\": " + std::to_string(s.mxu_size) + ",\n";
+  }
+  o += "  \"collective_latency\": {";
+  bool first = true;
+  for (const KindField& k : kKinds) {
+    o += std::string(first ? "" : ", ") + quoted(k.key) + ": " + num(s.collective_latency.*k.field);
+    first = false;
+  }
+  o += "},\n  \"algorithms\": {";
+  first = true;
+  for (const ShapeField& a : kShapes) {
+    o += std::string(first ? "" : ", ") + quoted(a.key) + ": " + quoted(s.algorithms.*a.field);
+    first = false;
+  }
+  o += "},\n  \"intra_chip_link\": ";
+  if (s.intra_chip_link)
+    o += "{\"bandwidth\": " + num(s.intra_chip_link->bandwidth) + ", \"latency\": " +
+         num(s.intra_chip_link->latency) + "}";
+  else
+    o += "null";
+  const Provenance& pr = p.provenance;
+  o += ",\n  \"provenance\": {\n    \"fitted\": " + std::string(pr.fitted ? "true" : "false") + ",\n";
+  o += "    \"note\": " + quoted(pr.note) + ",\n    \"fitted_to\": [";
+  first = true;
+  for (const std::string& id : pr.fitted_to) {
+    o += std::string(first ? "" : ", ") + quoted(id);
+    first = false;
+  }
+  o += "],\n    \"sources\": {";
+  first = true;
+  for (const auto& [k, v] : pr.sources) {
+    o += std::string(first ? "\n" : ",\n") + "      " + quoted(k) + ": " + quoted(v);
+    first = false;
+  }
+  o += first ? "}\n  }\n}\n" : "\n    }\n  }\n}\n";
+  return o;
+}
+
+}  // namespace aoizora::topo

@@ -1,0 +1,63 @@
+// Hardware profiles: a generation's ChipSpec as a versioned JSON document, with where each
+// figure comes from. One file per generation ships in profiles/ (compiled into the library
+// by CMake, so the catalog needs no file at run time); `--hardware FILE` reads another.
+//
+// Format (schema "aoizora.hardware/1"; every figure in SI units, all keys below required
+// except "intra_chip_link" and "provenance", no other keys allowed):
+//   {"schema": "aoizora.hardware/1", "generation": "v5e", "device_kind": "TPU v5 lite",
+//    "peak_flops": 1.97e14, "hbm_bytes": 1.6e10, "hbm_bandwidth": 8.19e11,
+//    "mxu_size": 128, "mxu_efficiency": 1.0,
+//    "link_bandwidth": 4.5e10, "hop_latency": 1e-6, "dma_fixed_seconds": 0,
+//    "collective_latency": {"all-gather": 1e-6, "all-reduce": 1e-6, "reduce-scatter": 1e-6,
+//                           "all-to-all": 1e-6, "collective-permute": 1e-6,
+//                           "collective-broadcast": 1e-6},
+//    "algorithms": {"line": "bidirectional-line", "wrapped-axis": "bidirectional-ring",
+//                   "grid": "dimension-order", "other": "unidirectional-ring"},
+//    "intra_chip_link": null | {"bandwidth": 1.2e12, "latency": 5e-7},
+//    "provenance": {"fitted": false, "note": "...", "fitted_to": ["id", ...],
+//                   "sources": {"<figure key>": "where it comes from", ...}}}
+// Errors name the field: unknown keys, missing keys, wrong types, negative or non-finite
+// numbers, an unknown schema version, an algorithm the cost model does not implement.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "aoizora/base/status.h"
+#include "aoizora/topo/chip_spec.h"
+
+namespace aoizora::topo {
+
+inline constexpr const char* kHardwareSchema = "aoizora.hardware/1";
+
+// Where a profile's figures come from.
+struct Provenance {
+  bool fitted = false;                       // true once fitted to measurements
+  std::string note;                          // one paragraph for a human
+  std::vector<std::string> fitted_to;        // ids of the measurements it was fitted to
+  std::map<std::string, std::string> sources;  // figure key -> source
+  bool operator==(const Provenance&) const = default;
+};
+
+struct HardwareProfile {
+  ChipSpec spec;
+  Provenance provenance;
+  bool operator==(const HardwareProfile&) const = default;
+};
+
+// Parses a profile from JSON text; `file` labels errors (empty for text).
+Result<HardwareProfile> profile_from_json(const std::string& text, const std::string& file = "");
+
+// Reads and parses a profile file; an unreadable file is an error naming it.
+Result<HardwareProfile> read_profile_file(const std::string& path);
+
+// The profile as JSON text in the format above (deterministic; numbers round-trip exactly).
+std::string profile_to_json(const HardwareProfile& profile);
+
+// The shipped profile text of a generation ("v4", "v5e", "v5p", "v6e", "tpu7x"), compiled in
+// from profiles/<generation>.json; empty when there is none. Defined in a file CMake
+// generates (shipped_profiles.cpp in the build tree).
+std::string shipped_profile_text(const std::string& generation);
+
+}  // namespace aoizora::topo

@@ -1,0 +1,60 @@
+"""`--hardware FILE`: a hardware profile (the chip figures of one TPU generation, in the
+aoizora.hardware/1 format of cpp/aoizora/topo/profile.h) that replaces the generation's
+shipped profile for one command.
+
+    add_argument(parser)  adds --hardware FILE to a command that takes a topology
+    check(path, flag="--hardware") -> str: the absolute path of a valid profile; UserError
+        (one line) on an unreadable or non-UTF-8 file, malformed JSON, a duplicate key, an
+        unknown field, a missing one, a negative or non-finite figure, a wrong schema version
+    shipped(generation) -> dict: the shipped profile of a generation ("v5e", "tpu7x", ...)
+
+The shipped profiles are compiled into the C++ core from profiles/*.json and also installed
+as files (aoizora/profiles/) for users to copy and edit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from aoizora.errors import UserError
+from aoizora.validate import read_text
+
+
+def add_argument(p) -> None:
+    p.add_argument("--hardware", metavar="FILE", default=None,
+                   help="a hardware profile (JSON, aoizora.hardware/1) replacing the chip "
+                        "figures of the topology's generation")
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def check(path: str, flag: str = "--hardware") -> str:
+    from aoizora import _core
+
+    body = read_text(path, flag, "hardware profile JSON file")
+    try:
+        json.loads(body, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{flag} {path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+    except ValueError as e:
+        raise UserError(f"{flag} {path}: {e}") from None
+    try:
+        _core.check_hardware_profile(path)
+    except _core.CoreError as e:
+        # The core's message starts with the path already.
+        raise UserError(f"{flag} {e}") from None
+    return os.path.abspath(path)
+
+
+def shipped(generation: str) -> dict:
+    from aoizora import _core
+
+    return json.loads(_core.hardware_profile(generation))

@@ -1,0 +1,168 @@
+// Hardware profiles (topo/profile.h) and the catalog that reads them (topo/catalog.h).
+#include "aoizora/topo/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "aoizora/topo/catalog.h"
+
+namespace aoizora::topo {
+namespace {
+
+const char* const kGenerations[] = {"v4", "v5e", "v5p", "v6e", "tpu7x"};
+
+std::string profile_file(const std::string& generation) {
+  return std::string(AOIZORA_PROFILES) + "/" + generation + ".json";
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The v5e profile text with `from` replaced by `to` (which must occur).
+std::string v5e_with(const std::string& from, const std::string& to) {
+  std::string s = read(profile_file("v5e"));
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
+std::string error_of(const std::string& text) {
+  Result<HardwareProfile> p = profile_from_json(text, "bad.json");
+  EXPECT_FALSE(p.ok());
+  return p.ok() ? "" : p.error().to_string();
+}
+
+TEST(HardwareProfile, EveryShippedProfileRoundTripsExactly) {
+  for (const char* g : kGenerations) {
+    Result<HardwareProfile> p = profile_from_json(read(profile_file(g)), g);
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    EXPECT_EQ(p->spec.generation, g);
+    Result<HardwareProfile> back = profile_from_json(profile_to_json(*p), "written");
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_EQ(*back, *p) << g;
+    EXPECT_EQ(profile_to_json(*back), profile_to_json(*p)) << g;
+    EXPECT_FALSE(p->provenance.fitted) << g;
+    EXPECT_FALSE(p->provenance.sources.empty()) << g;
+  }
+}
+
+TEST(HardwareProfile, CompiledInProfilesAreTheFilesInProfilesDir) {
+  for (const char* g : kGenerations) {
+    Result<HardwareProfile> shipped = hardware_profile(g);
+    ASSERT_TRUE(shipped.ok()) << shipped.error().to_string();
+    Result<HardwareProfile> file = read_profile_file(profile_file(g));
+    ASSERT_TRUE(file.ok()) << file.error().to_string();
+    EXPECT_EQ(*shipped, *file) << g;
+  }
+}
+
+TEST(HardwareProfile, CatalogChipSpecEqualsTheProfileFigures) {
+  const std::pair<const char*, const char*> slices[] = {
+      {"v4", "v4:2x2x1"}, {"v5e", "v5e:2x4"}, {"v5p", "v5p:2x2x2"}, {"v6e", "v6e:2x4"},
+      {"tpu7x", "tpu7x:2x2x1"}};
+  for (const auto& [g, slice] : slices) {
+    Result<HardwareProfile> file = read_profile_file(profile_file(g));
+    ASSERT_TRUE(file.ok());
+    Result<Topology> t = make_topology(slice);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->spec, file->spec) << slice;
+    EXPECT_EQ(*chip_spec(g), file->spec) << g;
+    for (const Link& l : t->links) {
+      EXPECT_EQ(l.bandwidth, file->spec.link_bandwidth);
+      EXPECT_EQ(l.latency, file->spec.hop_latency);
+    }
+  }
+}
+
+TEST(HardwareProfile, ShippedFiguresAreTheNominalCatalogOnes) {
+  // The figures the catalog had before profiles (REFERENCE.md §2): no number changed.
+  struct Old { const char* g; double flops, hbm, hbm_bw, link; };
+  const Old old[] = {{"v4", 275e12, 32.0 * (1 << 30), 1.2e12, 45e9},
+                     {"v5e", 197e12, 16e9, 819e9, 45e9},
+                     {"v5p", 459e12, 95e9, 2.765e12, 90e9},
+                     {"v6e", 918e12, 32e9, 1.638e12, 90e9},
+                     {"tpu7x", 2307e12, 192.0 * (1 << 30), 7.38e12, 100e9}};
+  for (const Old& o : old) {
+    ChipSpec s = *chip_spec(o.g);
+    EXPECT_EQ(s.peak_flops, o.flops) << o.g;
+    EXPECT_EQ(s.hbm_bytes, o.hbm) << o.g;
+    EXPECT_EQ(s.hbm_bandwidth, o.hbm_bw) << o.g;
+    EXPECT_EQ(s.link_bandwidth, o.link) << o.g;
+    EXPECT_EQ(s.hop_latency, 1e-6) << o.g;
+    EXPECT_EQ(s.collective_latency, CollectiveLatency{}) << o.g;
+    EXPECT_EQ(s.mxu_efficiency, 1.0) << o.g;
+    EXPECT_EQ(s.intra_chip_link.has_value(), std::string(o.g) == "tpu7x") << o.g;
+  }
+}
+
+TEST(HardwareProfile, UnknownFieldIsAnErrorNamingIt) {
+  const std::string e = error_of(v5e_with("\"link_bandwidth\"", "\"link_bandwith\""));
+  EXPECT_NE(e.find("bad.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown field 'link_bandwith'"), std::string::npos) << e;
+  const std::string nested = error_of(v5e_with("\"all-gather\"", "\"allgather\""));
+  EXPECT_NE(nested.find("collective_latency.allgather"), std::string::npos) << nested;
+}
+
+TEST(HardwareProfile, NegativeOrNonFiniteFigureIsAnErrorNamingIt) {
+  const std::string neg = error_of(v5e_with("\"hop_latency\": 1e-06", "\"hop_latency\": -1e-06"));
+  EXPECT_NE(neg.find("'hop_latency' must be >= 0"), std::string::npos) << neg;
+  const std::string inf = error_of(v5e_with("\"peak_flops\": 197000000000000.0", "\"peak_flops\": 1e999"));
+  EXPECT_NE(inf.find("'peak_flops' must be finite"), std::string::npos) << inf;
+  const std::string zero = error_of(v5e_with("\"link_bandwidth\": 45000000000.0", "\"link_bandwidth\": 0"));
+  EXPECT_NE(zero.find("'link_bandwidth' must be > 0"), std::string::npos) << zero;
+  const std::string str = error_of(v5e_with("\"hbm_bytes\": 16000000000.0", "\"hbm_bytes\": \"16GB\""));
+  EXPECT_NE(str.find("'hbm_bytes' must be a number"), std::string::npos) << str;
+}
+
+TEST(HardwareProfile, WrongSchemaVersionMissingFieldAndUnimplementedAlgorithmAreErrors) {
+  const std::string schema = error_of(v5e_with("aoizora.hardware/1", "aoizora.hardware/2"));
+  EXPECT_NE(schema.find("'schema' is 'aoizora.hardware/2', expected 'aoizora.hardware/1'"),
+            std::string::npos) << schema;
+  const std::string missing = error_of(v5e_with("\"mxu_size\": 128,", ""));
+  EXPECT_NE(missing.find("missing field 'mxu_size'"), std::string::npos) << missing;
+  const std::string alg = error_of(v5e_with("\"bidirectional-line\"", "\"two-dimensional\""));
+  EXPECT_NE(alg.find("'algorithms.line'"), std::string::npos) << alg;
+}
+
+TEST(HardwareProfile, OverrideReplacesEveryGridLinkFigure) {
+  ChipSpec slow = *chip_spec("v5e");
+  slow.link_bandwidth /= 2;
+  slow.hop_latency = 3e-6;
+  Result<Topology> t = with_hardware(*make_topology("v5e:2x4"), slow);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->spec, slow);
+  for (const Link& l : t->links) {
+    EXPECT_EQ(l.bandwidth, 22.5e9);
+    EXPECT_EQ(l.latency, 3e-6);
+  }
+  Result<Topology> other = with_hardware(*make_topology("v6e:2x4"), slow);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("for 'v5e' but topology v6e:2x4 is v6e"), std::string::npos)
+      << other.error().message;
+}
+
+TEST(HardwareProfile, MakeTopologyWithAHardwareFileUsesItsFigures) {
+  const std::string path = ::testing::TempDir() + "/topo_profile_test_v5e.json";
+  {
+    std::ofstream out(path);
+    out << v5e_with("\"link_bandwidth\": 45000000000.0", "\"link_bandwidth\": 1e9");
+  }
+  Result<Topology> t = make_topology("v5e:2x2", path);
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_EQ(t->spec.link_bandwidth, 1e9);
+  EXPECT_EQ(t->links[0].bandwidth, 1e9);
+  Result<Topology> missing = make_topology("v5e:2x2", path + ".absent");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().to_string().find(".absent"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace aoizora::topo
