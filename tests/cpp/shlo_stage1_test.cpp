@@ -3,7 +3,10 @@
 // executions of each predicted collective, as the Alpa-style baseline prices them.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "aoizora/shlo/stage1.h"
@@ -106,6 +109,53 @@ TEST(ShloStage1Collectives, RecordsAddUpToTheKindTotals) {
     ASSERT_EQ(bytes.size(), r.comm_bytes_by_kind.size());
     for (const auto& [kind, b] : r.comm_bytes_by_kind) EXPECT_DOUBLE_EQ(bytes[kind], b) << kind;
   }
+}
+
+// Stage 1 reads the chip figures of a hardware profile file (Stage1Options::hardware), the
+// same figures the simulator and Q2 get from the topology: with the hop latency zeroed,
+// halving the link bandwidth exactly doubles Q1's communication and leaves compute alone.
+std::string v5e_profile_file(const std::string& name, const std::string& link_bandwidth) {
+  std::ifstream in(std::string(AOIZORA_PROFILES) + "/v5e.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  auto swap = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  };
+  swap("\"link_bandwidth\": 45000000000.0", "\"link_bandwidth\": " + link_bandwidth);
+  swap("\"hop_latency\": 1e-06", "\"hop_latency\": 0");
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ShloStage1Hardware, HalfTheLinkBandwidthInTheProfileDoublesQ1Communication) {
+  Stage1Options full;
+  full.topology = "v5e:2x4";
+  full.hardware = v5e_profile_file("stage1_full.json", "45e9");
+  Stage1Options half = full;
+  half.hardware = v5e_profile_file("stage1_half.json", "22.5e9");
+  Result<Stage1Result> a = analyze_stablehlo(testdata::kRingAllToAll, full);
+  Result<Stage1Result> b = analyze_stablehlo(testdata::kRingAllToAll, half);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_TRUE(b.ok()) << b.error().to_string();
+  ASSERT_GT(a->comm_seconds, 0);
+  EXPECT_DOUBLE_EQ(b->comm_seconds, 2 * a->comm_seconds);
+  EXPECT_DOUBLE_EQ(b->compute_seconds, a->compute_seconds);
+  std::remove(full.hardware.c_str());
+  std::remove(half.hardware.c_str());
+}
+
+TEST(ShloStage1Hardware, AProfileOfAnotherGenerationIsAnError) {
+  Stage1Options o;
+  o.topology = "v6e:2x4";
+  o.hardware = std::string(AOIZORA_PROFILES) + "/v5e.json";
+  Result<Stage1Result> r = analyze_stablehlo(testdata::kRingAllToAll, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("for 'v5e' but topology v6e:2x4 is v6e"), std::string::npos)
+      << r.error().message;
 }
 
 }  // namespace
