@@ -1,0 +1,166 @@
+"""Hardware profiles from Python and the command line: `--hardware FILE` replaces the chip
+figures of the topology's generation for `topology`, `simulate` and `rank` (plan and compare
+check it the same way before any work); a bad file is one line on stderr and exit 2. Also
+the published measurements (calibration/published.json) and the one-collective simulation
+that bench/fidelity.py prints."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from aoizora import _core, cli, hardware_file, measurements, single_collective
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROFILES = ROOT / "profiles"
+HLO8 = ROOT / "tests" / "data" / "hlo" / "ring_alltoall.v5e_2x4.hlo"
+
+
+def _run(capsys, *argv):
+    rc = cli.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def _profile(tmp_path, name="p.json", generation="v5e", **changes) -> pathlib.Path:
+    d = json.loads((PROFILES / f"{generation}.json").read_text())
+    d.update(changes)
+    path = tmp_path / name
+    path.write_text(json.dumps(d))
+    return path
+
+
+def _allgather_hlo(tmp_path) -> pathlib.Path:
+    # One all-gather of 8 MiB per device along each line of 4 chips of v5e:2x4 (y axis):
+    # communication-bound (3 steps of 8 MiB at 45 GB/s, about 560 us, against microseconds
+    # of fixed latency).
+    text = single_collective.hlo_text("all-gather", 8, 8 << 20, groups=[[0, 2, 4, 6], [1, 3, 5, 7]])
+    path = tmp_path / "allgather.hlo"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_profiles_are_the_files_in_profiles():
+    for gen in ("v4", "v5e", "v5p", "v6e", "tpu7x"):
+        shipped = hardware_file.shipped(gen)
+        assert shipped == json.loads((PROFILES / f"{gen}.json").read_text()), gen
+    assert hardware_file.shipped("v7x")["generation"] == "tpu7x"
+
+
+def test_hardware_file_changes_what_topology_json_reports(tmp_path, capsys):
+    rc, out, _ = _run(capsys, "topology", "v5e:2x4", "--json")
+    assert rc == 0
+    base = json.loads(out)
+    assert base["spec"]["link_bandwidth"] == 45e9 and base["hardware"] is None
+    prof = _profile(tmp_path, link_bandwidth=22.5e9, hop_latency=2e-6, peak_flops=1e14)
+    rc, out, _ = _run(capsys, "topology", "v5e:2x4", "--json", "--hardware", prof)
+    assert rc == 0
+    d = json.loads(out)
+    assert d["spec"]["link_bandwidth"] == 22.5e9 and d["spec"]["peak_flops"] == 1e14
+    assert {l["bandwidth"] for l in d["links"]} == {22.5e9}
+    assert {l["latency"] for l in d["links"]} == {2e-6}
+    assert d["hardware"] == str(prof)
+    rc, out, _ = _run(capsys, "topology", "v5e:2x4", "--hardware", prof)
+    assert rc == 0 and "22.5 GB/s one way" in out and f"hardware profile {prof}" in out
+
+
+def test_halving_link_bandwidth_lengthens_a_communication_bound_simulation(tmp_path, capsys):
+    hlo = _allgather_hlo(tmp_path)
+    rc, out, _ = _run(capsys, "simulate", "--hlo", hlo, "--topology", "v5e:2x4",
+                      "--placement", "row-major", "--json")
+    assert rc == 0
+    full = json.loads(out)["step_seconds"]
+    half = _profile(tmp_path, link_bandwidth=22.5e9)
+    rc, out, _ = _run(capsys, "simulate", "--hlo", hlo, "--topology", "v5e:2x4",
+                      "--placement", "row-major", "--json", "--hardware", half)
+    assert rc == 0
+    slow = json.loads(out)["step_seconds"]
+    # Bandwidth time doubles; the few microseconds of latency do not.
+    assert 1.95 * full < slow < 2 * full
+    assert full == pytest.approx(3 * (8 << 20) / 45e9, rel=0.02)
+
+
+def test_profile_collective_latency_is_the_simulators_fixed_cost(tmp_path):
+    prof = json.loads((PROFILES / "v5e.json").read_text())
+    prof["collective_latency"]["all-gather"] = 51e-6
+    path = tmp_path / "slow_start.json"
+    path.write_text(json.dumps(prof))
+    args = ("all-gather", "v5e:2x4", 4096)
+    kw = {"groups": [[0, 2, 4, 6], [1, 3, 5, 7]]}
+    base = single_collective.simulate(*args, **kw)
+    slow = single_collective.simulate(*args, **kw, hardware=str(path))
+    assert slow - base == pytest.approx(50e-6, rel=1e-9)
+
+
+def test_rank_prices_placements_with_the_profile(tmp_path, capsys):
+    rc, out, _ = _run(capsys, "rank", "--hlo", HLO8, "--topology", "v5e:2x4", "--json",
+                      "--search-starts", "0")
+    assert rc == 0
+    full = json.loads(out)["ranked"][0]["q2_seconds"]
+    half = _profile(tmp_path, link_bandwidth=22.5e9)
+    rc, out, _ = _run(capsys, "rank", "--hlo", HLO8, "--topology", "v5e:2x4", "--json",
+                      "--search-starts", "0", "--hardware", half)
+    assert rc == 0
+    assert json.loads(out)["ranked"][0]["q2_seconds"] > full
+
+
+def _bad(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(body if isinstance(body, str) else json.dumps(body))
+    return path
+
+
+def _v5e(**changes):
+    d = json.loads((PROFILES / "v5e.json").read_text())
+    d.update(changes)
+    return d
+
+
+BAD = [
+    ("unknown.json", {**_v5e(), "link_bandwith": 1e9}, "unknown field 'link_bandwith'"),
+    ("negative.json", _v5e(hop_latency=-1e-6), "'hop_latency' must be >= 0"),
+    ("infinite.json", json.dumps(_v5e()).replace('"peak_flops": 197000000000000.0',
+                                                 '"peak_flops": 1e999'),
+     "'peak_flops' must be finite"),
+    ("zero.json", _v5e(link_bandwidth=0), "'link_bandwidth' must be > 0"),
+    ("schema.json", _v5e(schema="aoizora.hardware/2"), "expected 'aoizora.hardware/1'"),
+    ("other_gen.json", json.loads((PROFILES / "v6e.json").read_text()),
+     "for 'v6e' but topology v5e:2x4 is v5e"),
+    ("dup.json", '{"schema": "aoizora.hardware/1", "schema": "x"}', "duplicate key 'schema'"),
+    ("broken.json", "{", "not JSON"),
+]
+
+
+@pytest.mark.parametrize("name,body,message", BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize("command", ["topology", "simulate", "rank", "plan"])
+def test_bad_hardware_file_is_a_one_line_error(tmp_path, capsys, command, name, body, message):
+    path = _bad(tmp_path, name, body)
+    argv = {"topology": ["topology", "v5e:2x4"],
+            "simulate": ["simulate", "--hlo", HLO8, "--topology", "v5e:2x4"],
+            "rank": ["rank", "--hlo", HLO8, "--topology", "v5e:2x4"],
+            "plan": ["plan", "--topology", "v5e:2x4", "--quiet", "--out", tmp_path / "p.json"],
+            }[command]
+    rc, _, err = _run(capsys, *argv, "--hardware", path)
+    assert rc == 2
+    assert err.count("\n") == 1, err
+    assert message in err and f"--hardware {path}" in err, err
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_missing_hardware_file_is_a_one_line_error(tmp_path, capsys):
+    rc, _, err = _run(capsys, "topology", "v5e:2x4", "--hardware", tmp_path / "absent.json")
+    assert rc == 2 and err.count("\n") == 1 and "absent.json" in err
+
+
+def test_published_points_load_and_simulate_as_issue_14_reports():
+    points = {p.id: p for p in measurements.load()}
+    assert len(points) == 14
+    assert all(p.seconds > 0 and p.source for p in points.values())
+    assert {p.generation for p in points.values() if p.held_out} == {"tpu7x"}
+    # The v4 psum points: simulated 5.5 / 9.4 / 40.0 us on today's figures (issue 14's table).
+    sims = [points[f"v4-2x2x1-psum-{s}"].simulate() for s in ("16KiB", "128KiB", "1MiB")]
+    assert [round(s * 1e6, 1) for s in sims] == [5.5, 9.4, 40.0]
+    big = points["v5p-2x2x1-ppermute-64MiB"]
+    assert big.simulate() == pytest.approx((64 << 20) / 90e9 + 2e-6, rel=1e-6)
