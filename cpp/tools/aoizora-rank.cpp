@@ -1,7 +1,7 @@
 // aoizora-rank: the placements of a compiled HLO best first by Q2, with JAX's default
 // placement and the ratio, without Python. Same ranking as `aoizora rank`.
 //
-//   aoizora-rank --hlo FILE --topology T [--mesh AxB] [--top N] [--seed S]
+//   aoizora-rank --hlo FILE --topology T [--hardware FILE] [--mesh AxB] [--top N] [--seed S]
 //                [--search-iterations N] [--search-starts N] [--json]
 #include <chrono>
 #include <cstdio>
@@ -19,7 +19,7 @@ namespace {
 
 int usage(const char* msg) {
   std::fprintf(stderr,
-               "aoizora-rank: %s\nusage: aoizora-rank --hlo FILE --topology T [--mesh AxB] "
+               "aoizora-rank: %s\nusage: aoizora-rank --hlo FILE --topology T [--hardware FILE] [--mesh AxB] "
                "[--top N] [--seed S] [--search-iterations N] [--search-starts N] [--json]\n",
                msg);
   return 2;
@@ -64,7 +64,7 @@ std::string quote(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hlo_path, topo_name, mesh_text;
+  std::string hlo_path, topo_name, hardware_path, mesh_text;
   int top = 10;
   bool json = false;
   place::RankOptions options;
@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
       hlo_path = v;
     } else if (a == "--topology" && (v = next())) {
       topo_name = v;
+    } else if (a == "--hardware" && (v = next())) {
+      hardware_path = v;
     } else if (a == "--mesh" && (v = next())) {
       mesh_text = v;
     } else if (a == "--top" && (v = next())) {
@@ -95,7 +97,7 @@ int main(int argc, char** argv) {
     }
   }
   if (hlo_path.empty() || topo_name.empty()) return usage("--hlo and --topology are required");
-  Result<topo::Topology> t = topo::make_topology(topo_name);
+  Result<topo::Topology> t = topo::make_topology(topo_name, hardware_path);
   if (!t.ok()) return std::fprintf(stderr, "aoizora-rank: %s\n", t.error().to_string().c_str()), 2;
   Result<hlo::CollectiveGraph> g = hlo::collective_graph_from_file(hlo_path);
   if (!g.ok()) return std::fprintf(stderr, "aoizora-rank: %s\n", g.error().to_string().c_str()), 2;

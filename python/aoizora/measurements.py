@@ -14,7 +14,15 @@ import json
 import os
 from dataclasses import dataclass
 
-PUBLISHED = os.path.join(os.path.dirname(__file__), "..", "..", "calibration", "published.json")
+def _published() -> str:
+    """The installed copy (aoizora/calibration/), else the source checkout's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "calibration", "published.json")
+    return installed if os.path.exists(installed) else os.path.join(
+        here, "..", "..", "calibration", "published.json")
+
+
+PUBLISHED = _published()
 SCHEMA = "aoizora.measurements/1"
 _KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
