@@ -164,3 +164,22 @@ def test_published_points_load_and_simulate_as_issue_14_reports():
     assert [round(s * 1e6, 1) for s in sims] == [5.5, 9.4, 40.0]
     big = points["v5p-2x2x1-ppermute-64MiB"]
     assert big.simulate() == pytest.approx((64 << 20) / 90e9 + 2e-6, rel=1e-6)
+
+
+def test_plan_uses_and_records_the_hardware_profile(tmp_path, monkeypatch, capsys):
+    # Stage 1, Stage 2 and the simulator of one plan all see the file's figures: 10x slower
+    # links make the chosen plan's simulated latency longer, and the plan says which profile.
+    monkeypatch.setenv("AOIZORA_CACHE", str(tmp_path / "cache"))
+    argv = ["plan", "--model", "wan-tiny", "--video", "tiny", "--quiet", "--topology",
+            "v5e:2x2", "--top-k", "1", "--workers", "1"]
+    rc, _, err = _run(capsys, *argv, "--out", tmp_path / "base.json")
+    assert rc == 0, err
+    slow = _profile(tmp_path, link_bandwidth=4.5e9)
+    rc, _, err = _run(capsys, *argv, "--out", tmp_path / "slow.json", "--hardware", slow)
+    assert rc == 0, err
+    base = json.loads((tmp_path / "base.json").read_text())
+    plan = json.loads((tmp_path / "slow.json").read_text())
+    assert base["topology"]["hardware"] == "shipped:v5e"
+    assert plan["topology"]["hardware"] == str(slow)
+    assert plan["topology"]["link_bandwidth"] == 4.5e9
+    assert plan["choice"]["simulated_s"] > base["choice"]["simulated_s"]
