@@ -319,4 +319,6 @@ std::string profile_to_json(const HardwareProfile& p) {
   return o;
 }
 
+#undef AOIZORA_TRY
+
 }  // namespace aoizora::topo

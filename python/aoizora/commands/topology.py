@@ -27,6 +27,14 @@ def _fmt(x: float, unit: str) -> str:
     return f"{x:.4g} {unit}"
 
 
+def _figures_from(hardware: str | None, generation: str) -> str:
+    if hardware:
+        return f"hardware profile {hardware}"
+    if generation == "custom":
+        return "the topology file's spec"
+    return f"the shipped {generation} profile (profiles/{generation}.json)"
+
+
 def run(args) -> int:
     from aoizora import _core, topology_file
     from aoizora.errors import UserError
@@ -52,7 +60,7 @@ def run(args) -> int:
     print(f"  chip: {s['device_kind'] or s['generation']}, {_fmt(s['peak_flops'], 'FLOP/s')} bf16, "
           f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}")
     print(f"  link: {_fmt(s['link_bandwidth'], 'B/s')} one way, {s['hop_latency'] * 1e6:.3g} us per hop")
-    print(f"  figures: {'hardware profile ' + args.hardware if args.hardware else 'the shipped ' + s['generation'] + ' profile'}")
+    print(f"  figures: {_figures_from(args.hardware, s['generation'])}")
     print("  routing: " + ("dimension order (x, y, z), the shorter way round a wrapped axis"
                            if topo.is_grid else "fewest hops"))
     if topo.num_chips <= 64:
