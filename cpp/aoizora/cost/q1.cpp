@@ -3,15 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "aoizora/topo/catalog.h"
-
 namespace aoizora::cost {
-
-topo::ChipSpec default_chip() {
-  // The shipped profiles are tested to parse (topo_profile_test), so this cannot fail.
-  static const topo::ChipSpec v5e = topo::chip_spec("v5e").value();
-  return v5e;
-}
 
 double best_axis_bandwidth(int64_t k, const Q1Params& p) {
   if (k <= 1) return std::numeric_limits<double>::infinity();

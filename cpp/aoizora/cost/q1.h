@@ -28,17 +28,14 @@
 
 #include "aoizora/cost/best_group.h"
 #include "aoizora/shlo/dag.h"
-#include "aoizora/topo/chip_spec.h"
+#include "aoizora/topo/catalog.h"
 
 namespace aoizora::cost {
-
-// The shipped v5e profile's figures (topo/catalog.h), the default chip of Q1 and Stage 1.
-topo::ChipSpec default_chip();
 
 struct Q1Params {
   // Chip figures: peak_flops and hbm_bandwidth for compute, link_bandwidth per directed link,
   // hop_latency as alpha, the seconds per ring step. Default: the shipped v5e profile.
-  topo::ChipSpec chip = default_chip();
+  topo::ChipSpec chip = topo::default_chip_spec();
   std::array<int, 3> slice_dims{1, 1, 1};
   std::array<bool, 3> slice_wrap{false, false, false};
   // Optional per-axis bandwidth override (bytes/s), by mesh axis name.

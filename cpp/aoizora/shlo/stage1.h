@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "aoizora/base/status.h"
-#include "aoizora/cost/q1.h"
 #include "aoizora/shlo/dag.h"
-#include "aoizora/topo/chip_spec.h"
+#include "aoizora/topo/catalog.h"
 
 namespace aoizora::shlo {
 
@@ -23,7 +22,7 @@ struct Stage1Options {
   // file (topo/profile.h), then replaces the chip spec (topo::make_topology).
   std::string topology;
   std::string hardware;
-  topo::ChipSpec chip = cost::default_chip();
+  topo::ChipSpec chip = topo::default_chip_spec();
   std::array<int, 3> slice_dims{1, 1, 1};
   std::array<bool, 3> slice_wrap{false, false, false};
   // Fraction of HBM a candidate may use (XLA reserves some for itself).

@@ -112,6 +112,11 @@ Result<ChipSpec> chip_spec(const std::string& generation) {
   return p->spec;
 }
 
+ChipSpec default_chip_spec() {
+  static const ChipSpec v5e = chip_spec("v5e").value();
+  return v5e;
+}
+
 Result<Topology> with_hardware(Topology t, const ChipSpec& spec) {
   if (t.spec.generation != "custom" && t.spec.generation != spec.generation)
     return Error{"the hardware profile is for '" + spec.generation + "' but topology " + t.name +

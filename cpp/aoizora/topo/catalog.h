@@ -36,4 +36,8 @@ Result<HardwareProfile> hardware_profile(const std::string& generation);
 // hardware_profile(generation).spec.
 Result<ChipSpec> chip_spec(const std::string& generation);
 
+// The shipped v5e profile's figures: the default chip of Q1 and Stage 1 when no topology
+// says otherwise. Cannot fail (the shipped profiles are tested to parse).
+ChipSpec default_chip_spec();
+
 }  // namespace aoizora::topo
