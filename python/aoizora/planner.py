@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from aoizora import jaxenv  # noqa: F401
 from aoizora import baselines, stage1, strategies
@@ -75,167 +75,213 @@ def _resolve(model: str, video: str, frames: int | None):
     return validate.workload(model, video, frames)
 
 
+@dataclass
+class _Run:
+    """What the phases of one plan() share: its inputs, and what each phase leaves."""
+
+    settings: Settings
+    progress: Progress
+    cfg: Any
+    wl: Any
+    stage2: Stage2
+    target: CompileTarget
+    t_start: float = field(default_factory=time.perf_counter)
+    timings: dict[str, float] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    graphs: dict[str, Any] = field(default_factory=dict)   # candidate name -> CollectiveGraph
+    outcomes: list[Outcome] = field(default_factory=list)  # every lowering and compile job
+
+    def lap(self, name: str, t0: float) -> None:
+        self.timings[name] = round(time.perf_counter() - t0, 3)
+
+    def skip(self, name: str, reason: str) -> None:
+        self.skipped.append(f"{name}: {reason}")
+        self.progress.note(f"skipped {name}: {reason}")
+
+
 def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None = 21,
          topology: str = "v5e:2x4", settings: Settings | None = None,
          progress: Progress | None = None) -> PlanResult:
     """Plans the sharding and placement of `model` on `topology`. Raises UserError on bad
-    input or when no candidate fits."""
+    input, NoFitError when no candidate fits."""
     settings = settings or Settings()
     progress = progress or Progress()
-    t_start = time.perf_counter()
-    timings: dict[str, float] = {}
-
-    def lap(name: str, t0: float) -> None:
-        timings[name] = round(time.perf_counter() - t0, 3)
-
     cfg, wl = _resolve(model, video, frames)
-    frames = wl.frames
     stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters,
                                  hardware=settings.hardware)
-    n = stage2.num_chips
-    target = compile_target_for(stage2.topology, settings.compile_target)
-    progress.note(f"compiling for {_describe_target(target)}")
+    run = _Run(settings, progress, cfg, wl, stage2,
+               compile_target_for(stage2.topology, settings.compile_target))
+    progress.note(f"compiling for {_describe_target(run.target)}")
+    candidates = _enumerate(run, model)
+    s1, top = _stage1(run, candidates, no_fit=f"{model} at {video} {wl.frames} frames fits "
+                                              f"in no sharding on {topology}")
+    survivors = _compile_top_k(run, candidates, s1, top)
+    ranked = _rank_placements(run, survivors)
+    pool = _decide(run, ranked)
+    base_pairs = _baselines(run, s1, pool)
+    return _result(run, {"name": model, "video": video}, candidates, s1, top, ranked, pool,
+                   base_pairs)
 
+
+def _enumerate(run: _Run, model: str) -> list:
     t0 = time.perf_counter()
-    progress.phase("enumerate shardings")
-    candidates = strategies.enumerate_candidates(cfg, wl, n)
+    run.progress.phase("enumerate shardings")
+    candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_chips)
     if not candidates:
-        raise UserError(f"no legal sharding of {model} over {n} chips")
-    lap("enumerate", t0)
+        raise UserError(f"no legal sharding of {model} over {run.stage2.num_chips} chips")
+    run.lap("enumerate", t0)
+    return candidates
 
-    # ---- lower every candidate and run Stage 1 ------------------------------------------
+
+def _stage1(run: _Run, candidates: list, no_fit: str) -> tuple[list, list]:
+    """Lowers every candidate and runs Stage 1: (every Stage1Result, the Top-K). Raises
+    NoFitError, `no_fit` and the least memory-hungry candidate's numbers, when none fits."""
     t0 = time.perf_counter()
     # Tracing and lowering run on one core each; XLA's TPU compile uses two.
-    lowered = _run(progress, "lower to StableHLO", settings,
-                   [Job("lower", c, cfg, wl, target.spec) for c in candidates],
-                   workers=settings.workers or os.cpu_count() or 1)
-    lap("lower", t0)
-    skipped = [f"{c.name}: {o.error}" for c, o in zip(candidates, lowered) if not o.ok]
+    lowered = _run(run.progress, "lower to StableHLO", run.settings,
+                   [Job("lower", c, run.cfg, run.wl, run.target.spec) for c in candidates],
+                   workers=run.settings.workers or os.cpu_count() or 1)
+    run.outcomes += lowered
+    run.lap("lower", t0)
+    run.skipped += [f"{c.name}: {o.error}" for c, o in zip(candidates, lowered) if not o.ok]
     t0 = time.perf_counter()
-    progress.phase("Stage 1: Q1 and memory", len(candidates))
+    run.progress.phase("Stage 1: Q1 and memory", len(candidates))
     s1 = []
     for c, o in zip(candidates, lowered):
         if o.ok:
             try:
-                s1.append(stage1.analyze(c, o.text, stage2.source,
-                                         **stage2.stage1_options()))
+                s1.append(stage1.analyze(c, o.text, run.stage2.source,
+                                         **run.stage2.stage1_options()))
             except ValueError as e:  # unreadable text, or a loop Stage 1 cannot price
-                skipped.append(f"{c.name}: Stage 1: {e}")
-                progress.note(f"skipped {c.name}: Stage 1: {e}")
-        progress.advance(c.name)
+                run.skip(c.name, f"Stage 1: {e}")
+        run.progress.advance(c.name)
     fitting = [r for r in s1 if r.fits]
     if not fitting:
         least = min(s1, key=lambda r: r.memory_bytes) if s1 else None
         detail = (f"; the least memory-hungry: {least.reject_reason}" if least
-                  else f"; every candidate failed: {'; '.join(skipped[:2])}")
-        raise NoFitError(f"{model} at {video} {frames} frames fits in no sharding on "
-                         f"{topology}{detail}")
-    top = stage1.select_top_k(fitting, settings.top_k)
-    lap("stage1", t0)
-    progress.note(f"Stage 1 kept {len(top)} of {len(fitting)} fitting shardings "
-                  f"({len(candidates)} legal)")
+                  else f"; every candidate failed: {'; '.join(run.skipped[:2])}")
+        raise NoFitError(no_fit + detail)
+    top = stage1.select_top_k(fitting, run.settings.top_k)
+    run.lap("stage1", t0)
+    run.progress.note(f"Stage 1 kept {len(top)} of {len(fitting)} fitting shardings "
+                      f"({len(candidates)} legal)")
+    return s1, top
 
-    # ---- compile the Top-K for the TPU target ---------------------------------------------
-    by_name = {c.name: c for c in candidates}
-    order = list(by_name)
+
+def _compile_top_k(run: _Run, candidates: list, s1: list, top: list) -> list:
+    """Compiles the Top-K (with the oracle, every fitting candidate) for the target; the
+    survivors are the Top-K results whose program loaded."""
     want = {r.candidate.name for r in top}
-    if settings.oracle:
-        want |= {r.candidate.name for r in fitting}
-    graphs: dict[str, Any] = {}
+    if run.settings.oracle:
+        want |= {r.candidate.name for r in s1 if r.fits}
     t0 = time.perf_counter()
-    compiled = _compile(progress, "compile the Top-K for the TPU target", settings,
-                        [by_name[name] for name in sorted(want, key=order.index)], cfg, wl,
-                        target, stage2, graphs, skipped)
-    lap("compile", t0)
-    survivors = [r for r in top if r.candidate.name in graphs]
+    _compile(run, "compile the Top-K for the TPU target",
+             [c for c in candidates if c.name in want])
+    run.lap("compile", t0)
+    survivors = [r for r in top if r.candidate.name in run.graphs]
     if not survivors:
-        raise UserError("every Top-K candidate failed to compile: " + "; ".join(skipped[-3:]))
+        raise UserError("every Top-K candidate failed to compile: "
+                        + "; ".join(run.skipped[-3:]))
+    return survivors
 
-    # ---- Stage 2: placements by Q2 --------------------------------------------------------
+
+def _rank_placements(run: _Run, survivors: list) -> list[Pair]:
+    """Stage 2: every placement of every survivor, best Q2 first."""
     t0 = time.perf_counter()
-    progress.phase("Stage 2: placements by Q2", len(survivors))
+    run.progress.phase("Stage 2: placements by Q2", len(survivors))
     ranked: list[Pair] = []
     for r in survivors:
-        ranked += stage2.rank(r.candidate, graphs[r.candidate.name], q1=r.q1_seconds)
-        progress.advance(r.candidate.name)
+        ranked += run.stage2.rank(r.candidate, run.graphs[r.candidate.name], q1=r.q1_seconds)
+        run.progress.advance(r.candidate.name)
     ranked.sort(key=lambda p: (p.q2, p.candidate.name, p.placement))
-    lap("stage2", t0)
+    run.lap("stage2", t0)
+    return ranked
 
-    # ---- the simulator judges the best pairs: the decision --------------------------------
+
+def _decide(run: _Run, ranked: list[Pair]) -> list[Pair]:
+    """The simulator judges the best pairs; the best of them is the decision (what Stage 1 +
+    Stage 2 choose on their own, the figure AoiZora is judged by). Returns the judged pool."""
     t0 = time.perf_counter()
     pool = _judged_pairs(ranked, SIMULATED_PAIRS)
-    progress.phase("simulate", len(pool))
+    run.progress.phase("simulate", len(pool))
     for p in pool:
-        stage2.simulate(p, graphs[p.candidate.name])
-        progress.advance(p.candidate.name)
-    lap("simulate", t0)
-    timings["decision"] = round(time.perf_counter() - t_start, 3)
-    # What Stage 1 + Stage 2 choose on their own: the figure AoiZora is judged by.
-    decision = min(pool, key=lambda p: (p.simulated, p.q2, p.candidate.name, p.placement))
+        run.stage2.simulate(p, run.graphs[p.candidate.name])
+        run.progress.advance(p.candidate.name)
+    run.lap("simulate", t0)
+    run.timings["decision"] = round(time.perf_counter() - run.t_start, 3)
+    return pool
 
-    # ---- the baselines (for the comparison and the report) --------------------------------
-    # Their shardings are compiled after the decision (those not in the Top-K), and the status
-    # quo stays the plan if it simulates faster than every Top-K pair.
+
+def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
+    """The baselines on JAX's default order, simulated: their shardings not in the Top-K are
+    compiled after the decision; a pair the decision already simulated is not run again."""
     t0 = time.perf_counter()
-    base_cands = baselines.baseline_candidates(cfg, wl, n, s1, stage2.topology.link_bandwidth,
-                                               stage2.topology.hop_latency)
-    todo = [c for c in dict.fromkeys(base_cands.values()) if c.name not in graphs]
-    compiled += _compile(progress, "compile the baselines", settings, todo, cfg, wl, target,
-                         stage2, graphs, skipped)
+    base_cands = baselines.baseline_candidates(
+        run.cfg, run.wl, run.stage2.num_chips, s1, run.stage2.topology.link_bandwidth,
+        run.stage2.topology.hop_latency)
+    _compile(run, "compile the baselines",
+             [c for c in dict.fromkeys(base_cands.values()) if c.name not in run.graphs])
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
-    base_pairs = {tag: stage2.default_pair(c, graphs[c.name], q1=q1_of.get(c.name))
-                  for tag, c in base_cands.items() if c.name in graphs}
-    # A baseline whose sharding and device order the decision already simulated (e.g. the
-    # existing deployment's sharding in the Top-K, on JAX's default order) is not run again.
+    base_pairs = {tag: run.stage2.default_pair(c, run.graphs[c.name], q1=q1_of.get(c.name))
+                  for tag, c in base_cands.items() if c.name in run.graphs}
     judged = {(p.candidate.name, tuple(p.chip_of)): p for p in pool}
-    progress.phase("simulate the baselines", len(base_pairs))
+    run.progress.phase("simulate the baselines", len(base_pairs))
     for p in base_pairs.values():
         twin = judged.get((p.candidate.name, tuple(p.chip_of)))
         if twin is not None:
             p.simulated, p.sim = twin.simulated, twin.sim
         else:
-            stage2.simulate(p, graphs[p.candidate.name])
-        progress.advance(p.candidate.name)
-    pool += list(base_pairs.values())
-    lap("baselines", t0)
+            run.stage2.simulate(p, run.graphs[p.candidate.name])
+        run.progress.advance(p.candidate.name)
+    run.lap("baselines", t0)
+    return base_pairs
 
-    # The plan returned is the best of the decision and the baselines' own pairs (a user
-    # never gets a plan slower than their deployment); when a baseline wins, the plan says so.
-    simulated = sorted({(p.candidate.name, p.placement): p for p in pool}.values(),
+
+def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: list,
+            ranked: list[Pair], pool: list[Pair], base_pairs: dict[str, Pair]) -> PlanResult:
+    """The plan: the best of the decision and the baselines' own pairs (a user never gets a
+    plan slower than their deployment), saying when a baseline replaced the decision."""
+    decision = min(pool, key=lambda p: (p.simulated, p.q2, p.candidate.name, p.placement))
+    simulated = sorted({(p.candidate.name, p.placement): p
+                        for p in pool + list(base_pairs.values())}.values(),
                        key=lambda p: (p.simulated, p.q2))
     best = simulated[0]
-    pooling_changed = (best.candidate.name, best.placement) != (decision.candidate.name,
-                                                               decision.placement)
-    oracle = (_oracle(stage2, graphs, by_name, q1_of, simulated, progress)
-              if settings.oracle else None)
-    chosen_graph = graphs[best.candidate.name]
+    changed = (best.candidate.name, best.placement) != (decision.candidate.name,
+                                                       decision.placement)
+    stage2, graphs = run.stage2, run.graphs
+    oracle = None
+    if run.settings.oracle:
+        q1_of = {r.candidate.name: r.q1_seconds for r in s1}
+        oracle = _oracle(stage2, graphs, {c.name: c for c in candidates}, q1_of, simulated,
+                         run.progress)
     placements = [{"name": p.placement, "q2_s": p.q2, "simulated_s": p.simulated}
                   for p in ranked if p.candidate.name == best.candidate.name][:20]
-
-    timings["total"] = round(time.perf_counter() - t_start, 3)
-    cache_hits = sum(o.cached for o in lowered + compiled)
+    run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
     the_plan = Plan(
-        model={"name": model, "layers": cfg.layers, "params": _param_count(cfg)},
-        workload={"video": video, "frames": frames, "tokens": getattr(wl, "tokens", None)},
-        topology={**stage2.describe(), "compile_target": target.describe()},
-        choice=stage2.choice(best, with_links=True, graph=chosen_graph),
+        model={"name": asked["name"], "layers": run.cfg.layers,
+               "params": _param_count(run.cfg)},
+        workload={"video": asked["video"], "frames": run.wl.frames,
+                  "tokens": getattr(run.wl, "tokens", None)},
+        topology={**stage2.describe(), "compile_target": run.target.describe()},
+        choice=stage2.choice(best, with_links=True, graph=graphs[best.candidate.name]),
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
         baselines=_baseline_choices(stage2, base_pairs, oracle),
-        planning={"seconds": timings["total"], "decision_seconds": timings["decision"],
-                  "phases": timings,
-                  "candidates": len(candidates), "fitting": len(fitting),
+        planning={"seconds": run.timings["total"],
+                  "decision_seconds": run.timings["decision"], "phases": run.timings,
+                  "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
-                  "cache_hits": cache_hits, "jobs": len(lowered) + len(compiled),
-                  "skipped": skipped, "pairs_ranked": len(ranked),
+                  "cache_hits": sum(o.cached for o in run.outcomes),
+                  "jobs": len(run.outcomes), "skipped": run.skipped,
+                  "pairs_ranked": len(ranked),
                   "decision": {"candidate": decision.candidate.name,
                                "placement": decision.placement,
                                "simulated_s": decision.simulated,
                                "chip_ids": list(decision.chip_of)},
-                  "pooling_changed_choice": pooling_changed,
-                  "chosen_from": (best.tag or "top-k") if pooling_changed else "top-k"},
+                  "pooling_changed_choice": changed,
+                  "chosen_from": (best.tag or "top-k") if changed else "top-k"},
     )
-    return PlanResult(the_plan, simulated, placements, skipped, chosen_graph, stage2.topology,
-                      stage1=s1, ranked=ranked, graphs=graphs, stage2=stage2)
+    return PlanResult(the_plan, simulated, placements, run.skipped, graphs[best.candidate.name],
+                      stage2.topology, stage1=s1, ranked=ranked, graphs=graphs, stage2=stage2)
 
 
 def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job],
@@ -246,27 +292,24 @@ def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job],
                         f"{out.name}{' (cached)' if out.cached else ''}"))
 
 
-def _compile(progress: Progress, name: str, settings: Settings, todo: list, cfg, wl, target,
-             stage2, graphs: dict, skipped: list[str]) -> list[Outcome]:
-    """Compiles `todo` (cached) and loads each collective graph into `graphs`; a candidate
-    that fails to compile or load is reported in `skipped`."""
+def _compile(run: _Run, name: str, todo: list) -> None:
+    """Compiles `todo` (cached) and loads each collective graph into run.graphs; a candidate
+    that fails to compile or load is reported and skipped."""
     if not todo:
-        return []
-    outcomes = _run(progress, name, settings, [Job("compile", c, cfg, wl, target.spec) for c in todo])
+        return
+    outcomes = _run(run.progress, name, run.settings,
+                    [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in todo])
+    run.outcomes += outcomes
     for c, o in zip(todo, outcomes):
         if not o.ok:
-            skipped.append(f"{c.name}: compile failed: {o.error}")
-            progress.note(f"skipped {c.name}: {o.error}")
+            run.skip(c.name, f"compile failed: {o.error}")
             continue
         try:
-            graphs[c.name] = stage2.load(o.text)
+            run.graphs[c.name] = run.stage2.load(o.text)
         except UnknownTripCount as e:
-            skipped.append(f"{c.name}: {e}")
-            progress.note(f"skipped {c.name}: {e}")
+            run.skip(c.name, str(e))
         except ValueError as e:
-            skipped.append(f"{c.name}: compiled HLO unreadable: {e}")
-            progress.note(f"skipped {c.name}: compiled HLO unreadable: {e}")
-    return outcomes
+            run.skip(c.name, f"compiled HLO unreadable: {e}")
 
 
 def _describe_target(target: CompileTarget) -> str:
@@ -324,9 +367,6 @@ def _oracle(stage2, graphs, by_name, q1_of, simulated: list[Pair], progress) -> 
 
 
 def _param_count(cfg) -> int | None:
-    try:
-        from aoizora.models.wan import param_count
-
-        return int(param_count(cfg))
-    except Exception:
-        return None
+    """Parameters of a model that can count them (WanConfig); None for one that cannot."""
+    count = getattr(cfg, "param_count", None)
+    return int(count()) if callable(count) else None
