@@ -30,6 +30,7 @@ from aoizora.errors import UserError
 # After the fit, a point off by more than this fraction is reported as inconsistent with the
 # others under the model (issue 14's acceptance bound), never fitted away.
 INCONSISTENT = 0.15
+SIGNIFICANT = 4   # digits a fitted figure keeps
 
 
 @dataclass
@@ -141,6 +142,14 @@ def _least_squares(model, base, params, points, measured_log):
     return r.x, lo, hi
 
 
+def _rounded(profile: dict, params) -> dict:
+    """Fitted figures to SIGNIFICANT digits (the data do not tell more), kept in range."""
+    for p in params:
+        v = p.get(profile)
+        p.set(profile, float(f"{v:.{SIGNIFICANT}g}") if v else 0.0)
+    return profile
+
+
 def _describe(p, value: float) -> str:
     return f"{value / 1e9:.4g} GB/s" if p.unit == "B/s" else f"{value * 1e6:.4g} us"
 
@@ -159,7 +168,7 @@ def fit(measurements, base: dict, generation: str, base_label: str, date: str) -
         sens = _sensitivity(model, base, params, used, measured_log)
         kept, why = fit_parameters.determinable(params, sens)
         x, lo, hi = _least_squares(model, base, kept, used, measured_log)
-        fitted = _with(base, kept, x)
+        fitted = _rounded(_with(base, kept, x), kept)
         before = model.seconds(base, used + held)
         after = model.seconds(fitted, used + held)
     out = Fit(generation, base_label, date, fitted)

@@ -39,6 +39,11 @@ def document(fit, measurements_file: str) -> dict:
             latency_parts.append(f"{p.name.split('.', 1)[1]}: {line}")
         else:
             sources[p.name] = line
+    old = sources.get("dma_fixed_seconds", "")
+    if not old.startswith("not fitted by"):
+        sources["dma_fixed_seconds"] = ("not fitted by `aoizora calibrate`: the simulator does "
+                                        "not read it yet, so no point depends on it" +
+                                        (f"; base: {old}" if old else ""))
     if latency_parts:
         old = sources.get("collective_latency", "")
         sources["collective_latency"] = "; ".join(latency_parts) + (
@@ -48,14 +53,16 @@ def document(fit, measurements_file: str) -> dict:
             f"on log time (simulator as the model): "
             f"{', '.join(f'{p.name} {_value(p.unit, p.value)}' for p in fitted)}. "
             f"Kept from the base ({fit.base_label}): "
-            f"{'; '.join(f'{p.name} ({p.reason})' for p in kept) or 'nothing'}. "
+            f"{'; '.join(f'{p.name}: {p.reason}' for p in kept) or 'nothing'}. "
             f"RMS error of log time {before:.3f} before, {after:.3f} after. Not fitted: the "
             "compute figures (no point runs compute) and dma_fixed_seconds (the simulator "
-            "does not read it).")
+            "does not read it)." + "".join(f" Note: {n}." for n in fit.notes
+                                           if "kept at the base value" not in n))
     prov.update({
         "fitted": True, "note": note, "fitted_to": used, "fitted_on": fit.date,
         "fitted_parameters": [p.name for p in fitted], "sources": sources,
-        "residuals": {p.id: {"before": p.error_before, "after": p.error_after}
+        "residuals": {p.id: {"before": round(p.error_before, 4),
+                             "after": round(p.error_after, 4)}
                       for p in fit.points if p.used},
     })
     doc["provenance"] = prov
