@@ -6,8 +6,8 @@ provenance that says what was fitted, to which points, when, and how well.
         fit's UTC date), fitted_parameters, residuals (id -> {"before", "after"}, the
         relative error (simulated - measured) / measured on the base and the fitted
         profile), and, for every fitted figure, its source.
-    write(path, doc) -> None: the canonical text of the C++ core (topo/profile.h), written
-        atomically; the core's check refuses anything it could not read back.
+    write(path, doc) -> None: the document as indented JSON, written atomically once the C++
+        core's check (topo/profile.h) has read it back.
 """
 
 from __future__ import annotations
@@ -72,9 +72,10 @@ def document(fit, measurements_file: str) -> dict:
 def write(path: str, doc: dict) -> None:
     from aoizora import _core
 
+    text = json.dumps(doc, indent=2) + "\n"
     with tempfile.TemporaryDirectory(prefix="aoizora-profile-") as folder:
         tmp = os.path.join(folder, "profile.json")
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-        text = _core.check_hardware_profile(tmp)
+            f.write(text)
+        _core.check_hardware_profile(tmp)
     atomic.write_atomic(path, text)
