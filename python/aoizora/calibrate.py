@@ -17,6 +17,7 @@ collective alone) on a profile file; the residual is log(simulated) - log(measur
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import tempfile
@@ -90,8 +91,6 @@ class _Model:
         self.calls = 0
 
     def seconds(self, profile: dict, points) -> np.ndarray:
-        import json
-
         with open(self._path, "w", encoding="utf-8") as f:
             json.dump(profile, f)
         self.calls += 1
@@ -116,7 +115,7 @@ def _x_bounds(params, base: dict):
     return np.array(x0), np.array(lo), np.array(hi)
 
 
-def _sensitivity(model, base, params, points, measured_log) -> np.ndarray:
+def _sensitivity(model, base, params, points) -> np.ndarray:
     """d log t_i / d x_j at the base (forward differences, stepping into the range)."""
     x0, lo, hi = _x_bounds(params, base)
     t0 = np.log(model.seconds(_with(base, params, x0), points))
@@ -165,7 +164,7 @@ def fit(measurements, base: dict, generation: str, base_label: str, date: str) -
     params = fit_parameters.candidates(p.kind for p in used)
     with tempfile.TemporaryDirectory(prefix="aoizora-calibrate-") as folder:
         model = _Model(folder)
-        sens = _sensitivity(model, base, params, used, measured_log)
+        sens = _sensitivity(model, base, params, used)
         kept, why = fit_parameters.determinable(params, sens)
         x, lo, hi = _least_squares(model, base, kept, used, measured_log)
         fitted = _rounded(_with(base, kept, x), kept)

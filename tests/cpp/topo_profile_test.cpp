@@ -181,6 +181,16 @@ TEST(HardwareProfile, NegativeOrNonFiniteFigureIsAnErrorNamingIt) {
   EXPECT_NE(str.find("'hbm_bytes' must be a number"), std::string::npos) << str;
 }
 
+TEST(HardwareProfile, MalformedFitRecordIsAnErrorNamingTheField) {
+  // The shipped v5e profile is fitted: it has residuals and fitted_parameters to spoil.
+  const std::string res = error_of(v5e_with("\"residuals\": {", "\"residuals\": {\"bogus\": 1, "));
+  EXPECT_NE(res.find("'provenance.residuals.bogus' must be"), std::string::npos) << res;
+  const std::string after = error_of(v5e_with("\"after\": ", "\"after\": \"small\", \"x\": "));
+  EXPECT_NE(after.find("unknown field 'provenance.residuals."), std::string::npos) << after;
+  const std::string params = error_of(v5e_with("\"fitted_parameters\": [", "\"fitted_parameters\": [3, "));
+  EXPECT_NE(params.find("'provenance.fitted_parameters[]' must be a string"), std::string::npos) << params;
+}
+
 TEST(HardwareProfile, WrongSchemaVersionMissingFieldAndUnimplementedAlgorithmAreErrors) {
   const std::string schema = error_of(v5e_with("aoizora.hardware/1", "aoizora.hardware/2"));
   EXPECT_NE(schema.find("'schema' is 'aoizora.hardware/2', expected 'aoizora.hardware/1'"),

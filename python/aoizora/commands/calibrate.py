@@ -102,8 +102,13 @@ def _print(fit, out: str) -> None:
 def run(args) -> int:
     from aoizora import calibrate, fitted_profile, measurements, validate
 
+    from aoizora.errors import UserError
+
     m = measurements.read(args.measurements, "MEASUREMENTS")
     validate.output_files({"-o": args.out})
+    if os.path.realpath(args.out) == os.path.realpath(args.measurements):
+        raise UserError(f"-o {args.out}: that is the measurements file; write the profile to "
+                        "another file")
     base, label = _base(args.base, m.points)
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     fit = calibrate.fit(m, base, base["generation"], label, date)
