@@ -136,6 +136,8 @@ def _least_squares(model, base, params, points, measured_log):
     def residuals(x):
         return np.log(model.seconds(_with(base, params, x), points)) - measured_log
 
+    if not params:   # nothing the points determine: the base stands
+        return x0, lo, hi
     r = least_squares(residuals, x0, bounds=(lo, hi), method="trf", diff_step=1e-4,
                       xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=400)
     return r.x, lo, hi
