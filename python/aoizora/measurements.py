@@ -4,15 +4,23 @@ fitted to (issue 14).
 
     load(path=PUBLISHED) -> list[Point], in file order; ValueError naming the point and the
         field on a malformed file.
+    read(path, flag) -> Measurements (points and whole programs) of a user's file;
+        UserError, one line naming the file, the point and the field, on anything `load`
+        refuses and on a point the simulator could not run (unknown topology, a generation
+        that is not the topology's, chip ids outside the slice, bytes that are not whole f32).
     Point.simulate(hardware=None) -> seconds: the point's collective simulated alone
         (single_collective.py) on the current profile of its generation, or on `hardware`.
+
+Whole programs ("programs": id, generation, seconds or seconds_per_denoising_step, and
+optionally "hlo", a compiled HLO file) are read and kept, not simulated here.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 def _published() -> str:
     """The installed copy (aoizora/calibration/), else the source checkout's."""
@@ -50,32 +58,153 @@ class Point:
             pairs=[list(p) for p in self.pairs] or None, hardware=hardware)
 
 
+def _held_out(value) -> str:
+    """The reason a point is held out ("" when it is used); `true` holds it out unexplained."""
+    if value is True:
+        return "held out"
+    return value if isinstance(value, str) else ""
+
+
+def _positive(d: dict, key: str, where: str, integer: bool = False) -> float:
+    x = d[key]
+    if (isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
+            or not x > 0 or (integer and x != int(x))):
+        raise ValueError(f"point {where}: '{key}' must be a positive "
+                         f"{'whole ' if integer else ''}number, got {x!r}")
+    return x
+
+
 def _point(d: dict) -> Point:
     where = d.get("id", "?")
     for key in ("id", "generation", "topology", "kind", "group", "bytes_per_device", "seconds",
                 "source"):
         if key not in d:
             raise ValueError(f"point {where}: missing '{key}'")
+    for key in ("id", "generation", "topology", "kind", "source"):
+        if not isinstance(d[key], str) or not d[key]:
+            raise ValueError(f"point {where}: '{key}' must be a non-empty string")
     if d["kind"] not in _KINDS:
-        raise ValueError(f"point {where}: unknown kind {d['kind']!r}")
+        raise ValueError(f"point {where}: unknown kind {d['kind']!r} (one of "
+                         f"{', '.join(_KINDS)})")
     g = d["group"]
+    if not isinstance(g, dict):
+        raise ValueError(f"point {where}: 'group' must be an object with 'groups' or 'pairs'")
     groups = tuple(tuple(x) for x in g.get("groups", []))
     pairs = tuple(tuple(x) for x in g.get("pairs", []))
     if (d["kind"] == "collective-permute") != bool(pairs) or not (groups or pairs):
         raise ValueError(f"point {where}: a permute needs 'group.pairs', other kinds "
                          "'group.groups'")
-    if not d["seconds"] > 0 or not d["bytes_per_device"] > 0:
-        raise ValueError(f"point {where}: 'seconds' and 'bytes_per_device' must be positive")
+    if pairs and any(len(x) != 2 for x in pairs):
+        raise ValueError(f"point {where}: each of 'group.pairs' must be [source, target]")
+    _positive(d, "seconds", where)
+    _positive(d, "bytes_per_device", where, integer=True)
     return Point(id=d["id"], generation=d["generation"], topology=d["topology"],
                  kind=d["kind"], groups=groups, pairs=pairs,
                  bytes_per_device=int(d["bytes_per_device"]), seconds=float(d["seconds"]),
                  source=d["source"], approximate=bool(d.get("approximate", False)),
-                 held_out=d.get("held_out", ""))
+                 held_out=_held_out(d.get("held_out")))
+
+
+@dataclass(frozen=True)
+class Program:
+    """A whole program timed on a real TPU (one step of a model)."""
+
+    id: str
+    generation: str
+    seconds: float
+    hlo: str = ""            # compiled HLO file, when the measurement has one
+    held_out: str = ""
+
+
+@dataclass(frozen=True)
+class Measurements:
+    points: list = field(default_factory=list)     # [Point]
+    programs: list = field(default_factory=list)   # [Program]
+
+
+def _program(d) -> Program:
+    if not isinstance(d, dict) or not isinstance(d.get("id"), str):
+        raise ValueError("each entry of 'programs' must be an object with a string 'id'")
+    seconds = d.get("seconds", d.get("seconds_per_denoising_step"))
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"program {d['id']}: needs a positive 'seconds' (or "
+                         "'seconds_per_denoising_step')")
+    return Program(id=d["id"], generation=str(d.get("generation", "")), seconds=float(seconds),
+                   hlo=str(d.get("hlo", "")), held_out=str(d.get("held_out", "")))
+
+
+def _parse(doc) -> Measurements:
+    if not isinstance(doc, dict):
+        raise ValueError("expected a JSON object with 'schema' and 'points'")
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(f"'schema' is {doc.get('schema')!r}, expected {SCHEMA!r}")
+    if not isinstance(doc.get("points"), list):
+        raise ValueError("'points' must be a list of measured points")
+    if not isinstance(doc.get("programs", []), list):
+        raise ValueError("'programs' must be a list")
+    points = []
+    for d in doc["points"]:
+        if not isinstance(d, dict):
+            raise ValueError("each entry of 'points' must be an object")
+        try:
+            points.append(_point(d))
+        except (TypeError, AttributeError):
+            raise ValueError(f"point {d.get('id', '?')}: a field has the wrong type (numbers "
+                             "for bytes_per_device and seconds, lists of chip ids in "
+                             "'group')") from None
+    ids = [p.id for p in points]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"point id {dup[0]!r} appears more than once")
+    return Measurements(points, [_program(d) for d in doc.get("programs", [])])
 
 
 def load(path: str = PUBLISHED) -> list[Point]:
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    if doc.get("schema") != SCHEMA:
-        raise ValueError(f"{path}: 'schema' is {doc.get('schema')!r}, expected {SCHEMA!r}")
-    return [_point(d) for d in doc["points"]]
+    try:
+        return _parse(doc).points
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def _check_runnable(p: Point) -> None:
+    """What the simulator needs of a point, as ValueError naming the point and the field."""
+    from aoizora import _core
+
+    try:
+        topo = _core.make_topology(p.topology)
+    except _core.CoreError as e:
+        raise ValueError(f"point {p.id}: 'topology': {e}") from None
+    if topo.spec["generation"] != p.generation:
+        raise ValueError(f"point {p.id}: 'generation' is {p.generation!r} but {p.topology} is "
+                         f"{topo.spec['generation']!r}")
+    chips = [c for g in (p.groups or p.pairs) for c in g]
+    bad = [c for c in chips if not isinstance(c, int) or isinstance(c, bool)
+           or not 0 <= c < topo.num_chips]
+    if bad:
+        raise ValueError(f"point {p.id}: chip id {bad[0]!r} in 'group' is not one of the "
+                         f"{topo.num_chips} chips of {p.topology} (0..{topo.num_chips - 1})")
+    if p.groups and len({len(g) for g in p.groups}) != 1:
+        raise ValueError(f"point {p.id}: the replica groups in 'group.groups' differ in size")
+    if p.bytes_per_device % 4:
+        raise ValueError(f"point {p.id}: 'bytes_per_device' {p.bytes_per_device} is not a "
+                         "whole number of f32 elements (a multiple of 4)")
+
+
+def read(path: str, flag: str = "MEASUREMENTS") -> Measurements:
+    from aoizora.errors import UserError
+    from aoizora.validate import read_text
+
+    text = read_text(path, flag, "measurements JSON file")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{flag} {path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+    try:
+        m = _parse(doc)
+        for p in m.points:
+            _check_runnable(p)
+    except ValueError as e:
+        raise UserError(f"{flag} {path}: {e}") from None
+    return m

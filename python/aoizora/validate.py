@@ -13,7 +13,8 @@ do; nothing here compiles, plans or writes.
     output_folder(path, flag) -> path that is, or can be made, a writable folder
     workload(model, video, frames) -> (ModelSpec, Video) with tokens > 0
 
-Topology files: topology_file.py; plan files: plan_schema.py.
+Topology files: topology_file.py; plan files: plan_schema.py; hardware profiles:
+hardware_file.py; measurement files (`calibrate`): measurements.read.
 """
 
 from __future__ import annotations

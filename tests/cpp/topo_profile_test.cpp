@@ -33,6 +33,18 @@ std::string v5e_with(const std::string& from, const std::string& to) {
   return at == std::string::npos ? s : s.replace(at, from.size(), to);
 }
 
+// The v5e profile text with the value of figure `key` (whatever the shipped profile holds,
+// fitted or not) replaced by `value`.
+std::string v5e_with_figure(const std::string& key, const std::string& value) {
+  std::string s = read(profile_file("v5e"));
+  const std::string from = "\"" + key + "\": ";
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << key;
+  if (at == std::string::npos) return s;
+  const size_t begin = at + from.size(), end = s.find_first_of(",\n}", begin);
+  return s.replace(begin, end - begin, value);
+}
+
 std::string error_of(const std::string& text) {
   Result<HardwareProfile> p = profile_from_json(text, "bad.json");
   EXPECT_FALSE(p.ok());
@@ -48,8 +60,14 @@ TEST(HardwareProfile, EveryShippedProfileRoundTripsExactly) {
     ASSERT_TRUE(back.ok()) << back.error().to_string();
     EXPECT_EQ(*back, *p) << g;
     EXPECT_EQ(profile_to_json(*back), profile_to_json(*p)) << g;
-    EXPECT_FALSE(p->provenance.fitted) << g;
     EXPECT_FALSE(p->provenance.sources.empty()) << g;
+    // A fitted profile names its points, its date, what it fitted and each point's error.
+    const Provenance& pr = p->provenance;
+    EXPECT_EQ(pr.fitted, !pr.fitted_to.empty()) << g;
+    EXPECT_EQ(pr.fitted, !pr.fitted_on.empty()) << g;
+    EXPECT_EQ(pr.fitted, !pr.fitted_parameters.empty()) << g;
+    EXPECT_EQ(pr.residuals.size(), pr.fitted_to.size()) << g;
+    for (const std::string& id : pr.fitted_to) EXPECT_EQ(pr.residuals.count(id), 1u) << g << " " << id;
   }
 }
 
@@ -81,8 +99,16 @@ TEST(HardwareProfile, CatalogChipSpecEqualsTheProfileFigures) {
   }
 }
 
-TEST(HardwareProfile, ShippedFiguresAreTheNominalCatalogOnes) {
-  // The figures the catalog had before profiles (REFERENCE.md §2): no number changed.
+std::string nominal_file(const std::string& generation) {
+  return std::string(AOIZORA_PROFILES) + "/../calibration/nominal/" + generation + ".json";
+}
+
+// The fitted generations: their nominal figures (the base of the fit) are kept in
+// calibration/nominal/; the others ship their nominal figures.
+bool fitted(const std::string& g) { return g == "v4" || g == "v5e" || g == "v5p"; }
+
+TEST(HardwareProfile, NominalFiguresAreTheCatalogOnesBeforeProfiles) {
+  // The figures the catalog had before profiles (REFERENCE.md §2): the nominal profiles.
   struct Old { const char* g; double flops, hbm, hbm_bw, link; };
   const Old old[] = {{"v4", 275e12, 32.0 * (1 << 30), 1.2e12, 45e9},
                      {"v5e", 197e12, 16e9, 819e9, 45e9},
@@ -90,7 +116,10 @@ TEST(HardwareProfile, ShippedFiguresAreTheNominalCatalogOnes) {
                      {"v6e", 918e12, 32e9, 1.638e12, 90e9},
                      {"tpu7x", 2307e12, 192.0 * (1 << 30), 7.38e12, 100e9}};
   for (const Old& o : old) {
-    ChipSpec s = *chip_spec(o.g);
+    Result<HardwareProfile> p = read_profile_file(fitted(o.g) ? nominal_file(o.g) : profile_file(o.g));
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    const ChipSpec& s = p->spec;
+    EXPECT_FALSE(p->provenance.fitted) << o.g;
     EXPECT_EQ(s.peak_flops, o.flops) << o.g;
     EXPECT_EQ(s.hbm_bytes, o.hbm) << o.g;
     EXPECT_EQ(s.hbm_bandwidth, o.hbm_bw) << o.g;
@@ -99,6 +128,37 @@ TEST(HardwareProfile, ShippedFiguresAreTheNominalCatalogOnes) {
     EXPECT_EQ(s.collective_latency, CollectiveLatency{}) << o.g;
     EXPECT_EQ(s.mxu_efficiency, 1.0) << o.g;
     EXPECT_EQ(s.intra_chip_link.has_value(), std::string(o.g) == "tpu7x") << o.g;
+  }
+}
+
+TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedParameters) {
+  for (const char* g : {"v4", "v5e", "v5p"}) {
+    Result<HardwareProfile> nominal = read_profile_file(nominal_file(g));
+    ASSERT_TRUE(nominal.ok()) << nominal.error().to_string();
+    ChipSpec shipped = *chip_spec(g);
+    Result<HardwareProfile> profile = hardware_profile(g);
+    ASSERT_TRUE(profile.ok());
+    const Provenance& pr = profile->provenance;
+    ASSERT_TRUE(pr.fitted) << g;
+    ASSERT_FALSE(pr.fitted_parameters.empty()) << g;
+    // Put the nominal value back in every fitted figure: the rest must be the nominal spec.
+    for (const std::string& name : pr.fitted_parameters) {
+      if (name == "link_bandwidth") {
+        EXPECT_NE(shipped.link_bandwidth, nominal->spec.link_bandwidth) << g;
+        shipped.link_bandwidth = nominal->spec.link_bandwidth;
+      } else if (name == "hop_latency") {
+        shipped.hop_latency = nominal->spec.hop_latency;
+      } else if (name == "collective_latency.all-gather") {
+        shipped.collective_latency.all_gather = nominal->spec.collective_latency.all_gather;
+      } else if (name == "collective_latency.all-reduce") {
+        shipped.collective_latency.all_reduce = nominal->spec.collective_latency.all_reduce;
+      } else if (name == "collective_latency.collective-permute") {
+        shipped.collective_latency.collective_permute = nominal->spec.collective_latency.collective_permute;
+      } else {
+        ADD_FAILURE() << g << ": unexpected fitted parameter " << name;
+      }
+    }
+    EXPECT_EQ(shipped, nominal->spec) << g;
   }
 }
 
@@ -115,10 +175,20 @@ TEST(HardwareProfile, NegativeOrNonFiniteFigureIsAnErrorNamingIt) {
   EXPECT_NE(neg.find("'hop_latency' must be >= 0"), std::string::npos) << neg;
   const std::string inf = error_of(v5e_with("\"peak_flops\": 197000000000000.0", "\"peak_flops\": 1e999"));
   EXPECT_NE(inf.find("'peak_flops' must be finite"), std::string::npos) << inf;
-  const std::string zero = error_of(v5e_with("\"link_bandwidth\": 45000000000.0", "\"link_bandwidth\": 0"));
+  const std::string zero = error_of(v5e_with_figure("link_bandwidth", "0"));
   EXPECT_NE(zero.find("'link_bandwidth' must be > 0"), std::string::npos) << zero;
   const std::string str = error_of(v5e_with("\"hbm_bytes\": 16000000000.0", "\"hbm_bytes\": \"16GB\""));
   EXPECT_NE(str.find("'hbm_bytes' must be a number"), std::string::npos) << str;
+}
+
+TEST(HardwareProfile, MalformedFitRecordIsAnErrorNamingTheField) {
+  // The shipped v5e profile is fitted: it has residuals and fitted_parameters to spoil.
+  const std::string res = error_of(v5e_with("\"residuals\": {", "\"residuals\": {\"bogus\": 1, "));
+  EXPECT_NE(res.find("'provenance.residuals.bogus' must be"), std::string::npos) << res;
+  const std::string after = error_of(v5e_with("\"after\": ", "\"after\": \"small\", \"x\": "));
+  EXPECT_NE(after.find("unknown field 'provenance.residuals."), std::string::npos) << after;
+  const std::string params = error_of(v5e_with("\"fitted_parameters\": [", "\"fitted_parameters\": [3, "));
+  EXPECT_NE(params.find("'provenance.fitted_parameters[]' must be a string"), std::string::npos) << params;
 }
 
 TEST(HardwareProfile, WrongSchemaVersionMissingFieldAndUnimplementedAlgorithmAreErrors) {
@@ -138,8 +208,9 @@ TEST(HardwareProfile, OverrideReplacesEveryGridLinkFigure) {
   Result<Topology> t = with_hardware(*make_topology("v5e:2x4"), slow);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->spec, slow);
+  ASSERT_NE(slow.link_bandwidth, chip_spec("v5e")->link_bandwidth);
   for (const Link& l : t->links) {
-    EXPECT_EQ(l.bandwidth, 22.5e9);
+    EXPECT_EQ(l.bandwidth, slow.link_bandwidth);
     EXPECT_EQ(l.latency, 3e-6);
   }
   Result<Topology> other = with_hardware(*make_topology("v6e:2x4"), slow);
@@ -152,7 +223,7 @@ TEST(HardwareProfile, MakeTopologyWithAHardwareFileUsesItsFigures) {
   const std::string path = ::testing::TempDir() + "/topo_profile_test_v5e.json";
   {
     std::ofstream out(path);
-    out << v5e_with("\"link_bandwidth\": 45000000000.0", "\"link_bandwidth\": 1e9");
+    out << v5e_with_figure("link_bandwidth", "1e9");
   }
   Result<Topology> t = make_topology("v5e:2x2", path);
   ASSERT_TRUE(t.ok()) << t.error().to_string();

@@ -52,7 +52,9 @@ TEST(Topology, SpecFigures) {
   EXPECT_EQ(t.spec.device_kind, "TPU v5 lite");
   EXPECT_DOUBLE_EQ(t.spec.peak_flops, 197e12);
   EXPECT_DOUBLE_EQ(t.spec.hbm_bandwidth, 819e9);
-  EXPECT_DOUBLE_EQ(t.links[0].bandwidth, 45e9);
+  // Every link takes the shipped v5e profile's link figure (fitted: profiles/v5e.json).
+  EXPECT_DOUBLE_EQ(t.links[0].bandwidth, chip_spec("v5e")->link_bandwidth);
+  EXPECT_DOUBLE_EQ(t.links[0].bandwidth, t.spec.link_bandwidth);
   EXPECT_DOUBLE_EQ(must("v6e:2x4").spec.peak_flops, 918e12);
   EXPECT_DOUBLE_EQ(must("tpu7x:2x2x2").spec.link_bandwidth, 100e9);
 }

@@ -118,7 +118,8 @@ class Reader {
 Result<Provenance> read_provenance(const Reader& r, const Value& v) {
   Provenance p;
   if (!v.is_object()) return r.fail("'provenance' must be an object");
-  AOIZORA_TRY(ok, r.only(v, {"fitted", "note", "fitted_to", "sources"}, "provenance."));
+  AOIZORA_TRY(ok, r.only(v, {"fitted", "note", "fitted_to", "sources", "fitted_on",
+                              "fitted_parameters", "residuals"}, "provenance."));
   (void)ok;
   if (const Value* f = v.find("fitted")) {
     if (f->type != Value::Type::kBool) return r.fail("'provenance.fitted' must be true or false");
@@ -133,6 +134,34 @@ Result<Provenance> read_provenance(const Reader& r, const Value& v) {
     for (const Value& e : f->array) {
       AOIZORA_TRY(id, r.string(e, "provenance.fitted_to[]"));
       p.fitted_to.push_back(id);
+    }
+  }
+  if (const Value* d = v.find("fitted_on")) {
+    AOIZORA_TRY(date, r.string(*d, "provenance.fitted_on"));
+    p.fitted_on = date;
+  }
+  if (const Value* f = v.find("fitted_parameters")) {
+    if (!f->is_array()) return r.fail("'provenance.fitted_parameters' must be an array of strings");
+    for (const Value& e : f->array) {
+      AOIZORA_TRY(name, r.string(e, "provenance.fitted_parameters[]"));
+      p.fitted_parameters.push_back(name);
+    }
+  }
+  if (const Value* res = v.find("residuals")) {
+    if (!res->is_object()) return r.fail("'provenance.residuals' must be an object");
+    for (const auto& [id, e] : res->object) {
+      const std::string where = "provenance.residuals." + id;
+      if (!e.is_object()) return r.fail("'" + where + "' must be {\"before\": x, \"after\": y}");
+      AOIZORA_TRY(ok2, r.only(e, {"before", "after"}, where + "."));
+      (void)ok2;
+      FitResidual fr;
+      for (auto [key, field] : {std::pair{"before", &FitResidual::before}, {"after", &FitResidual::after}}) {
+        AOIZORA_TRY(x, r.need(e, key, where + "."));
+        if (!x->is_number() || !std::isfinite(x->number))
+          return r.fail("'" + where + "." + key + "' must be a finite number");
+        fr.*field = x->number;
+      }
+      p.residuals[id] = fr;
     }
   }
   if (const Value* s = v.find("sources")) {
@@ -315,7 +344,28 @@ std::string profile_to_json(const HardwareProfile& p) {
     o += std::string(first ? "\n" : ",\n") + "      " + quoted(k) + ": " + quoted(v);
     first = false;
   }
-  o += first ? "}\n  }\n}\n" : "\n    }\n  }\n}\n";
+  o += first ? "}" : "\n    }";
+  if (!pr.fitted_on.empty()) o += ",\n    \"fitted_on\": " + quoted(pr.fitted_on);
+  if (!pr.fitted_parameters.empty()) {
+    o += ",\n    \"fitted_parameters\": [";
+    first = true;
+    for (const std::string& f : pr.fitted_parameters) {
+      o += std::string(first ? "" : ", ") + quoted(f);
+      first = false;
+    }
+    o += "]";
+  }
+  if (!pr.residuals.empty()) {
+    o += ",\n    \"residuals\": {";
+    first = true;
+    for (const auto& [id, fr] : pr.residuals) {
+      o += std::string(first ? "\n" : ",\n") + "      " + quoted(id) + ": {\"before\": " +
+           num(fr.before) + ", \"after\": " + num(fr.after) + "}";
+      first = false;
+    }
+    o += "\n    }";
+  }
+  o += "\n  }\n}\n";
   return o;
 }
 

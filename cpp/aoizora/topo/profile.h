@@ -15,7 +15,11 @@
 //                   "grid": "dimension-order", "other": "unidirectional-ring"},
 //    "intra_chip_link": null | {"bandwidth": 1.2e12, "latency": 5e-7},
 //    "provenance": {"fitted": false, "note": "...", "fitted_to": ["id", ...],
-//                   "sources": {"<figure key>": "where it comes from", ...}}}
+//                   "sources": {"<figure key>": "where it comes from", ...},
+//                   "fitted_on": "2026-12-03", "fitted_parameters": ["link_bandwidth", ...],
+//                   "residuals": {"<id>": {"before": -0.55, "after": 0.02}, ...}}}
+// (fitted_on, fitted_parameters and residuals are optional and written by `aoizora
+// calibrate`; they are written back only when set.)
 // Errors name the field: unknown keys, missing keys, wrong types, negative or non-finite
 // numbers, an unknown schema version, an algorithm the cost model does not implement.
 #pragma once
@@ -31,12 +35,25 @@ namespace aoizora::topo {
 
 inline constexpr const char* kHardwareSchema = "aoizora.hardware/1";
 
+// The error of one measured point against the simulator, as a fraction of the measured time
+// ((simulated - measured) / measured), on the profile before and after a fit.
+struct FitResidual {
+  double before = 0;
+  double after = 0;
+  bool operator==(const FitResidual&) const = default;
+};
+
 // Where a profile's figures come from.
 struct Provenance {
   bool fitted = false;                       // true once fitted to measurements
   std::string note;                          // one paragraph for a human
   std::vector<std::string> fitted_to;        // ids of the measurements it was fitted to
   std::map<std::string, std::string> sources;  // figure key -> source
+  std::string fitted_on;                     // UTC date of the fit (YYYY-MM-DD); "" if none
+  // Figures the fit set ("link_bandwidth", "collective_latency.all-reduce", ...); the
+  // others are the base profile's.
+  std::vector<std::string> fitted_parameters;
+  std::map<std::string, FitResidual> residuals;  // measurement id -> error before/after
   bool operator==(const Provenance&) const = default;
 };
 

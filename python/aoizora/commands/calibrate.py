@@ -1,0 +1,120 @@
+"""`aoizora calibrate MEASUREMENTS.json [--base GEN|FILE] -o profile.json [--json]`: fits a
+hardware profile's few physical parameters to measured collective times (least squares on
+log time, the simulator as the model), prints every point's error before and after, and
+writes the fitted profile with its provenance. Simulated figures are the model's, not
+measurements."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+
+
+def register(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit a hardware profile to measured collective times")
+    p.add_argument("measurements", metavar="MEASUREMENTS.json",
+                   help="measured points (aoizora.measurements/1, e.g. "
+                        "calibration/published.json)")
+    p.add_argument("--base", metavar="GEN|FILE", default=None,
+                   help="the profile to start from: a generation's shipped profile (v4, v5e, "
+                        "...) or a profile file; its generation's points are fitted "
+                        "(default: the generation of the file's points, when there is one)")
+    p.add_argument("-o", "--out", required=True, metavar="FILE",
+                   help="where to write the fitted profile (aoizora.hardware/1)")
+    p.add_argument("--json", action="store_true", help="print the fit as JSON")
+    p.set_defaults(run=run)
+
+
+def _base(arg: str | None, points) -> tuple[dict, str]:
+    """(base profile dict, label): --base as a file or a generation, else the points'."""
+    from aoizora import _core, hardware_file
+    from aoizora.errors import UserError
+
+    if arg and (arg.endswith(".json") or os.path.exists(arg)):
+        path = hardware_file.check(arg, "--base")
+        with open(path, encoding="utf-8") as f:
+            return json.load(f), arg
+    if arg is None:
+        gens = sorted({p.generation for p in points if not p.held_out})
+        if len(gens) != 1:
+            raise UserError(f"the measurements hold points of {', '.join(gens) or 'no'} "
+                            "generation(s) not held out: name the one to fit with --base GEN")
+        arg = gens[0]
+    try:
+        return hardware_file.shipped(arg), f"shipped:{arg}"
+    except _core.CoreError as e:
+        raise UserError(f"--base {arg}: {e}") from None
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:9.2f}us"
+
+
+def _value(p, x: float) -> str:
+    return f"{x / 1e9:.4g} GB/s" if p.unit == "B/s" else f"{x * 1e6:.4g} us"
+
+
+def _as_json(fit, out: str) -> dict:
+    return {
+        "generation": fit.generation, "base": fit.base_label, "date": fit.date, "out": out,
+        "parameters": [{"name": p.name, "unit": p.unit, "base": p.base, "value": p.value,
+                        "fitted": p.fitted, "reason": p.reason} for p in fit.parameters],
+        "points": [{"id": q.id, "kind": q.kind, "bytes_per_device": q.bytes_per_device,
+                    "measured_s": q.measured_s, "simulated_before_s": q.before_s,
+                    "simulated_after_s": q.after_s, "error_before": q.error_before,
+                    "error_after": q.error_after, "used": q.used, "held_out": q.held_out,
+                    "approximate": q.approximate} for q in fit.points],
+        "rms_log_error": {"before": fit.rms_log("before_s"), "after": fit.rms_log("after_s")},
+        "not_used": [{"id": i, "why": w} for i, w in fit.unused],
+        "notes": fit.notes,
+    }
+
+
+def _print(fit, out: str) -> None:
+    used = [q for q in fit.points if q.used]
+    print(f"calibrate {fit.generation} from {fit.base_label}: {len(used)} points fitted, "
+          f"{len(fit.points) - len(used)} held out (checked only); simulated = AoiZora's "
+          "simulator on the profile, measured = the file's figures")
+    print(f"{'parameter':32} {'base':>12} {'fitted':>12}")
+    for p in fit.parameters:
+        state = "fitted" if p.fitted else "kept"
+        print(f"{p.name:32} {_value(p, p.base):>12} {_value(p, p.value):>12}  {state}")
+    print(f"\n{'point':32} {'kind':19} {'bytes/dev':>10} {'measured':>11} {'before':>11} "
+          f"{'error':>7} {'after':>11} {'error':>7}")
+    for q in fit.points:
+        mark = "  (held out: check only)" if not q.used else ("  ~ approximate" if q.approximate else "")
+        print(f"{q.id:32} {q.kind:19} {q.bytes_per_device:>10} {_us(q.measured_s)} "
+              f"{_us(q.before_s)} {100 * q.error_before:+6.1f}% {_us(q.after_s)} "
+              f"{100 * q.error_after:+6.1f}%{mark}")
+    worst = max(used, key=lambda q: abs(q.error_after))
+    print(f"\nRMS error of log time {fit.rms_log('before_s'):.3f} -> {fit.rms_log('after_s'):.3f}; "
+          f"worst after: {100 * worst.error_after:+.1f}% ({worst.id})")
+    if fit.unused:
+        print(f"not used: {len(fit.unused)} entries ("
+              + "; ".join(f"{i}: {w}" for i, w in fit.unused[:3])
+              + ("; ..." if len(fit.unused) > 3 else "") + ")")
+    for n in fit.notes:
+        print(f"note: {n}")
+    print(f"wrote {out}")
+
+
+def run(args) -> int:
+    from aoizora import calibrate, fitted_profile, measurements, validate
+
+    from aoizora.errors import UserError
+
+    m = measurements.read(args.measurements, "MEASUREMENTS")
+    validate.output_files({"-o": args.out})
+    if os.path.realpath(args.out) == os.path.realpath(args.measurements):
+        raise UserError(f"-o {args.out}: that is the measurements file; write the profile to "
+                        "another file")
+    base, label = _base(args.base, m.points)
+    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    fit = calibrate.fit(m, base, base["generation"], label, date)
+    fitted_profile.write(args.out, fitted_profile.document(fit, args.measurements))
+    if args.json:
+        print(json.dumps(_as_json(fit, args.out), indent=1))
+    else:
+        _print(fit, args.out)
+    return 0

@@ -1,0 +1,116 @@
+"""The physical parameters `aoizora calibrate` may fit, how each is read from and written to
+a hardware profile (a dict in the aoizora.hardware/1 format), its physical range, and
+which of them a set of measured points can determine.
+
+    candidates(kinds) -> [Parameter]: link_bandwidth, then the fixed latency of each
+        collective kind in `kinds`, then hop_latency (the order in which they are preferred
+        when the points cannot tell two apart).
+    determinable(params, sensitivity) -> (kept, {name: reason}): the parameters the points
+        determine, and why each other one keeps its base value.
+
+Only figures the simulator reads are candidates: `dma_fixed_seconds` is not (the simulator
+does not use it yet, so no point depends on it), nor are compute figures (no point of the
+collective kind runs any compute).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# Relative spread of a sensitivity column below which no point depends on a parameter, and
+# the fraction of a column left after projecting out the kept ones below which the points
+# cannot tell it from them.
+MIN_SENSITIVITY = 0.02
+MIN_INDEPENDENT = 0.05
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One figure of a profile. Fitted in `x` units: log(B/s) for a bandwidth, microseconds
+    for a latency, so that the least-squares variables are of order one."""
+
+    name: str            # "link_bandwidth", "hop_latency", "collective_latency.all-reduce"
+    unit: str            # "B/s" or "s"
+    lo: float            # physical range, in the figure's own unit; lo for a bandwidth is
+    hi: float            # a fraction of the base figure (see bounds())
+    meaning: str
+
+    def get(self, profile: dict) -> float:
+        if self.name.startswith("collective_latency."):
+            return float(profile["collective_latency"][self.name.split(".", 1)[1]])
+        return float(profile[self.name])
+
+    def set(self, profile: dict, value: float) -> None:
+        if self.name.startswith("collective_latency."):
+            profile["collective_latency"][self.name.split(".", 1)[1]] = value
+        else:
+            profile[self.name] = value
+
+    def bounds(self, base: float) -> tuple[float, float]:
+        """The physical range in the figure's unit; a bandwidth's is relative to the base."""
+        if self.unit == "B/s":
+            return self.lo * base, self.hi * base
+        return self.lo, self.hi
+
+    def to_x(self, value: float) -> float:
+        return math.log(value) if self.unit == "B/s" else value * 1e6
+
+    def from_x(self, x: float) -> float:
+        return math.exp(x) if self.unit == "B/s" else x * 1e-6
+
+
+LINK_BANDWIDTH = Parameter(
+    "link_bandwidth", "B/s", 0.25, 2.0,
+    "usable one-way bandwidth of one ICI link (range: 1/4 to 2x the base figure)")
+HOP_LATENCY = Parameter(
+    "hop_latency", "s", 0.05e-6, 5e-6,
+    "latency per link hop, paid by every flow of every step (range 0.05-5 us)")
+
+
+def collective_latency(kind: str) -> Parameter:
+    return Parameter(f"collective_latency.{kind}", "s", 0.0, 50e-6,
+                     f"fixed cost of one {kind} execution: launch, synchronisation, DMA "
+                     "set-up (range 0-50 us)")
+
+
+def candidates(kinds) -> list[Parameter]:
+    return [LINK_BANDWIDTH] + [collective_latency(k) for k in sorted(set(kinds))] + [HOP_LATENCY]
+
+
+def determinable(params: list[Parameter], sensitivity: np.ndarray
+                 ) -> tuple[list[Parameter], dict[str, str]]:
+    """Greedy, in the order of `params`: a parameter is kept when some point's log time
+    depends on it (a column of `sensitivity`, d log t_i / d x_j at the base, has an entry of
+    at least MIN_SENSITIVITY) and its column is not (nearly) a combination of the columns
+    kept before it; never more parameters than points."""
+    kept: list[Parameter] = []
+    basis: list[np.ndarray] = []
+    why: dict[str, str] = {}
+    n_points = sensitivity.shape[0]
+    for j, p in enumerate(params):
+        col = sensitivity[:, j].astype(float)
+        norm = float(np.linalg.norm(col))
+        if float(np.max(np.abs(col), initial=0.0)) < MIN_SENSITIVITY:
+            why[p.name] = "no point used depends on it"
+            continue
+        rest = col.copy()
+        for b in basis:
+            rest -= float(b @ rest) * b
+        left = float(np.linalg.norm(rest))
+        if len(kept) >= n_points:
+            why[p.name] = (f"{n_points} points determine at most {n_points} parameters, "
+                           "taken by those before it")
+            continue
+        if left < MIN_INDEPENDENT * norm:
+            cos = [abs(float(sensitivity[:, params.index(k)] @ col)) /
+                   (float(np.linalg.norm(sensitivity[:, params.index(k)])) * norm) for k in kept]
+            twin = kept[int(np.argmax(cos))].name
+            why[p.name] = (f"the points cannot tell it apart from {twin} (every point depends "
+                           f"on both in the same proportion, |cos| {max(cos):.3f})")
+            continue
+        kept.append(p)
+        basis.append(rest / left)
+    return kept, why

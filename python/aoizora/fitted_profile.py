@@ -1,0 +1,81 @@
+"""The profile `aoizora calibrate` writes: the base profile with the fitted figures, and a
+provenance that says what was fitted, to which points, when, and how well.
+
+    document(fit, measurements_file) -> dict in the aoizora.hardware/1 format, with
+        provenance: fitted true, note, fitted_to (the ids of the points used), fitted_on (the
+        fit's UTC date), fitted_parameters, residuals (id -> {"before", "after"}, the
+        relative error (simulated - measured) / measured on the base and the fitted
+        profile), and, for every fitted figure, its source.
+    write(path, doc) -> None: the document as indented JSON, written atomically once the C++
+        core's check (topo/profile.h) has read it back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from aoizora import atomic
+
+
+def _value(unit: str, x: float) -> str:
+    return f"{x / 1e9:.4g} GB/s" if unit == "B/s" else f"{x * 1e6:.4g} us"
+
+
+def document(fit, measurements_file: str) -> dict:
+    doc = json.loads(json.dumps(fit.profile))
+    used = [p.id for p in fit.points if p.used]
+    fitted = [p for p in fit.parameters if p.fitted]
+    kept = [p for p in fit.parameters if not p.fitted]
+    prov = dict(doc.get("provenance") or {})
+    sources = dict(prov.get("sources") or {})
+    where = (f"fitted by `aoizora calibrate` on {fit.date} to {len(used)} measured points of "
+             f"{fit.generation} ({os.path.basename(measurements_file)}: {', '.join(used)})")
+    latency_parts = []
+    for p in fitted:
+        line = f"{where}; base {fit.base_label}: {_value(p.unit, p.base)}"
+        if p.name.startswith("collective_latency."):
+            latency_parts.append(f"{p.name.split('.', 1)[1]}: {line}")
+        else:
+            sources[p.name] = line
+    old = sources.get("dma_fixed_seconds", "")
+    if not old.startswith("not fitted by"):
+        sources["dma_fixed_seconds"] = ("not fitted by `aoizora calibrate`: the simulator does "
+                                        "not read it yet, so no point depends on it" +
+                                        (f"; base: {old}" if old else ""))
+    if latency_parts:
+        old = sources.get("collective_latency", "")
+        sources["collective_latency"] = "; ".join(latency_parts) + (
+            f"; other kinds: {old}" if old else "")
+    before, after = fit.rms_log("before_s"), fit.rms_log("after_s")
+    note = (f"Fitted to {len(used)} published measurements of {fit.generation} by least squares "
+            f"on log time (simulator as the model): "
+            f"{', '.join(f'{p.name} {_value(p.unit, p.value)}' for p in fitted)}. "
+            f"Kept from the base ({fit.base_label}): "
+            f"{'; '.join(f'{p.name}: {p.reason}' for p in kept) or 'nothing'}. "
+            f"RMS error of log time {before:.3f} before, {after:.3f} after. Not fitted: the "
+            "compute figures (no point runs compute) and dma_fixed_seconds (the simulator "
+            "does not read it)." + "".join(f" Note: {n}." for n in fit.notes
+                                           if "kept at the base value" not in n))
+    prov.update({
+        "fitted": True, "note": note, "fitted_to": used, "fitted_on": fit.date,
+        "fitted_parameters": [p.name for p in fitted], "sources": sources,
+        "residuals": {p.id: {"before": round(p.error_before, 4),
+                             "after": round(p.error_after, 4)}
+                      for p in fit.points if p.used},
+    })
+    doc["provenance"] = prov
+    return doc
+
+
+def write(path: str, doc: dict) -> None:
+    from aoizora import _core
+
+    text = json.dumps(doc, indent=2) + "\n"
+    with tempfile.TemporaryDirectory(prefix="aoizora-profile-") as folder:
+        tmp = os.path.join(folder, "profile.json")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        _core.check_hardware_profile(tmp)
+    atomic.write_atomic(path, text)
