@@ -4,6 +4,7 @@ mixes figures from different code."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from typing import Any
 
@@ -12,20 +13,26 @@ from aoizora.fingerprint import code_fingerprint
 
 
 def _git_commit() -> dict[str, Any]:
-    """The commit of the checkout the command runs in (for people; the digest decides)."""
+    """The commit of the checkout the aoizora package was loaded from (for people; the
+    fingerprint decides), or "unknown" for an installed copy: the checkout a command runs in
+    need not hold the code that runs."""
+    import aoizora
+
+    where = os.path.dirname(os.path.abspath(aoizora.__file__))
+
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=20,
-                                 check=True)
+            out = subprocess.run(["git", "-C", where, *args], capture_output=True, text=True,
+                                 timeout=20, check=True)
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
     if not commit:
-        return {"commit": "unknown", "dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no", "--", "cpp", "python")
-    return {"commit": commit, "dirty": bool(status)}
+        return {"commit": "unknown", "dirty": None, "source": "installed copy"}
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ":/cpp", ":/python")
+    return {"commit": commit, "dirty": bool(status), "source": "checkout"}
 
 
 def code_version() -> dict[str, Any]:
