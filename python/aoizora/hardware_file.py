@@ -18,7 +18,7 @@ import json
 import os
 
 from aoizora.errors import UserError
-from aoizora.validate import read_text
+from aoizora.validate import no_duplicate_keys, read_text
 
 
 def add_argument(p) -> None:
@@ -27,21 +27,12 @@ def add_argument(p) -> None:
                         "figures of the topology's generation")
 
 
-def _no_duplicates(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
 def check(path: str, flag: str = "--hardware") -> str:
     from aoizora import _core
 
     body = read_text(path, flag, "hardware profile JSON file")
     try:
-        json.loads(body, object_pairs_hook=_no_duplicates)
+        json.loads(body, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as e:
         raise UserError(f"{flag} {path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
     except ValueError as e:

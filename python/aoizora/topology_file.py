@@ -19,7 +19,7 @@ import json
 import math
 
 from aoizora.errors import UserError
-from aoizora.validate import read_text
+from aoizora.validate import no_duplicate_keys, read_text
 
 # spec field -> least allowed value and whether the bound is excluded
 _SPEC = {"peak_flops": (0, True), "hbm_bytes": (0, True), "hbm_bandwidth": (0, True),
@@ -28,15 +28,6 @@ _SPEC = {"peak_flops": (0, True), "hbm_bytes": (0, True), "hbm_bandwidth": (0, T
 
 def is_file(text: str) -> bool:
     return text.endswith(".json")
-
-
-def _no_duplicates(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
 
 
 def _figure(value, where: str, lo: float, strict: bool) -> None:
@@ -110,7 +101,7 @@ def load(text: str, flag: str = "--topology", hardware: str | None = None):
     if is_file(text):
         body = read_text(text, flag, "topology JSON file")
         try:
-            check(json.loads(body, object_pairs_hook=_no_duplicates))
+            check(json.loads(body, object_pairs_hook=no_duplicate_keys))
         except json.JSONDecodeError as e:
             raise UserError(f"{flag} {text}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
         except ValueError as e:

@@ -182,6 +182,17 @@ def workload(model: str, video: str, frames: int | None):
     return get_model(model), wl
 
 
+def no_duplicate_keys(pairs: list) -> dict:
+    """json.loads object_pairs_hook: a JSON object with a key twice is a ValueError (Python
+    and the C++ reader would silently keep the last one)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
 def unknown_trip_counts(graph, path: str) -> list[str]:
     """The loops of a user's HLO whose trip count was not found. They are counted once, so
     the figures under-count them: said on stderr (one line) and recorded by the caller."""

@@ -23,6 +23,9 @@ PAPER = {
     "planning_s": {"v5e:2x2": (47, 108), "v5e:4x4": (250, 376)},
 }
 GOALS = {"spearman_min": 0.95, "cold_s_v5e16_720p81": 60.0, "warm_s": 5.0}
+# What a setting's compiled pool was: with --oracle every fitting sharding, else the Top-K
+# and the baselines' shardings (where a recall miss cannot show).
+POOL_ALL, POOL_TOP_K = "every fitting candidate", "Top-K + baselines"
 
 MODELS_PAPER = ("wan2.1-t2v-14b", "wan2.1-t2v-1.3b")
 TOPOLOGIES_PAPER = ("v5e:2x2", "v5e:2x4", "v5e:4x4")

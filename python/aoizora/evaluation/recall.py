@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from aoizora.evaluation.grid import POOL_ALL
+
 SLACK = 1
 
 
 def _oracle_ok(results: list[dict[str, Any]], which: str) -> list[dict[str, Any]]:
     return [r for r in results if r["status"] == "ok" and r.get("half") == which
-            and r["stage1"]["pool"] == "every fitting candidate"]
+            and r["stage1"]["pool"] == POOL_ALL]
 
 
 def choose_k(results: list[dict[str, Any]]) -> dict[str, Any] | None:

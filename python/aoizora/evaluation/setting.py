@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import Any, Callable
 
 from aoizora.errors import UserError
-from aoizora.evaluation.grid import NOTE, SCHEMA, Setting, half
+from aoizora.evaluation.grid import NOTE, POOL_ALL, POOL_TOP_K, SCHEMA, Setting, half
 from aoizora.evaluation.placement_gain import beyond_axis_orders, every_device_order
 from aoizora.evaluation.provenance import provenance
 from aoizora.evaluation.stats import q1_order, spearman
@@ -158,7 +158,7 @@ def analyze(result, full=None, *, oracle: bool = False, exhaustive: bool = False
 
 
 def _pool(oracle: bool) -> str:
-    return "every fitting candidate" if oracle else "Top-K + baselines"
+    return POOL_ALL if oracle else POOL_TOP_K
 
 
 def _placement(judged, defaults, d, full, exhaustive, log) -> dict[str, Any]:

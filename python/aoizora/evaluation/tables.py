@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from aoizora.atomic import write_atomic
-from aoizora.evaluation.grid import GOALS, NOTE, PAPER, TOPOLOGIES_PAPER
+from aoizora.evaluation.grid import GOALS, NOTE, PAPER, POOL_ALL, TOPOLOGIES_PAPER
 from aoizora.evaluation.provenance import check_one_version
 from aoizora.evaluation.recall import recall_summary
 from aoizora.evaluation.stats import geomean
@@ -157,7 +157,7 @@ def markdown_table(results: list[dict[str, Any]]) -> str:
             cold += f" ({row['cold_cache_hits']} cached)"
         every = "-" if row["every_order_worst"] is None else (
             f"{_pct(row['every_order_default_over_best'])} / {_pct(row['every_order_worst'])}")
-        pool = "all" if row["oracle_pool"] == "every fitting candidate" else "K+base"
+        pool = "all" if row["oracle_pool"] == POOL_ALL else "K+base"
         lines.append("| " + " | ".join([
             f"{r['key']} ({row['half']})",
             f"{row['sharding']} @ {row['placement']}".replace("|", "\\|")
