@@ -97,12 +97,12 @@ def main() -> None:
         n = topo.num_chips
         # Random permutations, plus JAX's default order and the axis orders, cycled.
         try:  # JAX refuses some meshes without axis splitting (v5p): then row-major first
-            base = [list(_core.default_placement(topo, mesh).chip_of)]
+            base = [list(_core.default_placement(topo, mesh).device_of)]
             baseline = "jax"
         except _core.CoreError:
             base = [list(range(topo.num_chips))]
             baseline = "row-major"
-        base += [list(p.chip_of) for p in _core.enumerate_axis_orders(topo, mesh, 200)]
+        base += [list(p.device_of) for p in _core.enumerate_axis_orders(topo, mesh, 200)]
         for _ in range(min(evals, 1000)):
             p = list(range(n))
             rng.shuffle(p)

@@ -70,12 +70,12 @@ def main() -> None:
             graph = _core.load_hlo_file(path)
             parse_s = time.perf_counter() - t
             ops = sum(len(r.ops) for r in graph.regions)
-            chip_of = list(_core.default_placement(topology, mesh).chip_of)
+            device_of = list(_core.default_placement(topology, mesh).device_of)
             for max_it in (3, 0):
                 best = float("inf")
                 for _ in range(args.repeats):
                     t = time.perf_counter()
-                    r = _core.simulate(graph, topology, chip_of, max_iterations=max_it)
+                    r = _core.simulate(graph, topology, device_of, max_iterations=max_it)
                     best = min(best, time.perf_counter() - t)
                 rows.append({
                     "program": f"{name} {'unrolled' if unrolled else 'scan'}",

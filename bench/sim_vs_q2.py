@@ -65,16 +65,16 @@ def main() -> None:
         topo = _core.make_topology(topo_name)
         graph = _core.load_hlo_file(path)
         ranking = _core.rank_placements(graph, topo, mesh, search_starts=0)
-        cands = [(r.name, list(r.chip_of), r.q2) for r in ranking.ranked[: args.max]]
+        cands = [(r.name, list(r.device_of), r.q2) for r in ranking.ranked[: args.max]]
         default = ranking.default
-        if default is not None and all(c[1] != list(default.chip_of) for c in cands):
-            cands.append((default.name, list(default.chip_of), default.q2))
+        if default is not None and all(c[1] != list(default.device_of) for c in cands):
+            cands.append((default.name, list(default.device_of), default.q2))
         sims = [_core.simulate(graph, topo, c[1]).step_seconds for c in cands]
         q2s = [c[2] for c in cands]
         rho = spearman(q2s, sims)
         # ranked[0] is Q2's pick; ties (within 1e-6) share the better rank.
         pick_rank = 1 + sum(1 for x in sims if x < sims[0] * (1 - 1e-6))
-        d_sim = (_core.simulate(graph, topo, list(default.chip_of)).step_seconds
+        d_sim = (_core.simulate(graph, topo, list(default.device_of)).step_seconds
                  if default is not None else float("nan"))
         gain = lambda s: d_sim / s if s > 0 else float("nan")  # noqa: E731
         print(f"{name:<28}{'x'.join(map(str, mesh)):>6}{len(cands):>11}{rho:>7.3f}"

@@ -42,12 +42,14 @@ bool parse_mesh(const std::string& s, std::vector<int>* out) {
   return !out->empty();
 }
 
-std::string coords_json(const topo::Topology& t, const std::vector<int>& chip_of) {
+std::string coords_json(const topo::Topology& t, const std::vector<int>& device_of) {
   std::string s = "[";
-  for (size_t i = 0; i < chip_of.size(); ++i) {
-    const auto& c = t.chips[static_cast<size_t>(chip_of[i])].coords;
+  for (size_t i = 0; i < device_of.size(); ++i) {
+    const topo::DeviceCoords c = t.device_coords(device_of[i]);
     s += (i ? ",[" : "[") + std::to_string(c[0]) + "," + std::to_string(c[1]) + "," +
-         std::to_string(c[2]) + "]";
+         std::to_string(c[2]);
+    if (t.cores_per_chip() > 1) s += "," + std::to_string(c[3]);  // (x, y, z, core)
+    s += "]";
   }
   return s + "]";
 }
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
     if (r->jax_default)
       std::printf(" \"default\": {\"name\": %s, \"q2_seconds\": %.9g, \"device_coords\": %s},\n",
                   quote(r->jax_default->placement.name).c_str(), dq2,
-                  coords_json(*t, r->jax_default->placement.chip_of).c_str());
+                  coords_json(*t, r->jax_default->placement.device_of).c_str());
     else
       std::printf(" \"default\": null, \"default_error\": %s,\n", quote(r->default_error).c_str());
     if (dq2 > 0 && best.q2 > 0) std::printf(" \"best_over_default\": %.6g,\n", dq2 / best.q2);
@@ -139,7 +141,7 @@ int main(int argc, char** argv) {
       const auto& e = r->ranked[i];
       std::printf("  {\"rank\": %zu, \"name\": %s, \"q2_seconds\": %.9g, \"device_coords\": %s}%s\n",
                   i + 1, quote(e.placement.name).c_str(), e.q2,
-                  coords_json(*t, e.placement.chip_of).c_str(), i + 1 < shown ? "," : "");
+                  coords_json(*t, e.placement.device_of).c_str(), i + 1 < shown ? "," : "");
     }
     std::printf(" ]}\n");
     return 0;

@@ -57,28 +57,26 @@ def parse_spec(spec: str) -> tuple[str, tuple[bool, bool, bool]]:
 
 def compile_target_for(topology, platform: str = "tpu") -> CompileTarget:
     """The target for a bound topology (`aoizora._core.Topology`): its generation's TPU at its
-    dims and wraparound, or `platform="cpu"`: one CPU device per chip. Raises UserError when
-    the TPU compile cannot stand for the slice (no deviceless compiler for the generation, or
-    more devices per chip than the topology model has)."""
+    dims and wraparound, or `platform="cpu"`: one CPU device per device of the slice. Raises
+    UserError when the TPU compile cannot stand for the slice (no deviceless compiler for the
+    generation, or a different number of devices per chip than the topology model has)."""
     if platform not in PLATFORMS:
         raise UserError(f"unknown compile target {platform!r}: use one of {', '.join(PLATFORMS)}")
-    chips = topology.num_chips
+    devices = topology.num_devices
     if platform == "cpu":
-        return CompileTarget("cpu", "cpu", chips)
+        return CompileTarget("cpu", "cpu", devices)
     gen = topology.spec["generation"]
     if gen not in DEVICES_PER_CHIP:
         raise UserError(f"no deviceless TPU compiler for generation {gen!r} (libtpu knows "
                         f"{', '.join(sorted(DEVICES_PER_CHIP))}); plan with --compile-target cpu "
-                        f"to compile for {chips} CPU devices instead")
+                        f"to compile for {devices} CPU devices instead")
     dims = [int(d) for d in topology.dims]
     wrap = tuple(bool(w) for w in topology.wrap)
     if gen in _TWO_D and dims[2] == 1:
         dims, wrap = dims[:2], wrap[:2] + (False,)
     name = f"{gen}:{'x'.join(str(d) for d in dims)}"
-    devices = chips * DEVICES_PER_CHIP[gen]
-    if DEVICES_PER_CHIP[gen] != 1:
-        raise UserError(f"{name} compiles to {devices} devices ({DEVICES_PER_CHIP[gen]} "
-                        f"TensorCores per chip) but the topology model has {chips} single-core "
-                        f"chips; plan with --compile-target cpu to compile for {chips} CPU "
-                        "devices instead")
+    if DEVICES_PER_CHIP[gen] != topology.cores_per_chip:
+        raise UserError(f"{name} compiles to {DEVICES_PER_CHIP[gen]} devices per chip but the "
+                        f"topology model has {topology.cores_per_chip}; plan with "
+                        f"--compile-target cpu to compile for {devices} CPU devices instead")
     return CompileTarget("tpu", name, devices, wrap)

@@ -71,11 +71,13 @@ def resolve_devices(devices, order=None) -> list:
     devices = list(devices)
     if order is None:
         return devices
-    by_coords = {tuple(getattr(d, "coords", (d.id,))): d for d in devices}
+    from aoizora.placement import device_keys
+
+    by_key = dict(zip(device_keys(devices), devices))
     try:
-        return [by_coords[tuple(c)] for c in order]
+        return [by_key[tuple(c)] for c in order]
     except KeyError as e:
-        raise CompileError(f"no device at chip coords {e.args[0]} in this target") from None
+        raise CompileError(f"no device at {e.args[0]} in this target") from None
 
 
 def _one_line(e: BaseException) -> str:
@@ -200,7 +202,9 @@ def job_key(job: Job) -> dict[str, Any]:
     if job.kind == "lower":
         order = None
     elif order is None:
-        order = [list(getattr(d, "coords", (d.id,))) for d in resolve_devices(job.target)]
+        from aoizora.placement import device_keys
+
+        order = device_keys(resolve_devices(job.target))
     return {"kind": job.kind, "model": job.model.key(), "workload": job.workload.key()
             if hasattr(job.workload, "key") else repr(job.workload),
             "candidate": job.candidate.key(), "target": job.target,

@@ -181,10 +181,10 @@ def _check_runnable(p: Point) -> None:
                          f"{topo.spec['generation']!r}")
     chips = [c for g in (p.groups or p.pairs) for c in g]
     bad = [c for c in chips if not isinstance(c, int) or isinstance(c, bool)
-           or not 0 <= c < topo.num_chips]
+           or not 0 <= c < topo.num_devices]
     if bad:
-        raise ValueError(f"point {p.id}: chip id {bad[0]!r} in 'group' is not one of the "
-                         f"{topo.num_chips} chips of {p.topology} (0..{topo.num_chips - 1})")
+        raise ValueError(f"point {p.id}: device id {bad[0]!r} in 'group' is not one of the "
+                         f"{topo.num_devices} devices of {p.topology} (0..{topo.num_devices - 1})")
     if p.groups and len({len(g) for g in p.groups}) != 1:
         raise ValueError(f"point {p.id}: the replica groups in 'group.groups' differ in size")
     if p.bytes_per_device % 4:

@@ -1,7 +1,10 @@
 """Placements <-> JAX meshes. In JAX the device order of a Mesh *is* the placement, so a
-placement (chip_of[partition] = chip id of the C++ topology) becomes a Mesh by looking up each
-chip's coordinates among the devices, never by device id (compile-only ids are numbered host
-by host)."""
+placement (device_of[partition] = device id of the C++ topology) becomes a Mesh by looking up
+each device by its position, never by device id (compile-only ids are numbered host by host).
+
+A device's position (its key) is its chip's coords (x, y, z), and on chips with two
+TensorCores (TPU7x) the core too: (x, y, z, core_on_chip). `Topology.coords_of` and
+`Topology.devices` give the same keys for the C++ topology's devices."""
 
 from __future__ import annotations
 
@@ -19,20 +22,31 @@ def _topology(topology):
     return _core.make_topology(topology) if isinstance(topology, str) else topology
 
 
-def devices_by_coords(devices) -> dict[tuple[int, int, int], object]:
-    """{(x, y, z): device} for one device per chip."""
+def device_keys(devices) -> list[tuple[int, ...]]:
+    """Each device's key: (x, y, z), or (x, y, z, core) when some device of the list is a
+    chip's second core; (id,) for devices without coordinates (CPU)."""
+    devices = list(devices)
+    if not devices or getattr(devices[0], "coords", None) is None:
+        return [(int(d.id),) for d in devices]
+    two_cores = any(int(getattr(d, "core_on_chip", 0)) > 0 for d in devices)
+    return [tuple(int(v) for v in d.coords) + ((int(d.core_on_chip),) if two_cores else ())
+            for d in devices]
+
+
+def devices_by_coords(devices) -> dict[tuple[int, ...], object]:
+    """{device key: device} (see device_keys); a repeated key is an error."""
     out = {}
-    for d in devices:
-        c = tuple(int(v) for v in d.coords)
-        if c in out:
-            raise UserError(f"two devices at coords {c}: expected one device per chip")
-        out[c] = d
+    for key, d in zip(device_keys(devices), devices):
+        if key in out:
+            raise UserError(f"two devices at {key}: expected one device per chip, or per core "
+                            "of a chip with two")
+        out[key] = d
     return out
 
 
-def mesh_for_placement(topology, chip_of: Sequence[int], mesh_shape: Sequence[int],
+def mesh_for_placement(topology, device_of: Sequence[int], mesh_shape: Sequence[int],
                        axis_names: Sequence[str], devices=None):
-    """The jax.sharding.Mesh whose devices.flat[p] is the device on chip chip_of[p].
+    """The jax.sharding.Mesh whose devices.flat[p] is the topology's device device_of[p].
 
     `devices` defaults to the compile-only devices of the topology's name."""
     from jax.sharding import Mesh
@@ -44,7 +58,7 @@ def mesh_for_placement(topology, chip_of: Sequence[int], mesh_shape: Sequence[in
         devices = tpu.compile_only_devices(topo.name)
     by = devices_by_coords(devices)
     try:
-        flat = [by[tuple(c)] for c in topo.coords_of(list(chip_of))]
+        flat = [by[tuple(c)] for c in topo.coords_of(list(device_of))]
     except KeyError as e:
         raise UserError(f"no device at coords {e.args[0]} for topology {topo.name}") from None
     if int(np.prod(mesh_shape)) != len(flat):
@@ -56,5 +70,5 @@ def placement_of_mesh(mesh, topology, name: str = "mesh"):
     """The _core.Placement of a Mesh's device order on `topology`."""
     from aoizora import _core
 
-    coords = [tuple(int(v) for v in d.coords) for d in mesh.devices.flat]
+    coords = device_keys(mesh.devices.flat)
     return _core.placement_from_coords(_topology(topology), coords, name)

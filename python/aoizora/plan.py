@@ -27,8 +27,8 @@ class Choice:
     axis_names: list[str]
     strategy: dict[str, Any]            # degrees per parallelism kind, context form, rules
     placement: str                      # how the device order was found
-    device_coords: list[list[int]]      # chip coords of mesh.devices.flat, in order
-    chip_ids: list[int] = field(default_factory=list)  # the same chips as topology chip ids
+    device_coords: list[list[int]]      # (x, y, z[, core]) of mesh.devices.flat, in order
+    chip_ids: list[int] = field(default_factory=list)  # the same devices as topology device ids
     q1_s: float | None = None           # Stage 1, placement-oblivious
     q2_s: float | None = None           # Stage 2, topology-aware ranking cost
     simulated_s: float | None = None    # flow-level simulator
@@ -133,5 +133,5 @@ def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None, chip_i
     try:
         ordered = [by_coords[tuple(c)] for c in device_coords]
     except KeyError as e:
-        raise UserError(f"no device at chip coords {e.args[0]}: the plan is for another slice") from e
+        raise UserError(f"no device at {e.args[0]}: the plan is for another slice") from e
     return Mesh(np.array(ordered, dtype=object).reshape(mesh_shape), tuple(axis_names))

@@ -126,9 +126,9 @@ def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None
 def _enumerate(run: _Run, model: str) -> list:
     t0 = time.perf_counter()
     run.progress.phase("enumerate shardings")
-    candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_chips)
+    candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_devices)
     if not candidates:
-        raise UserError(f"no legal sharding of {model} over {run.stage2.num_chips} chips")
+        raise UserError(f"no legal sharding of {model} over {run.stage2.num_devices} devices")
     run.lap("enumerate", t0)
     return candidates
 
@@ -217,17 +217,17 @@ def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
     compiled after the decision; a pair the decision already simulated is not run again."""
     t0 = time.perf_counter()
     base_cands = baselines.baseline_candidates(
-        run.cfg, run.wl, run.stage2.num_chips, s1, run.stage2.topology.link_bandwidth,
+        run.cfg, run.wl, run.stage2.num_devices, s1, run.stage2.topology.link_bandwidth,
         run.stage2.topology.hop_latency)
     _compile(run, "compile the baselines",
              [c for c in dict.fromkeys(base_cands.values()) if c.name not in run.graphs])
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
     base_pairs = {tag: run.stage2.default_pair(c, run.graphs[c.name], q1=q1_of.get(c.name))
                   for tag, c in base_cands.items() if c.name in run.graphs}
-    judged = {(p.candidate.name, tuple(p.chip_of)): p for p in pool}
+    judged = {(p.candidate.name, tuple(p.device_of)): p for p in pool}
     run.progress.phase("simulate the baselines", len(base_pairs))
     for p in base_pairs.values():
-        twin = judged.get((p.candidate.name, tuple(p.chip_of)))
+        twin = judged.get((p.candidate.name, tuple(p.device_of)))
         if twin is not None:
             p.simulated, p.sim = twin.simulated, twin.sim
         else:
@@ -276,7 +276,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                   "decision": {"candidate": decision.candidate.name,
                                "placement": decision.placement,
                                "simulated_s": decision.simulated,
-                               "chip_ids": list(decision.chip_of)},
+                               "chip_ids": list(decision.device_of)},
                   "pooling_changed_choice": changed,
                   "chosen_from": (best.tag or "top-k") if changed else "top-k"},
     )

@@ -60,6 +60,6 @@ def simulate(kind: str, topology: str, bytes_per_device: int, groups=None, pairs
     from aoizora import _core
 
     topo = _core.make_topology(topology, hardware or "")
-    text = hlo_text(kind, topo.num_chips, bytes_per_device, groups, pairs)
+    text = hlo_text(kind, topo.num_devices, bytes_per_device, groups, pairs)
     graph = _core.load_hlo(text)
-    return _core.simulate(graph, topo, list(range(topo.num_chips))).step_seconds
+    return _core.simulate(graph, topo, list(range(topo.num_devices))).step_seconds

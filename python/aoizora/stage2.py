@@ -26,7 +26,7 @@ class Pair:
 
     candidate: Candidate
     placement: str
-    chip_of: list[int]
+    device_of: list[int]
     q2: float
     q1: float | None = None
     simulated: float | None = None
@@ -62,13 +62,15 @@ class Stage2:
         return {"hardware": self.hardware} if self.hardware else {}
 
     @property
-    def num_chips(self) -> int:
-        return self.topology.num_chips
+    def num_devices(self) -> int:
+        """JAX devices of the slice: chips x TensorCores per chip."""
+        return self.topology.num_devices
 
     def describe(self) -> dict[str, Any]:
         t = self.topology
         return {"name": t.name, "generation": t.spec["generation"], "dims": list(t.dims),
-                "wrap": list(t.wrap), "chips": t.num_chips, "links": t.num_links,
+                "wrap": list(t.wrap), "chips": t.num_chips, "cores_per_chip": t.cores_per_chip,
+                "devices": t.num_devices, "links": t.num_links,
                 "link_bandwidth": t.spec["link_bandwidth"],
                 # Which hardware profile gave the figures: a file, or the shipped one.
                 "hardware": self.hardware or f"shipped:{t.spec['generation']}"}
@@ -89,11 +91,11 @@ class Stage2:
         """Every placement Stage 2 considers for this sharding, best Q2 first."""
         ranking = _core.rank_placements(graph, self.topology, list(candidate.mesh_shape),
                                         seed=self.seed, search_iterations=self.search_iters)
-        pairs = [Pair(candidate, r.placement.name, list(r.placement.chip_of), r.q2, q1)
+        pairs = [Pair(candidate, r.placement.name, list(r.placement.device_of), r.q2, q1)
                  for r in ranking.ranked]
         d = ranking.default
-        if d is not None and not any(p.chip_of == list(d.placement.chip_of) for p in pairs):
-            pairs.append(Pair(candidate, "jax-default", list(d.placement.chip_of), d.q2, q1))
+        if d is not None and not any(p.device_of == list(d.placement.device_of) for p in pairs):
+            pairs.append(Pair(candidate, "jax-default", list(d.placement.device_of), d.q2, q1))
         return sorted(pairs, key=lambda p: p.q2)
 
     def default_pair(self, candidate: Candidate, graph, *, q1: float | None = None,
@@ -103,24 +105,35 @@ class Stage2:
             p = _core.default_placement(self.topology, list(candidate.mesh_shape))
         except _core.CoreError as e:
             raise UserError(f"{candidate.name}: no JAX default order: {e}") from e
-        chip_of = list(p.chip_of)
-        q2 = _core.evaluate_q2(graph, self.topology, chip_of).seconds
-        return Pair(candidate, "jax-default", chip_of, q2, q1, tag=tag or candidate.name)
+        device_of = list(p.device_of)
+        q2 = _core.evaluate_q2(graph, self.topology, device_of).seconds
+        return Pair(candidate, "jax-default", device_of, q2, q1, tag=tag or candidate.name)
 
     # ---- simulation -----------------------------------------------------------------------
     def simulate(self, pair: Pair, graph, *, timeline: bool = False) -> Pair:
-        pair.sim = _core.simulate(graph, self.topology, pair.chip_of,
+        pair.sim = _core.simulate(graph, self.topology, pair.device_of,
                                   record_timeline=timeline)
         pair.simulated = pair.sim.step_seconds
         return pair
 
     def write_trace(self, pair: Pair, graph, path: str) -> None:
-        result = _core.simulate(graph, self.topology, pair.chip_of, record_timeline=True)
+        result = _core.simulate(graph, self.topology, pair.device_of, record_timeline=True)
         _core.write_sim_trace(result, self.topology, path)
 
     # ---- plan output ----------------------------------------------------------------------
-    def coords(self, chip_of: list[int]) -> list[list[int]]:
-        return [list(c) for c in self.topology.coords_of(chip_of)]
+    def coords(self, device_of: list[int]) -> list[list[int]]:
+        return [list(c) for c in self.topology.coords_of(device_of)]
+
+    def link_ends(self, link_id: int) -> tuple[list[int], list[int]]:
+        """A link's two ends: chip coords for an ICI link, (x, y, z, core) for the link
+        between the cores of a chip (TPU7x)."""
+        link = self.topology.links[link_id]
+        chips = self.topology.chips
+        src, dst = list(chips[link["src"]]), list(chips[link["dst"]])
+        if link["dim"] == 3:  # topo::kCoreAxis
+            a, b = (0, 1) if link["dir"] > 0 else (1, 0)
+            return src + [a], dst + [b]
+        return src, dst
 
     def choice(self, pair: Pair, *, label: str | None = None, with_links: bool = False,
                graph=None) -> Choice:
@@ -129,16 +142,12 @@ class Stage2:
         if label:
             extra["label"] = label
         if with_links and graph is not None:
-            q2 = _core.evaluate_q2(graph, self.topology, pair.chip_of)
-            chips = self.topology.chips
-            links = self.topology.links
-            extra["link_bytes"] = [
-                [list(chips[links[i]["src"]]), list(chips[links[i]["dst"]]), b]
-                for i, b in enumerate(q2.link_bytes)]
+            q2 = _core.evaluate_q2(graph, self.topology, pair.device_of)
+            extra["link_bytes"] = [[*self.link_ends(i), b] for i, b in enumerate(q2.link_bytes)]
             extra["q2_compute_s"] = q2.compute_seconds
             extra["q2_exposed_comm_s"] = q2.exposed_comm_seconds
         return Choice(candidate=c.name, mesh_shape=list(c.mesh_shape),
                       axis_names=list(c.axis_names), strategy=c.to_dict(),
-                      placement=pair.placement, device_coords=self.coords(pair.chip_of),
-                      chip_ids=list(pair.chip_of),
+                      placement=pair.placement, device_coords=self.coords(pair.device_of),
+                      chip_ids=list(pair.device_of),
                       q1_s=pair.q1, q2_s=pair.q2, simulated_s=pair.simulated, extra=extra)

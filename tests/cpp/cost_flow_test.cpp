@@ -24,8 +24,8 @@ topo::ChipSpec spec() {
 
 place::Placement identity(int n) {
   place::Placement p;
-  p.chip_of.resize(static_cast<size_t>(n));
-  std::iota(p.chip_of.begin(), p.chip_of.end(), 0);
+  p.device_of.resize(static_cast<size_t>(n));
+  std::iota(p.device_of.begin(), p.device_of.end(), 0);
   return p;
 }
 
@@ -113,7 +113,7 @@ TEST(Expand, AllToAllPairwiseAndPermute) {
   p.source_target_pairs = {{0, 1}, {1, 1}, {2, 5}};
   p.operand_bytes = 64;
   place::Placement swap = identity(8);
-  std::swap(swap.chip_of[1], swap.chip_of[5]);
+  std::swap(swap.device_of[1], swap.device_of[5]);
   CollectiveFlows f = expand(p, swap, t);
   ASSERT_EQ(f.flows.size(), 2u);  // the self-pair moves nothing
   EXPECT_EQ(f.flows[0].dst, 5);   // partition 1 sits on chip 5
@@ -128,7 +128,7 @@ TEST(Expand, AggregateEqualsSumOfSteps) {
       std::map<std::pair<int, int>, double> steps, agg;
       place::Placement id = identity(16);
       for (const Flow& fl : expand(c, id, t).flows) steps[{fl.src, fl.dst}] += fl.bytes;
-      generate_flows(c, id.chip_of, t, collective_volume(c), true,
+      generate_flows(c, id.device_of, t, collective_volume(c), true,
                      [&](int s, int d, double b, int, int) { agg[{s, d}] += b; });
       ASSERT_EQ(steps.size(), agg.size());
       for (auto& [k, v] : steps) EXPECT_NEAR(agg[k], v, 1e-9);

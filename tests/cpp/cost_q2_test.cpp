@@ -23,8 +23,8 @@ topo::ChipSpec spec(double latency = 0) {
 
 place::Placement identity(int n) {
   place::Placement p;
-  p.chip_of.resize(static_cast<size_t>(n));
-  std::iota(p.chip_of.begin(), p.chip_of.end(), 0);
+  p.device_of.resize(static_cast<size_t>(n));
+  std::iota(p.device_of.begin(), p.device_of.end(), 0);
   return p;
 }
 
@@ -153,8 +153,8 @@ TEST(Q2, GridAllGatherChargesItsPhasesOneAfterAnother) {
   EXPECT_NEAR(evaluate_q2(b.g, box, identity(4)).seconds / simulated, 1.0, 0.02);
   // Q2Evaluator agrees, and a collective's own time is charged the same way.
   Q2Evaluator e(b.g, box);
-  EXPECT_NEAR(e.seconds(identity(4).chip_of), closed_form, 1e-12);
-  EXPECT_NEAR(e.evaluate(identity(4).chip_of).collective_seconds[0], closed_form, 1e-12);
+  EXPECT_NEAR(e.seconds(identity(4).device_of), closed_form, 1e-12);
+  EXPECT_NEAR(e.evaluate(identity(4).device_of).collective_seconds[0], closed_form, 1e-12);
 }
 
 // Concurrent collectives contend within a phase: two async 2x2 all-gathers in one window put
@@ -270,7 +270,7 @@ TEST(Q2, EvaluatorMatchesEvaluateQ2AndDeduplicatesPatterns) {
   place::Placement p{"p", {15, 2, 7, 0, 1, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14}};
   for (const place::Placement& pl : {identity(16), p}) {
     Q2Result full = evaluate_q2(b.g, t, pl);
-    EXPECT_NEAR(e.seconds(pl.chip_of), full.seconds, 1e-15);
+    EXPECT_NEAR(e.seconds(pl.device_of), full.seconds, 1e-15);
     EXPECT_NEAR(full.seconds, full.compute_seconds + full.exposed_comm_seconds, 1e-15);
     EXPECT_GE(full.comm_seconds, full.exposed_comm_seconds);
   }

@@ -55,26 +55,26 @@ TEST(AxisOrders, WholeAxesComeFirstAndAreNamed) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].name, "axes x|y");
   // x|y: partition p = 4i + j on (x=i, y=j).
-  EXPECT_EQ((*r)[0].chip_of, (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));
+  EXPECT_EQ((*r)[0].device_of, (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));
 }
 
 TEST(JaxDefault, HandlersAndTorusAssignment) {
   // v5e with 8 chips: the tray ring (0,1,2,3,7,6,5,4) whatever the mesh shape.
   Result<Placement> a = default_placement(must("v5e:2x4"), {2, 4});
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ(a->chip_of, (std::vector<int>{0, 1, 2, 3, 7, 6, 5, 4}));
+  EXPECT_EQ(a->device_of, (std::vector<int>{0, 1, 2, 3, 7, 6, 5, 4}));
   // v5e 4x4 with a 1D mesh of 16: the 4x4 tray ring.
   Result<Placement> b = default_placement(must("v5e:4x4"), {16});
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->chip_of[5], 6);
+  EXPECT_EQ(b->device_of[5], 6);
   // v5e 4x4 as 4x4: logical axis 1 takes x (with the size-1 z), axis 0 takes y: row-major.
   Result<Placement> c = default_placement(must("v5e:4x4"), {4, 4});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->chip_of, row_major(must("v5e:4x4")).chip_of);
+  EXPECT_EQ(c->device_of, row_major(must("v5e:4x4")).device_of);
   // v4 2x2x2 as (2, 4): axis 1 takes x,y (x major), axis 0 takes z.
   Result<Placement> d = default_placement(must("v4:2x2x2"), {2, 4});
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->chip_of, (std::vector<int>{0, 2, 1, 3, 4, 6, 5, 7}));
+  EXPECT_EQ(d->device_of, (std::vector<int>{0, 2, 1, 3, 4, 6, 5, 7}));
     // (32, 2) on 4x4x4 needs a 2 out of a 4: JAX raises, so there is no default.
   EXPECT_TRUE(default_placement(must("v5p:2x4x4"), {8, 4}).ok());
   EXPECT_FALSE(default_placement(must("v5p:4x4x4"), {32, 2}).ok());
@@ -86,11 +86,11 @@ TEST(RingOrders, SnakesAndCyclesAreOneHopRings) {
   topo::Topology t = must("v5e:2x4");
   for (const Placement& p : snake_orders(t)) {
     ASSERT_TRUE(validate(p, t).ok());
-    for (size_t i = 0; i + 1 < p.chip_of.size(); ++i) EXPECT_EQ(t.hops(p.chip_of[i], p.chip_of[i + 1]), 1) << p.name;
+    for (size_t i = 0; i + 1 < p.device_of.size(); ++i) EXPECT_EQ(t.hops(p.device_of[i], p.device_of[i + 1]), 1) << p.name;
   }
   auto cycles = tile_cycle_orders(t, {8});
   ASSERT_EQ(cycles.size(), 1u);  // 2x4 over (x, y)
-  const auto& c = cycles[0].chip_of;
+  const auto& c = cycles[0].device_of;
   for (size_t i = 0; i < 8; ++i) EXPECT_EQ(t.hops(c[i], c[(i + 1) % 8]), 1);
   topo::Topology t44 = must("v5e:4x4");
   auto quads = tile_cycle_orders(t44, {4, 4});  // 2x2 tiles (and 4x1 has no cycle)
@@ -98,7 +98,7 @@ TEST(RingOrders, SnakesAndCyclesAreOneHopRings) {
   for (const Placement& p : quads) {
     ASSERT_TRUE(validate(p, t44).ok());
     for (size_t g = 0; g < 16; g += 4)
-      for (size_t i = 0; i < 4; ++i) EXPECT_EQ(t44.hops(p.chip_of[g + i], p.chip_of[g + (i + 1) % 4]), 1) << p.name;
+      for (size_t i = 0; i < 4; ++i) EXPECT_EQ(t44.hops(p.device_of[g + i], p.device_of[g + (i + 1) % 4]), 1) << p.name;
   }
 }
 
@@ -107,7 +107,7 @@ TEST(Coords, RoundTrip) {
   Placement p = *default_placement(t, {16});
   Result<Placement> q = placement_from_coords(t, coords_of(t, p));
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(q->chip_of, p.chip_of);
+  EXPECT_EQ(q->device_of, p.device_of);
   EXPECT_FALSE(placement_from_coords(t, {{0, 0, 0}, {0, 0, 0}}).ok());
   EXPECT_FALSE(placement_from_coords(t, {{4, 0, 0}}).ok());
 }
@@ -140,9 +140,9 @@ TEST(Search, LocalSearchFindsAOneHopRing) {
   double found = 0;
   Placement p = local_search(q2, row_major(t), SearchOptions{7, 3000, 0.02}, &found);
   EXPECT_NEAR(found, best_possible, 1e-12);
-  EXPECT_NEAR(q2.seconds(p.chip_of), found, 1e-15);
+  EXPECT_NEAR(q2.seconds(p.device_of), found, 1e-15);
   // Deterministic for a seed.
-  EXPECT_EQ(local_search(q2, row_major(t), SearchOptions{7, 3000, 0.02}).chip_of, p.chip_of);
+  EXPECT_EQ(local_search(q2, row_major(t), SearchOptions{7, 3000, 0.02}).device_of, p.device_of);
 }
 
 TEST(Search, RankingPutsRingFriendlyOrdersFirst) {

@@ -167,24 +167,37 @@ TEST(Symmetry, EverySymmetryKeepsQ2AndTheSimulatedTime) {
   // An even ring (x, whose reflection is dropped) beside a line (y, whose is kept).
   cases.push_back({topo::Topology::grid("6x4 x-torus", {6, 4, 1}, {true, false, false}, spec), 4, 6});
   cases.push_back({topo::Topology::grid("3x3 torus", {3, 3, 1}, {true, true, false}, spec), 3, 3});
+  // Two cores per chip: the grid symmetries lifted to devices, and swapping the cores of any
+  // chips (which canonical() quotients out).
+  cases.push_back({must("tpu7x:2x2x1"), 2, 4});
+  cases.push_back({must("tpu7x:2x2x2"), 4, 4});
   std::mt19937_64 rng(13);
   for (const Case& c : cases) {
     const hlo::CollectiveGraph g = mixed_program(c.rows, c.cols);
     cost::Q2Evaluator q2(g, c.t);
     const std::vector<std::vector<int>> symmetries = route_symmetries(c.t);
     ASSERT_GE(symmetries.size(), 2u) << c.t.name;
-    const int n = c.t.num_chips();
+    const int n = c.t.num_devices();
     for (int i = 0; i < 12; ++i) {
       Placement p{"random", std::vector<int>(static_cast<size_t>(n))};
-      std::iota(p.chip_of.begin(), p.chip_of.end(), 0);
-      if (i > 0) std::shuffle(p.chip_of.begin(), p.chip_of.end(), rng);  // and row-major
-      const double q = q2.seconds(p.chip_of);
+      std::iota(p.device_of.begin(), p.device_of.end(), 0);
+      if (i > 0) std::shuffle(p.device_of.begin(), p.device_of.end(), rng);  // and row-major
+      const double q = q2.seconds(p.device_of);
       const double s = simulated_seconds(g, c.t, p);
       for (size_t k = 1; k < symmetries.size(); ++k) {
-        Placement image{"image", p.chip_of};
-        for (int& chip : image.chip_of) chip = symmetries[k][static_cast<size_t>(chip)];
-        EXPECT_NEAR(q2.seconds(image.chip_of) / q, 1.0, 1e-9) << c.t.name << " sample " << i << " symmetry " << k;
+        Placement image{"image", p.device_of};
+        for (int& chip : image.device_of) chip = symmetries[k][static_cast<size_t>(chip)];
+        EXPECT_NEAR(q2.seconds(image.device_of) / q, 1.0, 1e-9) << c.t.name << " sample " << i << " symmetry " << k;
         EXPECT_NEAR(simulated_seconds(g, c.t, image) / s, 1.0, 1e-9) << c.t.name << " sample " << i << " symmetry " << k;
+      }
+      if (c.t.cores_per_chip() == 2) {
+        Placement swapped{"cores swapped", p.device_of};
+        const uint64_t chips = rng();  // a random set of chips whose cores trade places
+        for (int& d : swapped.device_of)
+          if (chips >> (d / 2 % 64) & 1) d ^= 1;
+        EXPECT_NEAR(q2.seconds(swapped.device_of) / q, 1.0, 1e-9) << c.t.name << " sample " << i;
+        EXPECT_NEAR(simulated_seconds(g, c.t, swapped) / s, 1.0, 1e-9) << c.t.name << " sample " << i;
+        EXPECT_EQ(canonical(swapped.device_of, symmetries, 2), canonical(p.device_of, symmetries, 2));
       }
     }
   }

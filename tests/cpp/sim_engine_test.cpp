@@ -37,8 +37,8 @@ SimOptions Options() {
 
 place::Placement Identity(int n) {
   place::Placement p;
-  p.chip_of.resize(n);
-  std::iota(p.chip_of.begin(), p.chip_of.end(), 0);
+  p.device_of.resize(n);
+  std::iota(p.device_of.begin(), p.device_of.end(), 0);
   return p;
 }
 
@@ -111,7 +111,7 @@ cost::CollectiveFlows RingFlows(const hlo::Collective& c, const place::Placement
     }
     for (int s = 0; s < steps; ++s)
       for (int i = 0; i < n; ++i)
-        out.flows.push_back({p.chip_of[g[i]], p.chip_of[g[(i + 1) % n]], chunk, s});
+        out.flows.push_back({p.device_of[g[i]], p.device_of[g[(i + 1) % n]], chunk, s});
     out.num_steps = std::max(out.num_steps, steps);
   }
   return out;
@@ -126,7 +126,7 @@ FlowModel RingModel(const topo::Topology& t, const place::Placement& p) {
 }
 
 void ExpectAccounted(const SimResult& r, const place::Placement& p) {
-  for (int c : p.chip_of) {
+  for (int c : p.device_of) {
     const ChipTime& t = r.chips[c];
     EXPECT_NEAR(t.compute + t.comm + t.idle, r.step_seconds, 1e-12 + 1e-9 * r.step_seconds)
         << "chip " << c;
@@ -352,7 +352,7 @@ TEST(SimEngine, AsyncOverlapsCompute) {
 TEST(SimEngine, ExtrapolationEqualsFullSimulation) {
   topo::Topology t = topo::Topology::grid("2x4", {2, 4, 1}, {false, false, false}, Spec());
   place::Placement p;
-  p.chip_of = {0, 3, 5, 6, 1, 2, 4, 7};  // rings that cross each other
+  p.device_of = {0, 3, 5, 6, 1, 2, 4, 7};  // rings that cross each other
   GraphBuilder b(8);
   b.Compute(1e7, "embed");
   b.Region(12);
@@ -410,9 +410,9 @@ TEST(SimEngine, CheckInputsRejectsBadPlacements) {
   place::Placement p = Identity(3);
   EXPECT_FALSE(check_inputs(b.g, t, p).ok());
   p = Identity(4);
-  p.chip_of[3] = 0;
+  p.device_of[3] = 0;
   EXPECT_NE(check_inputs(b.g, t, p).error().message.find("two partitions"), std::string::npos);
-  p.chip_of[3] = 9;
+  p.device_of[3] = 9;
   EXPECT_FALSE(check_inputs(b.g, t, p).ok());
   p = Identity(4);
   EXPECT_TRUE(check_inputs(b.g, t, p).ok());

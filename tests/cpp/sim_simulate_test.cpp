@@ -34,8 +34,8 @@ topo::ChipSpec Spec() {
 
 place::Placement Identity(int n) {
   place::Placement p;
-  p.chip_of.resize(n);
-  std::iota(p.chip_of.begin(), p.chip_of.end(), 0);
+  p.device_of.resize(n);
+  std::iota(p.device_of.begin(), p.device_of.end(), 0);
   return p;
 }
 
@@ -253,15 +253,15 @@ TEST(SimSimulate, PlacementsRespectLinkLoadBound) {
   auto g = OneCollective(8, CollectiveKind::kAllGather, {{0, 1, 2, 3}, {4, 5, 6, 7}},
                          static_cast<int64_t>(V / 4), static_cast<int64_t>(V));
   place::Placement columns;  // partition p -> chip (x = p / 4, y = p % 4): id = x + 2y
-  for (int p = 0; p < 8; ++p) columns.chip_of.push_back(p / 4 + 2 * (p % 4));
+  for (int p = 0; p < 8; ++p) columns.device_of.push_back(p / 4 + 2 * (p % 4));
   SimResult a = Ok(simulate(g, t, columns, Options()));
   const double line = kOver + 3 * (V / 4 / kBw + kLat);
   EXPECT_NEAR(a.step_seconds, line, 0.01 * line);
-  for (std::vector<int> chip_of : {std::vector<int>{0, 3, 4, 7, 1, 2, 5, 6},
+  for (std::vector<int> device_of : {std::vector<int>{0, 3, 4, 7, 1, 2, 5, 6},
                                    std::vector<int>{0, 7, 2, 5, 1, 6, 3, 4},
                                    std::vector<int>{6, 1, 4, 3, 0, 7, 2, 5}}) {
     place::Placement p;
-    p.chip_of = chip_of;
+    p.device_of = device_of;
     SimResult r = Ok(simulate(g, t, p, Options()));
     double busiest = 0;
     for (size_t l = 0; l < t.links.size(); ++l) busiest = std::max(busiest, r.link_bytes[l] / kBw);
@@ -283,7 +283,7 @@ void ExpectSameLinkBytes(const hlo::CollectiveGraph& g, const topo::Topology& t,
   }
   EXPECT_GE(r.step_seconds, r.compute_bound_seconds);
   EXPECT_NEAR(r.compute_bound_seconds, q.compute_seconds, 1e-9 * (1 + q.compute_seconds));
-  for (int c : p.chip_of) {
+  for (int c : p.device_of) {
     const ChipTime& ct = r.chips[c];
     EXPECT_NEAR(ct.compute + ct.comm + ct.idle, r.step_seconds, 1e-9 * r.step_seconds);
   }
@@ -304,8 +304,8 @@ TEST(SimSimulate, RealHloAgreesWithQ2OnLinkBytes) {
     ASSERT_TRUE(check_inputs(*g, *t, p).ok());
     ExpectSameLinkBytes(*g, *t, p, Options());
     // A scrambled placement too.
-    std::reverse(p.chip_of.begin(), p.chip_of.end());
-    std::swap(p.chip_of[1], p.chip_of[2]);
+    std::reverse(p.device_of.begin(), p.device_of.end());
+    std::swap(p.device_of[1], p.device_of[2]);
     ExpectSameLinkBytes(*g, *t, p, Options());
     SimOptions full = Options();
     full.max_iterations = 0;

@@ -47,7 +47,7 @@ TEST(SimTrace, JsonHasATrackPerChipAndACounterPerBusyLink) {
   spec.link_bandwidth = 1e10;
   topo::Topology t = topo::Topology::grid("test:4", {4, 1, 1}, {true, false, false}, spec);
   place::Placement p;
-  p.chip_of = {0, 1, 2, 3};
+  p.device_of = {0, 1, 2, 3};
   SimOptions o;
   o.record_timeline = true;
   SimResult r = Ok(simulate(AsyncRingProgram(), t, p, o));
@@ -87,7 +87,7 @@ TEST(SimTrace, WriteIsAtomicAndReportsErrors) {
   spec.link_bandwidth = 1e10;
   topo::Topology t = topo::Topology::grid("test:4", {4, 1, 1}, {true, false, false}, spec);
   place::Placement p;
-  p.chip_of = {0, 1, 2, 3};
+  p.device_of = {0, 1, 2, 3};
   SimOptions o;
   o.record_timeline = true;
   SimResult r = Ok(simulate(AsyncRingProgram(), t, p, o));

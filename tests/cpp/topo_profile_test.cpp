@@ -93,9 +93,13 @@ TEST(HardwareProfile, CatalogChipSpecEqualsTheProfileFigures) {
     EXPECT_EQ(t->spec, file->spec) << slice;
     EXPECT_EQ(*chip_spec(g), file->spec) << g;
     for (const Link& l : t->links) {
-      EXPECT_EQ(l.bandwidth, file->spec.link_bandwidth);
-      EXPECT_EQ(l.latency, file->spec.hop_latency);
+      // ICI links take the chip's link figures, intra-chip links (TPU7x) the intra-chip ones.
+      const bool core = l.dim == kCoreAxis;
+      ASSERT_EQ(core, file->spec.intra_chip_link.has_value() && core) << slice;
+      EXPECT_EQ(l.bandwidth, core ? file->spec.intra_chip_link->bandwidth : file->spec.link_bandwidth);
+      EXPECT_EQ(l.latency, core ? file->spec.intra_chip_link->latency : file->spec.hop_latency);
     }
+    EXPECT_EQ(t->num_devices(), t->num_chips() * file->spec.cores_per_chip) << slice;
   }
 }
 

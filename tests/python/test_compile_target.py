@@ -32,12 +32,31 @@ def test_json_topology_compiles_for_its_generation(tmp_path):
     assert (t.platform, t.name, t.devices) == ("tpu", "v5e:2x4", 8)
 
 
-def test_tpu7x_is_refused_not_compiled_for_cpu_silently():
+def test_tpu7x_compiles_for_its_tpu_one_device_per_core():
     topo = _core.make_topology("tpu7x:2x2x1")
-    with pytest.raises(UserError, match="TensorCores per chip.*--compile-target cpu"):
-        compile_target_for(topo)
-    t = compile_target_for(topo, "cpu")
-    assert (t.platform, t.spec) == ("cpu", "cpu:4")
+    t = compile_target_for(topo)
+    assert (t.platform, t.name, t.devices) == ("tpu", "tpu7x:2x2x1", 8)
+    devices = tpu.compile_only_devices(t.spec)
+    assert len(devices) == topo.num_devices == 8
+    # Every compile-only device is one of the topology's devices, (x, y, z, core).
+    from aoizora.placement import device_keys
+
+    assert sorted(device_keys(devices)) == sorted(tuple(d) for d in topo.devices)
+    assert compile_target_for(topo, "cpu").spec == "cpu:8"
+
+
+def test_a_core_count_the_compiler_disagrees_with_is_refused():
+    with pytest.raises(UserError, match="devices per chip.*--compile-target cpu"):
+        compile_target_for(_FakeTopology())
+
+
+class _FakeTopology:
+    """A tpu7x grid whose model has one core per chip (what the catalog had before)."""
+    num_devices = 4
+    cores_per_chip = 1
+    dims = (2, 2, 1)
+    wrap = (False, False, False)
+    spec = {"generation": "tpu7x"}
 
 
 def test_unknown_platform_is_refused():

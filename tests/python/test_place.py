@@ -27,10 +27,10 @@ def test_remapping_one_compile_equals_compiling_per_placement():
     best = ranking.ranked[0]
     assert ranking.default is not None and best.q2 <= ranking.default.q2
     # Compile again with the winner's device order: the same program, so the same Q2.
-    mesh = placement.mesh_for_placement(topo, best.chip_of, (2, 4), ("data", "model"))
+    mesh = placement.mesh_for_placement(topo, best.device_of, (2, 4), ("data", "model"))
     g_best = _core.load_hlo(_compile(list(mesh.devices.flat), (2, 4)))
-    assert _core.evaluate_q2(g_best, topo, best.chip_of).seconds == pytest.approx(best.q2, rel=1e-12)
-    assert placement.placement_of_mesh(mesh, topo).chip_of == best.chip_of
+    assert _core.evaluate_q2(g_best, topo, best.device_of).seconds == pytest.approx(best.q2, rel=1e-12)
+    assert placement.placement_of_mesh(mesh, topo).device_of == best.device_of
 
 
 def test_ranking_is_deterministic_for_a_seed():
@@ -38,7 +38,7 @@ def test_ranking_is_deterministic_for_a_seed():
                                 "ring_alltoall.v5e_4x4.hlo"))
     a = _core.rank_placements(g, "v5e:4x4", [2, 8], seed=5, search_iterations=300)
     b = _core.rank_placements(g, "v5e:4x4", [2, 8], seed=5, search_iterations=300)
-    assert [r.chip_of for r in a.ranked] == [r.chip_of for r in b.ranked]
+    assert [r.device_of for r in a.ranked] == [r.device_of for r in b.ranked]
     assert [r.q2 for r in a.ranked] == sorted(r.q2 for r in a.ranked)
 
 

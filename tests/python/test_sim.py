@@ -28,11 +28,11 @@ def _chip_of(coords, dims):
     return [c[0] + dims[0] * c[1] for c in coords]
 
 
-def _check(result, chip_of, graph):
+def _check(result, device_of, graph):
     step = result.step_seconds
     assert step > 0
     assert step >= result.compute_bound_seconds * (1 - 1e-12)
-    for c in chip_of:
+    for c in device_of:
         t = result.chips[c]
         assert t.compute + t.comm + t.idle == pytest.approx(step, rel=1e-9)
         assert t.compute == pytest.approx(result.compute_bound_seconds, rel=1e-9)
@@ -47,11 +47,11 @@ def test_fixtures_respect_bounds_and_extrapolate_exactly(name):
     topology = "v5e:2x4" if "2x4" in name else "v5e:4x4"
     dims = (2, 4) if "2x4" in name else (4, 4)
     graph = _core.load_hlo_file(os.path.join(DATA, name))
-    chip_of = _chip_of(entry["device_coords"], dims)
-    fast = _core.simulate(graph, topology, chip_of)
-    full = _core.simulate(graph, topology, chip_of, max_iterations=0)
-    _check(fast, chip_of, graph)
-    _check(full, chip_of, graph)
+    device_of = _chip_of(entry["device_coords"], dims)
+    fast = _core.simulate(graph, topology, device_of)
+    full = _core.simulate(graph, topology, device_of, max_iterations=0)
+    _check(fast, device_of, graph)
+    _check(full, device_of, graph)
     assert fast.step_seconds == pytest.approx(full.step_seconds, rel=1e-9)
     assert fast.link_bytes == pytest.approx(full.link_bytes, rel=1e-9, abs=1e-3)
     if any(r.repeat > 3 for r in graph.regions):
@@ -66,10 +66,10 @@ def test_link_volumes_equal_q2(name):
     graph = _core.load_hlo_file(os.path.join(DATA, name))
     mesh = list(MANIFEST[name]["mesh"].values())
     ranking = _core.rank_placements(graph, topology, mesh, search_starts=0, max_axis_orders=50)
-    for chip_of in (list(_core.default_placement(topology, mesh).chip_of),
-                    list(ranking.ranked[0].chip_of)):
-        sim = _core.simulate(graph, topology, chip_of)
-        q2 = _core.evaluate_q2(graph, topology, chip_of)
+    for device_of in (list(_core.default_placement(topology, mesh).device_of),
+                    list(ranking.ranked[0].device_of)):
+        sim = _core.simulate(graph, topology, device_of)
+        q2 = _core.evaluate_q2(graph, topology, device_of)
         assert sim.link_bytes == pytest.approx(list(q2.link_bytes), rel=1e-9, abs=1e-3)
         assert sim.compute_bound_seconds == pytest.approx(q2.compute_seconds, rel=1e-9)
         assert sim.step_seconds >= q2.compute_seconds
@@ -77,20 +77,20 @@ def test_link_volumes_equal_q2(name):
 
 def test_overhead_and_latency_options_cost_time():
     graph = _core.load_hlo_file(os.path.join(DATA, "ring_alltoall.v5e_2x4.hlo"))
-    chip_of = list(range(8))
-    base = _core.simulate(graph, "v5e:2x4", chip_of, collective_overhead=0.0)
-    slow = _core.simulate(graph, "v5e:2x4", chip_of, collective_overhead=1e-3)
+    device_of = list(range(8))
+    base = _core.simulate(graph, "v5e:2x4", device_of, collective_overhead=0.0)
+    slow = _core.simulate(graph, "v5e:2x4", device_of, collective_overhead=1e-3)
     runs = base.collectives
     assert runs > 0
     # Every collective run on the critical chain pays the overhead; at least one does.
     assert slow.step_seconds >= base.step_seconds + 1e-3 - 1e-12
     assert slow.step_seconds <= base.step_seconds + runs * 1e-3 + 1e-12
     with pytest.raises(_core.CoreError, match="unknown option"):
-        _core.simulate(graph, "v5e:2x4", chip_of, overhead=1)
+        _core.simulate(graph, "v5e:2x4", device_of, overhead=1)
     with pytest.raises(_core.CoreError, match="two partitions"):
         _core.simulate(graph, "v5e:2x4", [0] * 8)
     with pytest.raises(_core.CoreError):
-        _core.simulate(graph, "v5e:9x9x9x9", chip_of)
+        _core.simulate(graph, "v5e:9x9x9x9", device_of)
 
 
 def _compiled_fsdp_scan(devices):
@@ -131,14 +131,14 @@ def test_program_compiled_here(compiled_orders, tmp_path):
         assert graph.num_partitions == 8
         # The per-layer collective sits in the scanned loop (4 trips).
         assert any(c.repeat == 4 and c.operand_bytes > 0 for c in graph.collectives), order
-        chip_of = _chip_of(coords, (2, 4))
+        device_of = _chip_of(coords, (2, 4))
         trace = tmp_path / f"{order}.json"
-        r = _core.simulate(graph, "v5e:2x4", chip_of, trace=str(trace))
-        _check(r, chip_of, graph)
+        r = _core.simulate(graph, "v5e:2x4", device_of, trace=str(trace))
+        _check(r, device_of, graph)
         assert r.critical_path and r.critical_path_seconds > 0
         doc = json.loads(trace.read_text())
         tracks = {e["tid"] for e in doc["traceEvents"] if e["ph"] == "X"}
-        assert tracks == set(chip_of)
+        assert tracks == set(device_of)
         ends = [e["ts"] + e["dur"] for e in doc["traceEvents"] if e["ph"] == "X"]
         assert max(ends) == pytest.approx(r.step_seconds * 1e6, rel=1e-6)
         if sum(r.link_bytes) > 0:
@@ -156,20 +156,20 @@ def test_cli_json_with_a_coords_file(compiled_orders, tmp_path, capsys):
                    str(placement), "--trace", str(trace), "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["chip_of"] == _chip_of(coords, (2, 4))
-    direct = _core.simulate(_core.load_hlo(text), "v5e:2x4", out["chip_of"])
+    assert out["device_of"] == _chip_of(coords, (2, 4))
+    direct = _core.simulate(_core.load_hlo(text), "v5e:2x4", out["device_of"])
     assert out["step_seconds"] == pytest.approx(direct.step_seconds, rel=1e-12)
     assert json.loads(trace.read_text())["traceEvents"]
     # JAX's default order and Q2's best for the compiled mesh shape.
     topology = _core.make_topology("v5e:2x4")
-    for how, want in (("default", list(_core.default_placement(topology, [2, 4]).chip_of)),
+    for how, want in (("default", list(_core.default_placement(topology, [2, 4]).device_of)),
                       ("best", list(_core.rank_placements(_core.load_hlo(text), topology,
-                                                          [2, 4]).ranked[0].chip_of))):
+                                                          [2, 4]).ranked[0].device_of))):
         rc = cli.main(["simulate", "--hlo", str(hlo), "--topology", "v5e:2x4", "--placement",
                        how, "--mesh", "2x4", "--json"])
         assert rc == 0
         out = json.loads(capsys.readouterr().out)
-        assert out["chip_of"] == want and out["mesh_shape"] == [2, 4]
+        assert out["device_of"] == want and out["mesh_shape"] == [2, 4]
     # A placement of the wrong size is one clear line and exit 2.
     placement.write_text(json.dumps([list(c) for c in coords[:4]]))
     rc = cli.main(["simulate", "--hlo", str(hlo), "--topology", "v5e:2x4", "--placement",

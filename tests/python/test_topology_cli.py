@@ -48,7 +48,7 @@ def test_rank_json_on_real_hlo(capsys):
     # Every listed Q2 is what evaluate_q2 gives for that placement.
     g = _core.load_hlo_file(str(HLO / "ring_alltoall.v5e_2x4.hlo"))
     for r in d["ranked"][:5]:
-        assert _core.evaluate_q2(g, "v5e:2x4", r["chip_of"]).seconds == pytest.approx(r["q2_seconds"])
+        assert _core.evaluate_q2(g, "v5e:2x4", r["device_of"]).seconds == pytest.approx(r["q2_seconds"])
     # The default is JAX's tray ring on v5e-8.
     assert d["default"]["device_coords"][4] == [1, 3, 0]
 

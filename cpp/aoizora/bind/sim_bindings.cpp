@@ -38,12 +38,12 @@ sim::SimOptions options_from(const nb::kwargs& kw, std::string& trace_path) {
 }
 
 sim::SimResult run(const hlo::CollectiveGraph& g, const topo::Topology& t,
-                   const std::vector<int>& chip_of, const nb::kwargs& kw) {
+                   const std::vector<int>& device_of, const nb::kwargs& kw) {
   std::string trace;
   const sim::SimOptions o = options_from(kw, trace);
   place::Placement p;
   p.name = "given";
-  p.chip_of = chip_of;
+  p.device_of = device_of;
   sim::SimResult r;
   {
     nb::gil_scoped_release release;
@@ -128,9 +128,9 @@ void bind_sim(nb::module_& m) {
       });
 
   const char* doc =
-      "simulate(graph, topology, chip_of, **options) -> SimResult\n\n"
+      "simulate(graph, topology, device_of, **options) -> SimResult\n\n"
       "Flow-level simulation of a CollectiveGraph on a Topology (or a catalog name / JSON "
-      "path) with chip_of[partition] = chip id. Options: hop_latency (s, default: the "
+      "path) with device_of[partition] = chip id. Options: hop_latency (s, default: the "
       "links'), collective_overhead (s, default: the profile's latency per kind), max_iterations (simulated iterations "
       "of a repeated region before steady-state extrapolation, default 3, 0 = all), "
       "top_contributors (default 10), steps_wait_for_sends (default True: a chip's next "
@@ -138,17 +138,17 @@ void bind_sim(nb::module_& m) {
       "timeline and write a Chrome/Perfetto trace there atomically).";
   m.def(
       "simulate",
-      [](const hlo::CollectiveGraph& g, const topo::Topology& t, const std::vector<int>& chip_of,
-         const nb::kwargs& kw) { return run(g, t, chip_of, kw); },
-      nb::arg("graph"), nb::arg("topology"), nb::arg("chip_of"), nb::arg("options"), doc);
+      [](const hlo::CollectiveGraph& g, const topo::Topology& t, const std::vector<int>& device_of,
+         const nb::kwargs& kw) { return run(g, t, device_of, kw); },
+      nb::arg("graph"), nb::arg("topology"), nb::arg("device_of"), nb::arg("options"), doc);
   m.def(
       "simulate",
       [](const hlo::CollectiveGraph& g, const std::string& topology,
-         const std::vector<int>& chip_of, const nb::kwargs& kw) {
+         const std::vector<int>& device_of, const nb::kwargs& kw) {
         topo::Topology t = unwrap(topo::make_topology(topology));
-        return run(g, t, chip_of, kw);
+        return run(g, t, device_of, kw);
       },
-      nb::arg("graph"), nb::arg("topology"), nb::arg("chip_of"), nb::arg("options"), doc);
+      nb::arg("graph"), nb::arg("topology"), nb::arg("device_of"), nb::arg("options"), doc);
 
   m.def(
       "write_sim_trace",

@@ -43,21 +43,36 @@ TopoArg topo_arg(nb::handle h) {
   return a;
 }
 
-place::Placement placement_of(const std::vector<int>& chip_of, const topo::Topology& t) {
-  place::Placement p{"given", chip_of};
+place::Placement placement_of(const std::vector<int>& device_of, const topo::Topology& t) {
+  place::Placement p{"given", device_of};
   unwrap(place::validate(p, t));
   return p;
 }
 
-void check_chips(const std::vector<int>& chip_of, const topo::Topology& t) {
-  for (int c : chip_of)
-    if (c < 0 || c >= t.num_chips())
-      throw CoreError("chip id " + std::to_string(c) + " outside 0.." + std::to_string(t.num_chips() - 1));
+void check_devices(const std::vector<int>& device_of, const topo::Topology& t) {
+  for (int c : device_of)
+    if (c < 0 || c >= t.num_devices())
+      throw CoreError("device id " + std::to_string(c) + " outside 0.." + std::to_string(t.num_devices() - 1));
 }
 
-void check_partitions(const std::vector<int>& chip_of, const hlo::CollectiveGraph& g) {
-  if (static_cast<int>(chip_of.size()) < g.num_partitions)
-    throw CoreError("chip_of has " + std::to_string(chip_of.size()) + " entries but the program has " +
+// A device as Python sees it: (x, y, z) on one-core chips, (x, y, z, core) on two-core chips,
+// so that it matches (*d.coords, d.core_on_chip) of a JAX device where a chip has two.
+nb::tuple device_key(const topo::Topology& t, int device) {
+  const topo::DeviceCoords c = t.device_coords(device);
+  if (t.cores_per_chip() == 1) return nb::make_tuple(c[0], c[1], c[2]);
+  return nb::make_tuple(c[0], c[1], c[2], c[3]);
+}
+
+topo::DeviceCoords device_coords_arg(const std::vector<int>& v) {
+  if (v.size() != 3 && v.size() != 4)
+    throw CoreError("device coordinates are (x, y, z) or (x, y, z, core), got " +
+                    std::to_string(v.size()) + " numbers");
+  return {v[0], v[1], v[2], v.size() == 4 ? v[3] : 0};
+}
+
+void check_partitions(const std::vector<int>& device_of, const hlo::CollectiveGraph& g) {
+  if (static_cast<int>(device_of.size()) < g.num_partitions)
+    throw CoreError("device_of has " + std::to_string(device_of.size()) + " entries but the program has " +
                     std::to_string(g.num_partitions) + " partitions");
 }
 
@@ -73,6 +88,7 @@ nb::dict spec_dict(const topo::ChipSpec& s) {
   d["mxu_size"] = s.mxu_size;
   d["mxu_efficiency"] = s.mxu_efficiency;
   d["dma_fixed_seconds"] = s.dma_fixed_seconds;
+  d["cores_per_chip"] = s.cores_per_chip;
   const topo::CollectiveLatency& c = s.collective_latency;
   nb::dict lat;
   lat["all-gather"] = c.all_gather;
@@ -118,6 +134,8 @@ nb::dict topology_dict(const topo::Topology& t) {
   d["dims"] = nb::cast(t.dims);
   d["wrap"] = nb::cast(t.wrap);
   d["num_chips"] = t.num_chips();
+  d["cores_per_chip"] = t.cores_per_chip();
+  d["num_devices"] = t.num_devices();
   d["num_links"] = t.num_links();
   d["spec"] = spec_dict(t.spec);
   nb::list chips;
@@ -135,12 +153,24 @@ void bind_topo(nb::module_& m) {
   using topo::Topology;
 
   nb::class_<Topology>(m, "Topology",
-                       "Chips at (x, y, z) and directed full-duplex links. Chip ids are x-fastest; "
-                       "match JAX devices by coords, never by id.")
+                       "Chips at (x, y, z) and directed full-duplex links; devices (TensorCores) "
+                       "on them, two per chip on TPU7x. Chip ids are x-fastest, device ids "
+                       "core-fastest; match JAX devices by coords (and core_on_chip), never by id.")
       .def_prop_ro("name", [](const Topology& t) { return t.name; })
       .def_prop_ro("dims", [](const Topology& t) { return t.dims; })
       .def_prop_ro("wrap", [](const Topology& t) { return t.wrap; })
       .def_prop_ro("num_chips", &Topology::num_chips)
+      .def_prop_ro("cores_per_chip", &Topology::cores_per_chip)
+      .def_prop_ro("num_devices", &Topology::num_devices)
+      .def_prop_ro("devices", [](const Topology& t) {
+        nb::list out;
+        for (int d = 0; d < t.num_devices(); ++d) out.append(device_key(t, d));
+        return out;
+      }, "device_key of device id i at index i: (x, y, z), or (x, y, z, core) on two-core chips")
+      .def("chip_of_device", [](const Topology& t, int d) {
+        check_devices({d}, t);
+        return t.chip_of_device(d);
+      }, nb::arg("device"))
       .def_prop_ro("num_links", &Topology::num_links)
       .def_prop_ro("is_grid", &Topology::is_grid)
       .def_prop_ro("chips", [](const Topology& t) {
@@ -164,20 +194,25 @@ void bind_topo(nb::module_& m) {
            nb::arg("coords"), "Chip id at (x, y, z), or -1.")
       .def("link_between", &Topology::link_between, nb::arg("a"), nb::arg("b"))
       .def("route", [](const Topology& t, int a, int b) {
-        if (a < 0 || b < 0 || a >= t.num_chips() || b >= t.num_chips()) throw CoreError("chip id out of range");
+        check_devices({a, b}, t);
         auto r = t.route(a, b);
         return std::vector<int>(r.begin(), r.end());
-      }, nb::arg("src"), nb::arg("dst"), "Link ids of the dimension-order route.")
+      }, nb::arg("src"), nb::arg("dst"), "Link ids of the route between two devices.")
       .def("hops", [](const Topology& t, int a, int b) {
-        if (a < 0 || b < 0 || a >= t.num_chips() || b >= t.num_chips()) throw CoreError("chip id out of range");
+        check_devices({a, b}, t);
         return t.hops(a, b);
       }, nb::arg("src"), nb::arg("dst"))
-      .def("coords_of", [](const Topology& t, const std::vector<int>& chip_of) {
-        return place::coords_of(t, placement_of(chip_of, t));
-      }, nb::arg("chip_of"), "coords of each partition's chip (to build a JAX Mesh).")
+      .def("coords_of", [](const Topology& t, const std::vector<int>& device_of) {
+        placement_of(device_of, t);
+        nb::list out;
+        for (int d : device_of) out.append(device_key(t, d));
+        return out;
+      }, nb::arg("device_of"),
+           "device_key of each partition's device (to look up JAX devices and build a Mesh).")
       .def("to_dict", &topology_dict)
       .def("__repr__", [](const Topology& t) {
         return "<Topology " + t.name + " chips=" + std::to_string(t.num_chips()) +
+               (t.cores_per_chip() > 1 ? " devices=" + std::to_string(t.num_devices()) : "") +
                " links=" + std::to_string(t.num_links()) + ">";
       });
 
@@ -201,15 +236,15 @@ void bind_topo(nb::module_& m) {
         "Reads and validates a hardware profile file; returns it as JSON text, raises CoreError.");
   m.def("catalog_names", &topo::catalog_names, "Every topology name the catalog knows.");
 
-  nb::class_<place::Placement>(m, "Placement", "chip_of[partition id] = chip id, with a name.")
+  nb::class_<place::Placement>(m, "Placement", "device_of[partition id] = device id, with a name.")
       .def(nb::init<>())
-      .def("__init__", [](place::Placement* p, std::string name, std::vector<int> chip_of) {
-        new (p) place::Placement{std::move(name), std::move(chip_of)};
-      }, nb::arg("name"), nb::arg("chip_of"))
+      .def("__init__", [](place::Placement* p, std::string name, std::vector<int> device_of) {
+        new (p) place::Placement{std::move(name), std::move(device_of)};
+      }, nb::arg("name"), nb::arg("device_of"))
       .def_rw("name", &place::Placement::name)
-      .def_rw("chip_of", &place::Placement::chip_of)
+      .def_rw("device_of", &place::Placement::device_of)
       .def("__repr__", [](const place::Placement& p) {
-        return "<Placement '" + p.name + "' of " + std::to_string(p.chip_of.size()) + ">";
+        return "<Placement '" + p.name + "' of " + std::to_string(p.device_of.size()) + ">";
       });
 
   m.def("enumerate_axis_orders", [](nb::handle t, std::vector<int> mesh, int max_candidates,
@@ -234,20 +269,23 @@ void bind_topo(nb::module_& m) {
   m.def("create_device_mesh", [](nb::handle t, std::vector<int> mesh, bool split) {
     return unwrap(place::create_device_mesh(topo_arg(t).get(), mesh, split));
   }, nb::arg("topology"), nb::arg("mesh_shape"), nb::arg("allow_split_physical_axes") = false);
-  m.def("placement_from_coords", [](nb::handle t, std::vector<std::array<int, 3>> coords,
+  m.def("placement_from_coords", [](nb::handle t, std::vector<std::vector<int>> coords,
                                     std::string name) {
-    return unwrap(place::placement_from_coords(topo_arg(t).get(), coords, std::move(name)));
+    std::vector<topo::DeviceCoords> c;
+    for (const auto& v : coords) c.push_back(device_coords_arg(v));
+    return unwrap(place::placement_from_coords(topo_arg(t).get(), c, std::move(name)));
   }, nb::arg("topology"), nb::arg("coords"), nb::arg("name") = "mesh",
-        "The placement of a JAX Mesh from [d.coords for d in mesh.devices.flat].");
+        "The placement of a JAX Mesh from each device's (x, y, z) or (x, y, z, core) in\n"
+        "mesh.devices.flat order (Topology.coords_of's form).");
 
-  m.def("expand", [](const hlo::Collective& c, const std::vector<int>& chip_of, nb::handle t) {
+  m.def("expand", [](const hlo::Collective& c, const std::vector<int>& device_of, nb::handle t) {
     TopoArg a = topo_arg(t);
-    cost::CollectiveFlows f = cost::expand(c, place::Placement{"given", chip_of}, a.get());
+    cost::CollectiveFlows f = cost::expand(c, place::Placement{"given", device_of}, a.get());
     nb::list flows;
     for (const cost::Flow& fl : f.flows) flows.append(nb::make_tuple(fl.src, fl.dst, fl.bytes, fl.step));
     return nb::make_tuple(flows, f.num_steps);
-  }, nb::arg("collective"), nb::arg("chip_of"), nb::arg("topology"),
-        "([(src_chip, dst_chip, bytes, step)], num_steps) of one collective.");
+  }, nb::arg("collective"), nb::arg("device_of"), nb::arg("topology"),
+        "([(src_device, dst_device, bytes, step)], num_steps) of one collective.");
 
   nb::class_<cost::Q2Result>(m, "Q2Result", "Q2 of one program under one placement (seconds).")
       .def_ro("seconds", &cost::Q2Result::seconds)
@@ -261,13 +299,13 @@ void bind_topo(nb::module_& m) {
                std::to_string(r.compute_seconds) + " exposed_comm=" +
                std::to_string(r.exposed_comm_seconds) + ">";
       });
-  m.def("evaluate_q2", [](const hlo::CollectiveGraph& g, nb::handle t, const std::vector<int>& chip_of) {
+  m.def("evaluate_q2", [](const hlo::CollectiveGraph& g, nb::handle t, const std::vector<int>& device_of) {
     TopoArg a = topo_arg(t);
-    place::Placement p = placement_of(chip_of, a.get());
-    check_partitions(chip_of, g);
+    place::Placement p = placement_of(device_of, a.get());
+    check_partitions(device_of, g);
     nb::gil_scoped_release release;
     return cost::evaluate_q2(g, a.get(), p);
-  }, nb::arg("graph"), nb::arg("topology"), nb::arg("chip_of"));
+  }, nb::arg("graph"), nb::arg("topology"), nb::arg("device_of"));
 
   nb::class_<cost::Q2Evaluator>(m, "Q2Evaluator",
                                 "Q2 of many placements of one graph on one topology (the graph "
@@ -275,28 +313,28 @@ void bind_topo(nb::module_& m) {
       .def("__init__", [](cost::Q2Evaluator* e, const hlo::CollectiveGraph& g, const topo::Topology& t) {
         new (e) cost::Q2Evaluator(g, t);
       }, nb::arg("graph"), nb::arg("topology"), nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>())
-      .def("seconds", [](cost::Q2Evaluator& e, const std::vector<int>& chip_of) {
-        check_chips(chip_of, e.topology());
-        check_partitions(chip_of, e.graph());
-        return e.seconds(chip_of);
-      }, nb::arg("chip_of"))
+      .def("seconds", [](cost::Q2Evaluator& e, const std::vector<int>& device_of) {
+        check_devices(device_of, e.topology());
+        check_partitions(device_of, e.graph());
+        return e.seconds(device_of);
+      }, nb::arg("device_of"))
       .def("seconds_many", [](cost::Q2Evaluator& e, const std::vector<std::vector<int>>& placements) {
         std::vector<double> out(placements.size());
         for (const auto& p : placements) {
-          check_chips(p, e.topology());
+          check_devices(p, e.topology());
           check_partitions(p, e.graph());
         }
         nb::gil_scoped_release release;
         for (size_t i = 0; i < placements.size(); ++i) out[i] = e.seconds(placements[i]);
         return out;
-      }, nb::arg("placements"), "Q2 seconds of each chip_of list, evaluated in C++.")
+      }, nb::arg("placements"), "Q2 seconds of each device_of list, evaluated in C++.")
       .def_prop_ro("num_patterns", &cost::Q2Evaluator::num_patterns);
 
   nb::class_<place::RankedPlacement>(m, "RankedPlacement")
       .def_ro("placement", &place::RankedPlacement::placement)
       .def_ro("q2", &place::RankedPlacement::q2)
       .def_prop_ro("name", [](const place::RankedPlacement& r) { return r.placement.name; })
-      .def_prop_ro("chip_of", [](const place::RankedPlacement& r) { return r.placement.chip_of; })
+      .def_prop_ro("device_of", [](const place::RankedPlacement& r) { return r.placement.device_of; })
       .def("__repr__", [](const place::RankedPlacement& r) {
         return "<RankedPlacement '" + r.placement.name + "' q2=" + std::to_string(r.q2) + ">";
       });

@@ -11,63 +11,69 @@ namespace aoizora::cost {
 
 namespace {
 
-using Box = std::array<int, 3>;
+using Box = topo::DeviceCoords;  // extents or an origin over device axes (x, y, z, core)
 
-// Every box extent that tiles the slice with groups of k chips.
+// Every box extent that tiles the slice's devices with groups of k devices.
 std::vector<Box> tiling_boxes(const topo::Topology& t, int k) {
+  const Box dims = t.device_dims();
   std::vector<Box> out;
-  for (int a = 1; a <= t.dims[0]; ++a)
-    for (int b = 1; b <= t.dims[1]; ++b)
-      for (int c = 1; c <= t.dims[2]; ++c)
-        if (a * b * c == k && t.dims[0] % a == 0 && t.dims[1] % b == 0 && t.dims[2] % c == 0)
-          out.push_back({a, b, c});
+  for (int a = 1; a <= dims[0]; ++a)
+    for (int b = 1; b <= dims[1]; ++b)
+      for (int c = 1; c <= dims[2]; ++c)
+        for (int e = 1; e <= dims[3]; ++e)
+          if (a * b * c * e == k && dims[0] % a == 0 && dims[1] % b == 0 && dims[2] % c == 0 &&
+              dims[3] % e == 0)
+            out.push_back({a, b, c, e});
   return out;
 }
 
-// The chips of the box at `origin` in an order whose consecutive chips (and last-to-first)
-// are neighbours where the box allows: along the first long axis out, back along the others
-// in a snake. That is a Hamiltonian cycle when the first long axis has an even extent.
+// Offsets of a box's cells over `axes`, each step one unit along one axis (a boustrophedon).
+std::vector<Box> snake(const std::vector<int>& axes, const Box& ext) {
+  std::vector<Box> path{{0, 0, 0, 0}};
+  for (int a : axes) {
+    std::vector<Box> next;
+    for (int j = 0; j < ext[static_cast<size_t>(a)]; ++j)
+      for (size_t i = 0; i < path.size(); ++i) {
+        Box c = path[j % 2 == 0 ? i : path.size() - 1 - i];
+        c[static_cast<size_t>(a)] = j;
+        next.push_back(c);
+      }
+    path = std::move(next);
+  }
+  return path;
+}
+
+// The devices of the box at `origin` in an order whose consecutive devices (and last-to-first)
+// are neighbours where the box allows. The box is a u x R grid: u its first long axis, R the
+// snake through the other long axes (a path). Row 0 of R goes out along u, the rest of the
+// grid snakes back column by column: a Hamiltonian cycle when the extent along u is even.
 std::vector<int> cycle_order(const topo::Topology& t, const Box& ext, const Box& origin) {
   std::vector<int> axes;
-  for (int d = 0; d < 3; ++d)
-    if (ext[d] > 1) axes.push_back(d);
+  for (int d = 0; d < topo::kDeviceAxes; ++d)
+    if (ext[static_cast<size_t>(d)] > 1) axes.push_back(d);
   std::vector<Box> cells;
   if (axes.size() < 2) {
-    const int d = axes.empty() ? 0 : axes[0];
-    for (int i = 0; i < ext[d]; ++i) {
-      Box p = origin;
-      p[d] += i;
-      cells.push_back(p);
-    }
+    cells = snake(axes, ext);
   } else {
-    // Row 0 of axis v out along axis u, then the rest of the box snaking back column by column.
-    const int u = axes[0], v = axes[1];
-    const int w = axes.size() > 2 ? axes[2] : -1;
-    const int layers = w >= 0 ? ext[w] : 1;
-    for (int l = 0; l < layers; ++l) {
-      Box base = origin;
-      if (w >= 0) base[w] += l;
-      for (int i = 0; i < ext[u]; ++i) {
-        Box p = base;
-        p[u] += i;
-        if (l % 2) p[u] = origin[u] + ext[u] - 1 - i;
-        cells.push_back(p);
-      }
-      for (int i = ext[u] - 1; i >= 0; --i) {
-        const int col = l % 2 ? ext[u] - 1 - i : i;
-        const bool up = (ext[u] - 1 - i) % 2 == 0;
-        for (int j = 1; j < ext[v]; ++j) {
-          Box p = base;
-          p[u] += col;
-          p[v] += up ? j : ext[v] - j;
-          cells.push_back(p);
-        }
-      }
+    const size_t u = static_cast<size_t>(axes[0]);
+    const std::vector<Box> rest = snake({axes.begin() + 1, axes.end()}, ext);
+    auto cell = [&](int i, const Box& r) {
+      Box p = r;
+      p[u] = i;
+      return p;
+    };
+    for (int i = 0; i < ext[u]; ++i) cells.push_back(cell(i, rest[0]));
+    for (int i = ext[u] - 1; i >= 0; --i) {
+      const bool up = (ext[u] - 1 - i) % 2 == 0;
+      for (size_t j = 1; j < rest.size(); ++j) cells.push_back(cell(i, rest[up ? j : rest.size() - j]));
     }
   }
-  std::vector<int> chips;
-  for (const Box& p : cells) chips.push_back(t.chip_at(p));
-  return chips;
+  std::vector<int> devices;
+  for (Box p : cells) {
+    for (size_t d = 0; d < p.size(); ++d) p[d] += origin[d];
+    devices.push_back(t.device_at(p));
+  }
+  return devices;
 }
 
 }  // namespace
@@ -81,7 +87,7 @@ const GroupCost& BestGroupCosts::get(hlo::CollectiveKind kind, int k) {
 
 GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k) const {
   GroupCost best;
-  const int n = topo_.num_chips();
+  const int n = topo_.num_devices();
   if (k < 2 && kind != hlo::CollectiveKind::kCollectivePermute) {
     best.seconds_per_byte = 0;
     return best;
@@ -89,15 +95,17 @@ GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k) const {
   std::vector<Box> boxes = topo_.is_grid() ? tiling_boxes(topo_, k) : std::vector<Box>{};
   std::vector<std::vector<std::vector<int>>> groupings;
   for (const Box& ext : boxes) {
+    const Box dims = topo_.device_dims();
     std::vector<std::vector<int>> groups;
-    for (int z = 0; z < topo_.dims[2]; z += ext[2])
-      for (int y = 0; y < topo_.dims[1]; y += ext[1])
-        for (int x = 0; x < topo_.dims[0]; x += ext[0])
-          groups.push_back(cycle_order(topo_, ext, {x, y, z}));
+    for (int c = 0; c < dims[3]; c += ext[3])
+      for (int z = 0; z < dims[2]; z += ext[2])
+        for (int y = 0; y < dims[1]; y += ext[1])
+          for (int x = 0; x < dims[0]; x += ext[0])
+            groups.push_back(cycle_order(topo_, ext, {x, y, z, c}));
     groupings.push_back(std::move(groups));
   }
   if (groupings.empty() && k >= 1 && k <= n) {
-    // No box tiles the slice (or it is not a grid): consecutive chip ids, as a routed ring.
+    // No box tiles the slice (or it is not a grid): consecutive device ids, as a routed ring.
     std::vector<std::vector<int>> groups;
     for (int s = 0; s + k <= n; s += k) {
       groups.emplace_back();

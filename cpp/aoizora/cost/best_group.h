@@ -1,8 +1,9 @@
-// The cheapest way a slice can run one collective over groups of k chips, priced with the
+// The cheapest way a slice can run one collective over groups of k devices, priced with the
 // same algorithms (algorithm.h) and routes as Q2 and the simulator. Stage 1 does not know the
-// placement, so it takes the best the slice offers: the slice is tiled with copies of a box of
-// k chips (every box shape that tiles it is tried), every group runs at once, and the busiest
-// link sets the time. A ring permute runs along a cycle of its box.
+// placement, so it takes the best the slice offers: the slice's devices are tiled with copies
+// of a box of k devices over the device axes (x, y, z and, on TPU7x, the core; every box
+// shape that tiles them is tried), every group runs at once, and the busiest link sets the
+// time. A ring permute runs along a cycle of its box.
 #pragma once
 
 #include <limits>
@@ -27,7 +28,7 @@ class BestGroupCosts {
   // Holds a reference: the topology must outlive it.
   explicit BestGroupCosts(const topo::Topology& topology) : topo_(topology) {}
 
-  // The best cost over group shapes for `kind` over groups of k chips (memoized).
+  // The best cost over group shapes for `kind` over groups of k devices (memoized).
   const GroupCost& get(hlo::CollectiveKind kind, int k);
 
  private:

@@ -72,7 +72,7 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
 }
 
 double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
-  return std::max(n.flops / p.chip.peak_flops, n.bytes / p.chip.hbm_bandwidth);
+  return std::max(n.flops / p.chip.core_peak_flops(), n.bytes / p.chip.core_hbm_bandwidth());
 }
 
 Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {

@@ -9,8 +9,9 @@ namespace aoizora::cost {
 
 double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
   if (op.kind != hlo::OpKind::kCompute) return 0;
-  const double flops = spec.peak_flops > 0 ? op.flops / spec.peak_flops : 0;
-  const double mem = spec.hbm_bandwidth > 0 ? op.bytes / spec.hbm_bandwidth : 0;
+  // One partition runs on one device: a core's share of the chip (topo/chip_spec.h).
+  const double flops = spec.peak_flops > 0 ? op.flops / spec.core_peak_flops() : 0;
+  const double mem = spec.hbm_bandwidth > 0 ? op.bytes / spec.core_hbm_bandwidth() : 0;
   return std::max(flops, mem);
 }
 
@@ -128,7 +129,7 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
     }
   }
   // Precomputed routes pay off up to a few hundred chips (a 16x16 torus: 65,536 routes).
-  const size_t n = static_cast<size_t>(topology.num_chips());
+  const size_t n = static_cast<size_t>(topology.num_devices());
   if (n <= 512) {
     route_start_.reserve(n * n + 1);
     route_latency_.reserve(n * n);
@@ -149,12 +150,12 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
     if (l.latency != uniform_latency_) uniform_latency_ = -1;
 }
 
-void Q2Evaluator::cost_pattern(int p, std::span<const int> /*chip_of*/, bool keep_vector) {
+void Q2Evaluator::cost_pattern(int p, std::span<const int> /*device_of*/, bool keep_vector) {
   const hlo::Collective& c = graph_.collectives[static_cast<size_t>(patterns_[static_cast<size_t>(p)])];
   PatternCost& pc = cost_[static_cast<size_t>(p)];
   loads_.clear();
   double max_latency = 0;
-  const size_t n = static_cast<size_t>(topo_.num_chips());
+  const size_t n = static_cast<size_t>(topo_.num_devices());
   int steps;
   if (!route_start_.empty()) {
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
@@ -229,9 +230,9 @@ double Q2Evaluator::cluster_comm(const Cluster& k) {
   return loads_.serial_seconds() + latency;
 }
 
-double Q2Evaluator::seconds(std::span<const int> chip_of) {
-  chip_buf_.assign(chip_of.begin(), chip_of.end());
-  for (size_t p = 0; p < patterns_.size(); ++p) cost_pattern(static_cast<int>(p), chip_of, needs_vector_[p] != 0);
+double Q2Evaluator::seconds(std::span<const int> device_of) {
+  chip_buf_.assign(device_of.begin(), device_of.end());
+  for (size_t p = 0; p < patterns_.size(); ++p) cost_pattern(static_cast<int>(p), device_of, needs_vector_[p] != 0);
   double total = 0;
   for (const RegionPlan& r : regions_) {
     double t = r.compute;
@@ -244,9 +245,9 @@ double Q2Evaluator::seconds(std::span<const int> chip_of) {
   return total;
 }
 
-Q2Result Q2Evaluator::evaluate(std::span<const int> chip_of) {
-  chip_buf_.assign(chip_of.begin(), chip_of.end());
-  for (size_t p = 0; p < patterns_.size(); ++p) cost_pattern(static_cast<int>(p), chip_of, true);
+Q2Result Q2Evaluator::evaluate(std::span<const int> device_of) {
+  chip_buf_.assign(device_of.begin(), device_of.end());
+  for (size_t p = 0; p < patterns_.size(); ++p) cost_pattern(static_cast<int>(p), device_of, true);
   Q2Result out;
   out.link_bytes.assign(topo_.links.size(), 0);
   out.collective_seconds.assign(graph_.collectives.size(), 0);
@@ -278,7 +279,7 @@ Q2Result Q2Evaluator::evaluate(std::span<const int> chip_of) {
 Q2Result evaluate_q2(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
                      const place::Placement& placement) {
   Q2Evaluator e(graph, topology);
-  return e.evaluate(placement.chip_of);
+  return e.evaluate(placement.device_of);
 }
 
 }  // namespace aoizora::cost

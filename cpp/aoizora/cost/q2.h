@@ -48,10 +48,10 @@ class Q2Evaluator {
  public:
   Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology& topology);
 
-  // Q2 seconds of chip_of (partition id -> chip id). Equal to evaluate_q2(...).seconds.
-  double seconds(std::span<const int> chip_of);
+  // Q2 seconds of device_of (partition id -> chip id). Equal to evaluate_q2(...).seconds.
+  double seconds(std::span<const int> device_of);
   // The full result, with link loads.
-  Q2Result evaluate(std::span<const int> chip_of);
+  Q2Result evaluate(std::span<const int> device_of);
 
   int num_patterns() const { return static_cast<int>(patterns_.size()); }
   const topo::Topology& topology() const { return topo_; }
@@ -77,7 +77,7 @@ class Q2Evaluator {
     std::vector<double> load; // bytes per unit volume
   };
 
-  void cost_pattern(int p, std::span<const int> chip_of, bool keep_vector);
+  void cost_pattern(int p, std::span<const int> device_of, bool keep_vector);
   double cluster_comm(const Cluster& k);
 
   const hlo::CollectiveGraph& graph_;

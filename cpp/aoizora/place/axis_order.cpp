@@ -33,7 +33,7 @@ std::vector<std::vector<int>> compositions(int n) {
   return out;
 }
 
-const char kLetters[] = "xyz";
+const char kLetters[] = "xyzc";  // c: the core on the chip (TPU7x)
 
 }  // namespace
 
@@ -46,7 +46,7 @@ std::string axis_order_name(const AxisOrder& order, const topo::Topology& t) {
       const SubAxis& s = order.axes[a][k];
       if (k) out += ",";
       out += kLetters[s.dim];
-      if (s.size != t.dims[s.dim]) out += std::to_string(s.size) + "@" + std::to_string(s.stride);
+      if (s.size != t.device_dims()[static_cast<size_t>(s.dim)]) out += std::to_string(s.size) + "@" + std::to_string(s.stride);
     }
   }
   return out;
@@ -60,15 +60,15 @@ Placement axis_order_placement(const AxisOrder& order, const topo::Topology& t) 
   for (const SubAxis& s : digits) n *= s.size;
   Placement p;
   p.name = "axes " + axis_order_name(order, t);
-  p.chip_of.resize(static_cast<size_t>(n));
+  p.device_of.resize(static_cast<size_t>(n));
   for (int part = 0; part < n; ++part) {
-    std::array<int, 3> c{0, 0, 0};
+    topo::DeviceCoords c{0, 0, 0, 0};
     int rest = part;
     for (size_t k = digits.size(); k-- > 0;) {
       c[static_cast<size_t>(digits[k].dim)] += (rest % digits[k].size) * digits[k].stride;
       rest /= digits[k].size;
     }
-    p.chip_of[static_cast<size_t>(part)] = t.chip_at(c);
+    p.device_of[static_cast<size_t>(part)] = t.device_at(c);
   }
   return p;
 }
@@ -82,16 +82,17 @@ Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
     if (m < 1) return fail("mesh axis sizes must be positive");
     size *= m;
   }
-  if (size != t.num_chips())
+  if (size != t.num_devices())
     return fail("mesh of " + std::to_string(size) + " devices on " + t.name + " with " +
-                std::to_string(t.num_chips()) + " chips: sizes must match");
+                std::to_string(t.num_devices()) + " devices: sizes must match");
   const auto symmetries =
       options.remove_symmetric ? route_symmetries(t) : std::vector<std::vector<int>>{};
+  const std::array<int, topo::kDeviceAxes> dims = t.device_dims();
   std::vector<int> phys;
-  for (int d = 0; d < 3; ++d)
-    if (t.dims[d] > 1) phys.push_back(d);
+  for (int d = 0; d < topo::kDeviceAxes; ++d)
+    if (dims[static_cast<size_t>(d)] > 1) phys.push_back(d);
   std::vector<std::vector<std::vector<int>>> comps;
-  for (int d : phys) comps.push_back(compositions(t.dims[d]));
+  for (int d : phys) comps.push_back(compositions(dims[static_cast<size_t>(d)]));
 
   // Splittings of every physical axis, fewest sub-axes in total first.
   std::vector<std::vector<int>> choices;  // index into comps[i] per physical axis
@@ -125,7 +126,7 @@ Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
     std::vector<SubAxis> subs;
     for (size_t i = 0; i < phys.size(); ++i) {
       const auto& f = comps[i][static_cast<size_t>(choice[i])];
-      int stride = t.dims[phys[i]];
+      int stride = dims[static_cast<size_t>(phys[i])];
       for (int s : f) {
         stride /= s;
         subs.push_back(SubAxis{phys[i], s, stride});
@@ -144,7 +145,7 @@ Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
           return;
         }
         Placement p = axis_order_placement(order, t);
-        std::vector<int> key = options.remove_symmetric ? canonical(p.chip_of, symmetries) : p.chip_of;
+        std::vector<int> key = options.remove_symmetric ? canonical(p.device_of, symmetries, t.cores_per_chip()) : p.device_of;
         if (seen.insert(key).second) {
           out.push_back(std::move(p));
           if (static_cast<int>(out.size()) >= options.max_candidates) stop = true;

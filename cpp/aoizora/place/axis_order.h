@@ -16,7 +16,7 @@
 namespace aoizora::place {
 
 struct SubAxis {
-  int dim = 0;     // physical axis 0=x, 1=y, 2=z
+  int dim = 0;     // device axis 0=x, 1=y, 2=z, 3=core on the chip (topo::kCoreAxis)
   int size = 1;
   int stride = 1;  // coordinate step of one unit of this sub-axis
 };
@@ -26,7 +26,8 @@ struct AxisOrder {
   std::vector<std::vector<SubAxis>> axes;
 };
 
-// "x|y", "y2@2|x,y2@1": logical axes separated by '|', a whole physical axis by its letter.
+// "x|y", "y2@2|x,y2@1", "x,y|c": logical axes separated by '|', a whole physical axis by its
+// letter (c: the two cores of a chip).
 std::string axis_order_name(const AxisOrder& order, const topo::Topology& t);
 
 // The placement of an axis order (mesh shape = the product of each axis's sub-axes).
@@ -37,7 +38,7 @@ struct AxisOrderOptions {
   bool remove_symmetric = true;   // keep one placement per class of route_symmetries()
 };
 
-// Every distinct axis order of the mesh on the topology's grid (mesh size = chips), fewest
+// Every distinct axis order of the mesh on the topology's grid (mesh size = devices), fewest
 // splits first, deduplicated by resulting placement and, optionally, by route_symmetries().
 Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
                                                      const MeshShape& mesh,

@@ -18,6 +18,7 @@ const std::vector<int> kTray4x4Ring = {0, 1, 2, 3, 7, 6, 5, 9, 10, 11, 15, 14, 1
 const std::vector<int> kV5eTrayRing = {0, 1, 2, 3, 7, 6, 5, 4};
 const std::vector<int> kV5eTrayIota = {0, 4, 2, 6, 1, 5, 3, 7};
 const std::vector<int> kV5p2x2x2 = {0, 1, 3, 2, 6, 7, 5, 4};
+const std::vector<int> k7xTray2x2x2Ring = {0, 1, 2, 3, 6, 7, 4, 5};
 
 Placement fixed(const std::vector<int>& order, const char* why) {
   return Placement{std::string("default (") + why + ")", order};
@@ -26,8 +27,18 @@ Placement fixed(const std::vector<int>& order, const char* why) {
 // Device-kind handlers; nullopt falls through to the general logic, as in mesh_utils.
 std::optional<Placement> kind_handler(const topo::Topology& t, const MeshShape& mesh) {
   const std::string& kind = t.spec.device_kind;
-  const int n = t.num_chips();
+  const int n = t.num_devices();
   const auto& d = t.dims;
+  if (kind == "TPU7x" || kind == "TPU7") {
+    // _7x_create_device_mesh: a ring over each 2x2 tray's chips, both cores of a chip
+    // adjacent, repeated along z. JAX's device list is in id order, which is ours here (a
+    // host is a 2x2x1 tray: ids go core, x, y, then z).
+    if (n % 8 != 0 || n > 32 || d[0] > 2 || d[1] > 2) return std::nullopt;
+    std::vector<int> order;
+    for (int i = 0; i < n; i += 8)
+      for (int k : k7xTray2x2x2Ring) order.push_back(i + k);
+    return fixed(order, "7x tray ring");
+  }
   if (kind == "TPU v5 lite" || kind == "TPU v5e" || kind == "TPU v6 lite") {
     if (d[0] == 2 && d[1] == 2 && d[2] == 1 && n == 4) return fixed(kTray2x2Ring, "v5e 2x2 ring");
     if (n == 8) {
@@ -65,9 +76,9 @@ std::vector<int64_t> prime_factors(int64_t x) {
 }
 
 using Column = std::vector<int64_t>;  // per physical axis
+using Phys = std::vector<int>;        // the physical mesh's shape: x, y, z[, core]
 
-bool prefer(const Column& x, const Column& y, const std::array<int, 3>& phys,
-            const Column& assigned) {
+bool prefer(const Column& x, const Column& y, const Phys& phys, const Column& assigned) {
   auto whole = [&](const Column& v) {
     int64_t p = 1;
     for (size_t i = 0; i < v.size(); ++i)
@@ -92,8 +103,8 @@ bool prefer(const Column& x, const Column& y, const std::array<int, 3>& phys,
 }
 
 // _create_device_mesh_for_nd_torus_splitting_axes: assignment[p][l] sizes.
-Result<std::vector<Column>> split_assignment(const std::array<int, 3>& phys, const MeshShape& mesh) {
-  const size_t P = 3, L = mesh.size();
+Result<std::vector<Column>> split_assignment(const Phys& phys, const MeshShape& mesh) {
+  const size_t P = phys.size(), L = mesh.size();
   std::vector<Column> a(P, Column(L, 1));
   for (size_t l = L; l-- > 0;) {
     // Prime factors of the logical size, in order of first appearance, with multiplicity.
@@ -162,21 +173,24 @@ Result<Placement> create_device_mesh(const topo::Topology& t, const MeshShape& m
   if (!t.is_grid()) return fail("the JAX default order needs a grid topology");
   int64_t size = 1;
   for (int m : mesh) size *= m;
-  if (size != t.num_chips())
-    return fail("Number of devices " + std::to_string(t.num_chips()) +
+  if (size != t.num_devices())
+    return fail("Number of devices " + std::to_string(t.num_devices()) +
                 " must equal the product of mesh_shape (" + std::to_string(size) + ")");
   if (auto p = kind_handler(t, mesh)) {
-    if (mesh.empty() || p->chip_of.size() == static_cast<size_t>(size)) return *p;
+    if (mesh.empty() || p->device_of.size() == static_cast<size_t>(size)) return *p;
   }
-  const std::array<int, 3>& phys = t.dims;
+  // _get_physical_tpu_mesh: (x, y, z), and the core axis where a chip has two devices.
+  Phys phys(t.dims.begin(), t.dims.end());
+  if (t.cores_per_chip() > 1) phys.push_back(t.cores_per_chip());
+  const int P = static_cast<int>(phys.size());
   // _create_device_mesh_for_nd_torus.
-  std::array<int, 3> assignable = phys;
+  Phys assignable = phys;
   std::vector<std::vector<int>> assignment(mesh.size());
   bool need_split = false;
   for (size_t l = mesh.size(); l-- > 0 && !need_split;) {
     bool found = false;
-    for (int num = 3; num >= 1 && !found; --num) {
-      // itertools.combinations(range(3), num) in lexicographic order.
+    for (int num = P; num >= 1 && !found; --num) {
+      // itertools.combinations(range(P), num) in lexicographic order.
       std::vector<int> c(static_cast<size_t>(num));
       std::function<void(int, int)> rec = [&](int from, int k) {
         if (found) return;
@@ -190,7 +204,7 @@ Result<Placement> create_device_mesh(const topo::Topology& t, const MeshShape& m
           }
           return;
         }
-        for (int i = from; i < 3; ++i) {
+        for (int i = from; i < P; ++i) {
           c[static_cast<size_t>(k)] = i;
           rec(i + 1, k + 1);
         }
@@ -215,17 +229,18 @@ Result<Placement> create_device_mesh(const topo::Topology& t, const MeshShape& m
         if (phys[static_cast<size_t>(p)] > 1) order.axes[l].push_back(SubAxis{p, phys[static_cast<size_t>(p)], 1});
       }
     }
-    std::vector<int> sorted = transpose;
+    std::vector<int> sorted = transpose, all(phys.size());
     std::sort(sorted.begin(), sorted.end());
-    if (sorted != std::vector<int>{0, 1, 2})
+    for (int p = 0; p < P; ++p) all[static_cast<size_t>(p)] = p;
+    if (sorted != all)
       return fail("jax's transpose of the physical mesh would not cover every axis for this mesh shape");
   } else {
     Result<std::vector<Column>> a = split_assignment(phys, mesh);
     if (!a.ok()) return a.error();
     // _generate_logical_mesh: axis p splits into sizes a[p][0] (major) .. a[p][L-1] (minor);
-    // logical axis l takes (p, l) for p = x, y, z.
+    // logical axis l takes (p, l) for p = x, y, z[, core].
     for (size_t l = 0; l < mesh.size(); ++l)
-      for (int p = 0; p < 3; ++p) {
+      for (int p = 0; p < P; ++p) {
         const int64_t s = (*a)[static_cast<size_t>(p)][l];
         if (s <= 1) continue;
         int64_t stride = 1;

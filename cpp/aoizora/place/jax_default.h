@@ -1,8 +1,8 @@
 // The baseline placement: a C++ port of what jax.experimental.mesh_utils.create_device_mesh
 // (jax 0.10.2, jax/_src/mesh_utils.py) and jax.make_mesh pick for a device kind and mesh shape.
-// Devices are the topology's chips; their order as JAX sorts them (reversed coords) is the chip
-// id order. Not ported: the TPU7x handler (JAX exposes two devices per 7x chip) and
-// contiguous_submeshes; v2/v3 and GPUs are not in the catalog.
+// Devices are the topology's devices (on TPU7x two per chip; the physical mesh then has a
+// fourth, core axis, as in _get_physical_tpu_mesh); their order as JAX sorts them is the
+// device id order. Not ported: contiguous_submeshes; v2/v3 and GPUs are not in the catalog.
 #pragma once
 
 #include "aoizora/base/status.h"

@@ -6,14 +6,16 @@
 namespace aoizora::place {
 namespace {
 
-const char kLetters[] = "xyz";
+const char kLetters[] = "xyzc";  // c: the core on the chip (TPU7x)
+using Coords = topo::DeviceCoords;
+using Extent = std::array<int, topo::kDeviceAxes>;
 
 // Boustrophedon over the given axes (fastest first) of a box of extents ext: each step moves
 // one unit along one axis.
-std::vector<std::array<int, 3>> snake(const std::vector<int>& axes, const std::array<int, 3>& ext) {
-  std::vector<std::array<int, 3>> path{{0, 0, 0}};
+std::vector<Coords> snake(const std::vector<int>& axes, const Extent& ext) {
+  std::vector<Coords> path{{0, 0, 0, 0}};
   for (int a : axes) {
-    std::vector<std::array<int, 3>> next;
+    std::vector<Coords> next;
     for (int j = 0; j < ext[static_cast<size_t>(a)]; ++j) {
       if (j % 2 == 0) {
         for (auto c : path) next.push_back((c[static_cast<size_t>(a)] = j, c));
@@ -49,16 +51,17 @@ std::vector<std::array<int, 2>> grid_cycle(int w, int h) {
 
 std::vector<Placement> snake_orders(const topo::Topology& t) {
   std::vector<Placement> out;
+  const Extent dims = t.device_dims();
   std::vector<int> axes;
-  for (int d = 0; d < 3; ++d)
-    if (t.dims[d] > 1) axes.push_back(d);
+  for (int d = 0; d < topo::kDeviceAxes; ++d)
+    if (dims[static_cast<size_t>(d)] > 1) axes.push_back(d);
   if (axes.size() < 2) return out;  // a line: the snake is row-major
   std::sort(axes.begin(), axes.end());
   do {
     Placement p;
     p.name = "snake ";
     for (int a : axes) p.name += kLetters[a];
-    for (const auto& c : snake(axes, t.dims)) p.chip_of.push_back(t.chip_at(c));
+    for (const auto& c : snake(axes, dims)) p.device_of.push_back(t.device_at(c));
     out.push_back(std::move(p));
   } while (std::next_permutation(axes.begin(), axes.end()));
   return out;
@@ -68,29 +71,31 @@ std::vector<Placement> tile_cycle_orders(const topo::Topology& t, const MeshShap
   std::vector<Placement> out;
   if (mesh.empty()) return out;
   const int L = mesh.back();
-  if (L < 4 || L > t.num_chips() || t.num_chips() % L) return out;
-  for (int a = 0; a < 3; ++a)
-    for (int b = a + 1; b < 3; ++b)
-      for (int w = 2; w <= t.dims[a]; ++w) {
-        if (L % w || t.dims[a] % w) continue;
+  const int n = t.num_devices();
+  if (L < 4 || L > n || n % L) return out;
+  const Extent dims = t.device_dims();
+  for (int a = 0; a < topo::kDeviceAxes; ++a)
+    for (int b = a + 1; b < topo::kDeviceAxes; ++b)
+      for (int w = 2; w <= dims[static_cast<size_t>(a)]; ++w) {
+        if (L % w || dims[static_cast<size_t>(a)] % w) continue;
         const int h = L / w;
-        if (h < 2 || t.dims[b] % h || (w * h) % 2) continue;
+        if (h < 2 || dims[static_cast<size_t>(b)] % h || (w * h) % 2) continue;
         const auto cyc = grid_cycle(w, h);
-        std::array<int, 3> tiles = t.dims;
+        Extent tiles = dims;
         tiles[static_cast<size_t>(a)] /= w;
         tiles[static_cast<size_t>(b)] /= h;
         std::vector<int> axes;
-        for (int d = 0; d < 3; ++d)
-          if (tiles[d] > 1) axes.push_back(d);
+        for (int d = 0; d < topo::kDeviceAxes; ++d)
+          if (tiles[static_cast<size_t>(d)] > 1) axes.push_back(d);
         Placement p;
         p.name = "cycle " + std::to_string(w) + "x" + std::to_string(h) + " " + kLetters[a] + kLetters[b];
         for (const auto& tile : snake(axes, tiles)) {
           for (const auto& off : cyc) {
-            std::array<int, 3> c{};
-            for (int d = 0; d < 3; ++d) c[static_cast<size_t>(d)] = tile[static_cast<size_t>(d)] * (t.dims[d] / tiles[d]);
+            Coords c{};
+            for (size_t d = 0; d < c.size(); ++d) c[d] = tile[d] * (dims[d] / tiles[d]);
             c[static_cast<size_t>(a)] += off[0];
             c[static_cast<size_t>(b)] += off[1];
-            p.chip_of.push_back(t.chip_at(c));
+            p.device_of.push_back(t.device_at(c));
           }
         }
         out.push_back(std::move(p));

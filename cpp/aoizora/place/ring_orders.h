@@ -17,7 +17,7 @@ std::vector<Placement> snake_orders(const topo::Topology& t);
 
 // For the innermost logical axis of length L: the grid is tiled with w x h tiles (w*h = L,
 // over two physical axes, w*h even so a cycle exists), each tile's chips ordered along a
-// Hamiltonian cycle, tiles in snake order. Partition p goes to tile p / L, position p % L.
+// Hamiltonian cycle, tiles in snake order. Axes are device axes (x, y, z, core). Partition p goes to tile p / L, position p % L.
 // Names "cycle 2x2 xy", ...
 std::vector<Placement> tile_cycle_orders(const topo::Topology& t, const MeshShape& mesh);
 

@@ -15,11 +15,11 @@ namespace aoizora::place {
 Placement local_search(cost::Q2Evaluator& q2, const Placement& start, const SearchOptions& options,
                        double* best_seconds) {
   std::mt19937_64 rng(options.seed);
-  std::vector<int> cur = start.chip_of, best = cur;
+  std::vector<int> cur = start.device_of, best = cur;
   double cur_s = q2.seconds(cur), best_s = cur_s;
   const int n = static_cast<int>(cur.size());
   const double t0 = options.start_temperature * cur_s;
-  // Moves: swap two partitions' chips, or reverse the chips of a run of partitions (2-opt,
+  // Moves: swap two partitions' devices, or reverse the devices of a run of partitions (2-opt,
   // which repairs a ring in one move where swaps would need several uphill steps).
   for (int it = 0; it < options.iterations && n >= 2; ++it) {
     int a = static_cast<int>(rng() % static_cast<uint64_t>(n));
@@ -56,9 +56,9 @@ Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::T
                                 const MeshShape& mesh, const RankOptions& options) {
   int64_t size = 1;
   for (int m : mesh) size *= m;
-  if (size != t.num_chips())
+  if (size != t.num_devices())
     return Error{"mesh of " + std::to_string(size) + " devices on " + t.name + " with " +
-                     std::to_string(t.num_chips()) + " chips: sizes must match",
+                     std::to_string(t.num_devices()) + " devices: sizes must match",
                  "", 0, 0};
   if (graph.num_partitions > size)
     return Error{"the program has " + std::to_string(graph.num_partitions) +
@@ -70,15 +70,15 @@ Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::T
       options.remove_symmetric ? route_symmetries(t) : std::vector<std::vector<int>>{};
   std::set<std::vector<int>> seen;
   auto add = [&](Placement p) {
-    std::vector<int> key = symmetries.empty() ? p.chip_of : canonical(p.chip_of, symmetries);
+    std::vector<int> key = symmetries.empty() ? p.device_of : canonical(p.device_of, symmetries, t.cores_per_chip());
     if (!seen.insert(key).second) return;
-    const double s = q2.seconds(p.chip_of);
+    const double s = q2.seconds(p.device_of);
     ++out.evaluated;
     out.ranked.push_back(RankedPlacement{std::move(p), s});
   };
   Result<Placement> d = default_placement(t, mesh);
   if (d.ok()) {
-    out.jax_default = RankedPlacement{*d, q2.seconds(d->chip_of)};
+    out.jax_default = RankedPlacement{*d, q2.seconds(d->device_of)};
     ++out.evaluated;
     add(*d);
   } else {

@@ -68,7 +68,7 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
     p.slice_wrap = {true, false, false};
   }
   std::optional<cost::BestGroupCosts> group_costs;
-  if (topology && topology->num_chips() == dag->num_devices) {
+  if (topology && topology->num_devices() == dag->num_devices) {
     group_costs.emplace(*topology);
     p.group_costs = &*group_costs;
   }
@@ -98,12 +98,12 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
       r.comm_bytes_by_axis[a] += n.operand_bytes * n.repeat / static_cast<double>(n.axes.size());
   }
   const double need = r.param_bytes + r.peak_activation_bytes;
-  const double have = o.chip.hbm_bytes * o.hbm_usable_fraction;
+  const double have = o.chip.core_hbm_bytes() * o.hbm_usable_fraction;  // one device's HBM
   if (need > have) {
     r.fits = false;
     r.reject_reason = "needs " + gb(need) + " per device (parameters " + gb(r.param_bytes) +
                       " + peak activations " + gb(r.peak_activation_bytes) + ") > " + gb(have) +
-                      " usable HBM (" + gb(o.chip.hbm_bytes) + " x " +
+                      " usable HBM (" + gb(o.chip.core_hbm_bytes()) + " x " +
                       std::to_string(o.hbm_usable_fraction).substr(0, 4) + ")";
   }
   r.collectives = predicted_collectives(*dag);

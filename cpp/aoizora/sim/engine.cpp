@@ -1,4 +1,5 @@
-// The event engine behind simulate(): chips walk their schedules, collectives become group
+// The event engine behind simulate(): chips walk their schedules (a "chip" here is a device:
+// one TensorCore, two per chip on TPU7x; see topo/topology.h), collectives become group
 // instances that play their flows step by step, flows share links max-min fairly.
 #include <algorithm>
 #include <cmath>
@@ -24,17 +25,17 @@ Error Fail(std::string message) {
 Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
                           const place::Placement& placement) {
   const int n = graph.num_partitions;
-  if (static_cast<int>(placement.chip_of.size()) != n)
-    return Fail("placement has " + std::to_string(placement.chip_of.size()) +
-                 " chips for a program of " + std::to_string(n) + " partitions");
-  std::vector<char> used(topology.num_chips(), 0);
+  if (static_cast<int>(placement.device_of.size()) != n)
+    return Fail("placement has " + std::to_string(placement.device_of.size()) +
+                 " devices for a program of " + std::to_string(n) + " partitions");
+  std::vector<char> used(topology.num_devices(), 0);
   for (int p = 0; p < n; ++p) {
-    const int c = placement.chip_of[p];
-    if (c < 0 || c >= topology.num_chips())
-      return Fail("placement maps partition " + std::to_string(p) + " to chip " +
-                   std::to_string(c) + ", but " + topology.name + " has chips 0.." +
-                   std::to_string(topology.num_chips() - 1));
-    if (used[c]++) return Fail("placement maps two partitions to chip " + std::to_string(c));
+    const int c = placement.device_of[p];
+    if (c < 0 || c >= topology.num_devices())
+      return Fail("placement maps partition " + std::to_string(p) + " to device " +
+                   std::to_string(c) + ", but " + topology.name + " has devices 0.." +
+                   std::to_string(topology.num_devices() - 1));
+    if (used[c]++) return Fail("placement maps two partitions to device " + std::to_string(c));
   }
   for (const hlo::Collective& c : graph.collectives) {
     for (const auto& g : c.groups)
@@ -200,10 +201,10 @@ class Engine {
         solver_(capacities(t)),
         plans_(g.collectives.size()),
         planned_(g.collectives.size(), 0),
-        route_of_pair_(static_cast<size_t>(t.num_chips()) * t.num_chips(), -1) {
-    partition_of_chip_.assign(t.num_chips(), -1);
-    for (int p2 = 0; p2 < static_cast<int>(p.chip_of.size()); ++p2)
-      partition_of_chip_[p.chip_of[p2]] = p2;
+        route_of_pair_(static_cast<size_t>(t.num_devices()) * t.num_devices(), -1) {
+    partition_of_chip_.assign(t.num_devices(), -1);
+    for (int p2 = 0; p2 < static_cast<int>(p.device_of.size()); ++p2)
+      partition_of_chip_[p.device_of[p2]] = p2;
     loops_ = hlo::schedule_loops(g);
     loops_starting_at_.resize(g.regions.size());
     for (size_t l = 0; l < loops_.size(); ++l)
@@ -289,7 +290,7 @@ class Engine {
 };
 
 int Engine::route_id(int src, int dst) {
-  int& id = route_of_pair_[static_cast<size_t>(src) * topo_.num_chips() + dst];
+  int& id = route_of_pair_[static_cast<size_t>(src) * topo_.num_devices() + dst];
   if (id < 0) {
     id = static_cast<int>(routes_.size());
     routes_.push_back(src == dst ? std::vector<int>{} : model_.route(src, dst));
@@ -332,13 +333,13 @@ const CollectivePlan& Engine::plan(int ci) {
     groups.emplace_back();
     for (int i = 0; i < n; ++i) groups.back().push_back(i);
   }
-  std::vector<int> member_of_chip(topo_.num_chips(), -1);
+  std::vector<int> member_of_chip(topo_.num_devices(), -1);
   for (size_t g = 0; g < groups.size(); ++g) {
     GroupPlan gp;
     for (int p : groups[g]) {
       cp.group_of_partition[p] = static_cast<int>(g);
       cp.member_of_partition[p] = static_cast<int>(gp.members.size());
-      gp.members.push_back(place_.chip_of[p]);
+      gp.members.push_back(place_.device_of[p]);
     }
     cp.groups.push_back(std::move(gp));
   }
@@ -714,7 +715,7 @@ Result<SimResult> Engine::run() {
   chips_.resize(n);
   for (int p = 0; p < n; ++p) {
     ChipState& s = chips_[p];
-    s.chip = place_.chip_of[p];
+    s.chip = place_.device_of[p];
     s.partition = p;
     s.open.assign(graph_.collectives.size(), -1);
     s.arrivals.assign(graph_.collectives.size(), 0);
@@ -774,11 +775,11 @@ Result<SimResult> Engine::run() {
     if (!s.finished) return deadlock();
 
   // Results.
-  result_.chips.assign(topo_.num_chips(), ChipTime{});
+  result_.chips.assign(topo_.num_devices(), ChipTime{});
   double step = 0;
   for (const ChipState& s : chips_) step = std::max(step, s.finish);
   result_.step_seconds = step;
-  for (int c = 0; c < topo_.num_chips(); ++c) result_.chips[c].idle = step;
+  for (int c = 0; c < topo_.num_devices(); ++c) result_.chips[c].idle = step;
   for (const ChipState& s : chips_) {
     ChipTime t = s.stats;
     t.idle += step - s.finish;
@@ -860,7 +861,7 @@ void Engine::critical_path() {
   int ci = 0;
   for (int i = 1; i < static_cast<int>(chips_.size()); ++i)
     if (chips_[i].finish > chips_[ci].finish) ci = i;
-  std::vector<int> chip_index(topo_.num_chips(), -1);
+  std::vector<int> chip_index(topo_.num_devices(), -1);
   for (int i = 0; i < static_cast<int>(chips_.size()); ++i) chip_index[chips_[i].chip] = i;
   std::vector<double> by_label(labels_.size() + 1, 0.0);
   std::vector<std::string> kind_of(labels_.size() + 1, "compute");

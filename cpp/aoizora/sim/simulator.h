@@ -2,7 +2,7 @@
 // topology under a placement. The fidelity reference next to Q2: it models time, skew,
 // step-by-step collective phases and link sharing as it happens.
 //
-// The model, per chip (the chip of partition p is placement.chip_of[p]):
+// The model, per chip (the chip of partition p is placement.device_of[p]):
 //   - ops run in schedule order; a compute op takes its roofline time
 //     max(flops / peak_flops, bytes / hbm_bandwidth) (cost::op_seconds, as in Q2);
 //   - a collective starts on a group once every member has reached it (its sync op or its
@@ -100,8 +100,8 @@ struct FlowModel {
   std::function<std::vector<int>(int src, int dst)> route;  // directed link ids
 };
 
-// Simulates `graph` with placement.chip_of[p] the chip of partition p. Preconditions (see
-// check_inputs): chip_of has graph.num_partitions distinct valid chip ids, every group
+// Simulates `graph` with placement.device_of[p] the chip of partition p. Preconditions (see
+// check_inputs): device_of has graph.num_partitions distinct valid chip ids, every group
 // member is a partition id. Deterministic. Fails only on a simulated deadlock.
 Result<SimResult> simulate(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
                    const place::Placement& placement, const SimOptions& options = {});

@@ -43,14 +43,18 @@ const char* category(SliceKind k) {
   return "compute";
 }
 
-std::string coords_text(const topo::Topology& t, int c) {
-  const auto& x = t.chips[static_cast<size_t>(c)].coords;
+std::string coords_text(const topo::Topology& t, int chip) {
+  const auto& x = t.chips[static_cast<size_t>(chip)].coords;
   return "(" + std::to_string(x[0]) + "," + std::to_string(x[1]) + "," + std::to_string(x[2]) +
          ")";
 }
 
-std::string chip_name(const topo::Topology& t, int c) {
-  return "chip " + std::to_string(c) + " " + coords_text(t, c);
+// A device's row: "chip 3 (1,1,0)", or "device 6: chip 3 (1,1,0) core 0" on two-core chips.
+std::string chip_name(const topo::Topology& t, int device) {
+  const int chip = t.chip_of_device(device);
+  if (t.cores_per_chip() == 1) return "chip " + std::to_string(chip) + " " + coords_text(t, chip);
+  return "device " + std::to_string(device) + ": chip " + std::to_string(chip) + " " +
+         coords_text(t, chip) + " core " + std::to_string(t.core_of_device(device));
 }
 
 }  // namespace
@@ -105,8 +109,10 @@ std::string trace_json(const SimResult& result, const topo::Topology& topology) 
     const topo::Link& link = topology.links[static_cast<size_t>(l.link)];
     begin();
     out += "{\"name\":";
-    append_escaped(out, "link " + std::to_string(l.link) + " " + coords(link.src) + "->" +
-                            coords(link.dst));
+    const std::string ends = link.dim == topo::kCoreAxis
+                                 ? coords(link.src) + " core " + (link.dir > 0 ? "0->1" : "1->0")
+                                 : coords(link.src) + "->" + coords(link.dst);
+    append_escaped(out, "link " + std::to_string(l.link) + " " + ends);
     out += ",\"ph\":\"C\",\"pid\":2,\"ts\":";
     append_number(out, l.time * 1e6);
     out += ",\"args\":{\"GB/s\":";

@@ -121,11 +121,19 @@ Result<Topology> with_hardware(Topology t, const ChipSpec& spec) {
   if (t.spec.generation != "custom" && t.spec.generation != spec.generation)
     return Error{"the hardware profile is for '" + spec.generation + "' but topology " + t.name +
                  " is " + t.spec.generation, ""};
+  if (spec.cores_per_chip != t.spec.cores_per_chip)
+    return Error{"the hardware profile has " + std::to_string(spec.cores_per_chip) +
+                 " cores per chip but topology " + t.name + " has " +
+                 std::to_string(t.spec.cores_per_chip), ""};
   t.spec = spec;
   for (Link& l : t.links) {
-    if (l.dim < 0) continue;
-    l.bandwidth = spec.link_bandwidth;
-    l.latency = spec.hop_latency;
+    if (l.dim == kCoreAxis) {
+      l.bandwidth = spec.intra_chip_link->bandwidth;
+      l.latency = spec.intra_chip_link->latency;
+    } else if (l.dim >= 0) {
+      l.bandwidth = spec.link_bandwidth;
+      l.latency = spec.hop_latency;
+    }
   }
   return t;
 }

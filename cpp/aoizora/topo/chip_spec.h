@@ -54,7 +54,14 @@ struct ChipSpec {
   double dma_fixed_seconds = 0;  // fixed cost of one remote DMA; unused yet (0 = not modelled)
   CollectiveLatency collective_latency;
   GroupAlgorithms algorithms;
-  std::optional<IntraChipLink> intra_chip_link;  // only for chips with two cores (TPU7x)
+  // TensorCores per chip, each a JAX device: 1, or 2 on TPU7x. The per-chip figures above
+  // (peak_flops, hbm_bytes, hbm_bandwidth) are shared out evenly; the core_* accessors give
+  // one device's share, which is what a partition of the program runs on.
+  int cores_per_chip = 1;
+  std::optional<IntraChipLink> intra_chip_link;  // between the cores: only when cores_per_chip 2
+  double core_peak_flops() const { return peak_flops / cores_per_chip; }
+  double core_hbm_bytes() const { return hbm_bytes / cores_per_chip; }
+  double core_hbm_bandwidth() const { return hbm_bandwidth / cores_per_chip; }
   bool operator==(const ChipSpec&) const = default;
 };
 

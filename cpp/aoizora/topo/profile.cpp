@@ -58,7 +58,7 @@ constexpr Figure kFigures[] = {
 const std::set<std::string>& top_keys() {
   static const std::set<std::string> k = [] {
     std::set<std::string> s = {"schema", "generation", "device_kind", "mxu_size",
-                               "collective_latency", "algorithms", "intra_chip_link",
+                               "collective_latency", "algorithms", "cores_per_chip", "intra_chip_link",
                                "provenance"};
     for (const Figure& f : kFigures) s.insert(f.key);
     return s;
@@ -287,6 +287,15 @@ Result<HardwareProfile> profile_from_json(const std::string& text, const std::st
     AOIZORA_TRY(l, read_intra_chip_link(r, *icl));
     s.intra_chip_link = l;
   }
+  if (const Value* cv = root.find("cores_per_chip")) {
+    AOIZORA_TRY(cores, r.number(*cv, "cores_per_chip", false));
+    if (cores != 1 && cores != 2) return r.fail("'cores_per_chip' must be 1 or 2");
+    s.cores_per_chip = static_cast<int>(cores);
+  }
+  // Two cores exchange data over the intra-chip link, so one needs the other.
+  if ((s.cores_per_chip == 2) != s.intra_chip_link.has_value())
+    return r.fail(s.cores_per_chip == 2 ? "'cores_per_chip' is 2 but 'intra_chip_link' is missing"
+                                        : "'intra_chip_link' is given but 'cores_per_chip' is not 2");
   if (const Value* pv = root.find("provenance")) {
     AOIZORA_TRY(prov, read_provenance(r, *pv));
     p.provenance = prov;
@@ -324,7 +333,8 @@ std::string profile_to_json(const HardwareProfile& p) {
     o += std::string(first ? "" : ", ") + quoted(a.key) + ": " + quoted(s.algorithms.*a.field);
     first = false;
   }
-  o += "},\n  \"intra_chip_link\": ";
+  o += "},\n  \"cores_per_chip\": " + std::to_string(s.cores_per_chip);
+  o += ",\n  \"intra_chip_link\": ";
   if (s.intra_chip_link)
     o += "{\"bandwidth\": " + num(s.intra_chip_link->bandwidth) + ", \"latency\": " +
          num(s.intra_chip_link->latency) + "}";

@@ -16,7 +16,8 @@ Topology::Topology(const Topology& other)
       is_grid_(other.is_grid_),
       step_(other.step_),
       coord_index_(other.coord_index_),
-      out_links_(other.out_links_) {}
+      out_links_(other.out_links_),
+      core_link_(other.core_link_) {}
 
 Topology::Topology(Topology&& other) noexcept
     : name(std::move(other.name)),
@@ -28,7 +29,8 @@ Topology::Topology(Topology&& other) noexcept
       is_grid_(other.is_grid_),
       step_(std::move(other.step_)),
       coord_index_(std::move(other.coord_index_)),
-      out_links_(std::move(other.out_links_)) {}
+      out_links_(std::move(other.out_links_)),
+      core_link_(std::move(other.core_link_)) {}
 
 Topology& Topology::operator=(const Topology& other) {
   if (this == &other) return *this;
@@ -49,6 +51,7 @@ Topology& Topology::operator=(Topology&& other) noexcept {
   step_ = std::move(other.step_);
   coord_index_ = std::move(other.coord_index_);
   out_links_ = std::move(other.out_links_);
+  core_link_ = std::move(other.core_link_);
   std::lock_guard<std::mutex> lock(route_mu_);
   route_cache_.clear();
   return *this;
@@ -66,8 +69,13 @@ void Topology::reindex() {
   }
   out_links_.assign(n, {});
   step_.assign(n * 6, -1);
+  core_link_.assign(n * 2, -1);
   is_grid_ = !chips.empty();
   for (const Link& l : links) {
+    if (l.dim == kCoreAxis) {
+      core_link_[static_cast<size_t>(l.src) * 2 + (l.dir > 0 ? 0 : 1)] = l.id;
+      continue;
+    }
     out_links_[static_cast<size_t>(l.src)].push_back(l.id);
     if (l.dim < 0 || l.dim > 2 || (l.dir != 1 && l.dir != -1)) {
       is_grid_ = false;
@@ -87,6 +95,37 @@ int Topology::chip_at(std::array<int, 3> coords) const {
   for (const Chip& c : chips)
     if (c.coords == coords) return c.id;
   return -1;
+}
+
+DeviceCoords Topology::device_coords(int device) const {
+  const std::array<int, 3>& c = chips[static_cast<size_t>(chip_of_device(device))].coords;
+  return {c[0], c[1], c[2], core_of_device(device)};
+}
+
+int Topology::device_at(const DeviceCoords& c) const {
+  if (c[3] < 0 || c[3] >= cores_per_chip()) return -1;
+  const int chip = chip_at({c[0], c[1], c[2]});
+  return chip < 0 ? -1 : device_on(chip, c[3]);
+}
+
+int Topology::core_link(int chip, int from_core) const {
+  const size_t i = static_cast<size_t>(chip) * 2 + static_cast<size_t>(from_core);
+  return chip >= 0 && from_core >= 0 && from_core < 2 && i < core_link_.size() ? core_link_[i] : -1;
+}
+
+void Topology::add_core_links() {
+  if (spec.cores_per_chip < 2 || !spec.intra_chip_link) return;
+  for (const Chip& c : chips)
+    for (int dir : {+1, -1}) {
+      Link l;
+      l.id = num_links();
+      l.src = l.dst = c.id;
+      l.dim = kCoreAxis;
+      l.dir = dir;
+      l.bandwidth = spec.intra_chip_link->bandwidth;
+      l.latency = spec.intra_chip_link->latency;
+      links.push_back(l);
+    }
 }
 
 int Topology::link_between(int a, int b) const {
@@ -123,7 +162,7 @@ std::vector<int> Topology::bfs_route(int src, int dst) const {
 
 std::span<const int> Topology::route(int src, int dst) const {
   if (src == dst) return {};
-  const int64_t key = static_cast<int64_t>(src) * num_chips() + dst;
+  const int64_t key = static_cast<int64_t>(src) * num_devices() + dst;
   {
     std::lock_guard<std::mutex> lock(route_mu_);
     auto it = route_cache_.find(key);
@@ -132,8 +171,10 @@ std::span<const int> Topology::route(int src, int dst) const {
   std::vector<int> path;
   if (is_grid_) {
     for_each_route_link(src, dst, [&](int l) { path.push_back(l); });
+  } else if (chip_of_device(src) == chip_of_device(dst)) {
+    path.push_back(core_link(chip_of_device(src), core_of_device(src)));
   } else {
-    path = bfs_route(src, dst);
+    path = bfs_route(chip_of_device(src), chip_of_device(dst));
   }
   std::lock_guard<std::mutex> lock(route_mu_);
   // unordered_map never moves its nodes, so the span stays valid until reindex().
@@ -144,6 +185,10 @@ std::span<const int> Topology::route(int src, int dst) const {
 
 int Topology::hops(int src, int dst) const {
   if (!is_grid_) return static_cast<int>(route(src, dst).size());
+  if (src == dst) return 0;
+  src = chip_of_device(src);
+  dst = chip_of_device(dst);
+  if (src == dst) return 1;  // the intra-chip link
   int h = 0;
   const auto& a = chips[static_cast<size_t>(src)].coords;
   const auto& b = chips[static_cast<size_t>(dst)].coords;
@@ -195,6 +240,7 @@ Topology Topology::grid(std::string name, std::array<int, 3> dims, std::array<bo
       }
     }
   }
+  t.add_core_links();
   t.reindex();
   return t;
 }

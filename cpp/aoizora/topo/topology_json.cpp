@@ -126,6 +126,7 @@ Result<Topology> topology_from_json(const std::string& text, const std::string& 
       t.links.push_back(link);
     }
   }
+  t.add_core_links();  // a generation with two cores per chip (tpu7x) gets its intra-chip links
   t.reindex();
   // Every chip must reach every other, or some flows would have no route.
   for (int pass = 0; pass < 2 && n > 0; ++pass) {

@@ -37,17 +37,17 @@ def mesh_shape(text: str | None, topo, partitions: int) -> list[int]:
     from aoizora import validate
     from aoizora.errors import UserError
 
-    if partitions != topo.num_chips:
+    if partitions != topo.num_devices:
         raise UserError(f"the HLO was compiled for {partitions} partitions but {topo.name} has "
-                        f"{topo.num_chips} chips: rank it on a slice of {partitions} chips")
+                        f"{topo.num_devices} devices: rank it on a slice of {partitions} devices")
     if text:
-        return validate.mesh_shape(text, "--mesh", topo.num_chips)
-    return [d for d in topo.dims if d > 1] or [1]
+        return validate.mesh_shape(text, "--mesh", topo.num_devices)
+    return [d for d in topo.dims if d > 1] + ([topo.cores_per_chip] if topo.cores_per_chip > 1 else []) or [1]
 
 
 def _entry(topo, r, default_q2: float | None, rank: int | None = None) -> dict:
     d = {"name": r.name, "q2_seconds": r.q2,
-         "device_coords": [list(c) for c in topo.coords_of(r.chip_of)], "chip_of": list(r.chip_of)}
+         "device_coords": [list(c) for c in topo.coords_of(r.device_of)], "device_of": list(r.device_of)}
     if rank is not None:
         d["rank"] = rank
     if default_q2:
@@ -104,6 +104,6 @@ def run(args) -> int:
               f"best / default: {dq2 / best.q2:.3f}x")
     else:
         print(f"default (jax.make_mesh): none, JAX refuses this mesh: {ranking.default_error}")
-    coords = " ".join("(" + ",".join(map(str, c)) + ")" for c in topo.coords_of(best.chip_of))
+    coords = " ".join("(" + ",".join(map(str, c)) + ")" for c in topo.coords_of(best.device_of))
     print(f"best device coords in mesh order: {coords}")
     return 0

@@ -72,7 +72,7 @@ def _mesh_shape(args, n: int) -> list[int]:
 
 
 def _placement(core, args, graph, topo) -> tuple[str, list[int], list[int] | None]:
-    """(name, chip_of, mesh shape used or None)."""
+    """(name, device_of, mesh shape used or None)."""
     from aoizora.errors import UserError
 
     how = args.placement
@@ -83,19 +83,19 @@ def _placement(core, args, graph, topo) -> tuple[str, list[int], list[int] | Non
         if how == "default":
             mesh = _mesh_shape(args, n)
             p = core.default_placement(topo, mesh)
-            return p.name, list(p.chip_of), mesh
+            return p.name, list(p.device_of), mesh
         if how == "best":
             mesh = _mesh_shape(args, n)
             best = core.rank_placements(graph, topo, mesh).ranked[0]
-            return f"best by Q2: {best.name}", list(best.chip_of), mesh
+            return f"best by Q2: {best.name}", list(best.device_of), mesh
         coords = _coords_from_json(how)
         p = core.placement_from_coords(topo, coords, os.path.basename(how))
-        return os.path.basename(how), list(p.chip_of), None
+        return os.path.basename(how), list(p.device_of), None
     except core.CoreError as e:
         raise UserError(f"--placement {how}: {e}") from None
 
 
-def _simulate(core, graph, topo, chip_of, args):
+def _simulate(core, graph, topo, device_of, args):
     """The simulation; its trace, when asked for, written atomically."""
     from aoizora.atomic import Batch
 
@@ -107,11 +107,11 @@ def _simulate(core, graph, topo, chip_of, args):
     if args.max_iterations is not None:
         options["max_iterations"] = args.max_iterations
     if not args.trace:
-        return core.simulate(graph, topo, chip_of, **options)
+        return core.simulate(graph, topo, device_of, **options)
     out = []
     with Batch() as batch:
         batch.produce(args.trace, lambda tmp: out.append(
-            core.simulate(graph, topo, chip_of, trace=tmp, **options)))
+            core.simulate(graph, topo, device_of, trace=tmp, **options)))
     return out[0]
 
 
@@ -127,22 +127,22 @@ def run(args) -> int:
     except _core.CoreError as e:
         raise UserError(f"cannot read the HLO: {e}") from None
     unknown = validate.unknown_trip_counts(graph, args.hlo)
-    if topo.num_chips < graph.num_partitions:
+    if topo.num_devices < graph.num_partitions:
         raise UserError(f"{args.hlo} was compiled for {graph.num_partitions} devices but "
-                        f"{args.topology} has {topo.num_chips} chips")
+                        f"{args.topology} has {topo.num_devices} devices")
     if args.mesh:
         _mesh_shape(args, graph.num_partitions)
-    name, chip_of, mesh = _placement(_core, args, graph, topo)
-    if len(chip_of) != graph.num_partitions:
-        raise UserError(f"the placement has {len(chip_of)} devices but {args.hlo} was compiled "
+    name, device_of, mesh = _placement(_core, args, graph, topo)
+    if len(device_of) != graph.num_partitions:
+        raise UserError(f"the placement has {len(device_of)} devices but {args.hlo} was compiled "
                         f"for {graph.num_partitions}")
     try:
-        result = _simulate(_core, graph, topo, chip_of, args)
+        result = _simulate(_core, graph, topo, device_of, args)
     except _core.CoreError as e:
         raise UserError(str(e)) from None
     d = result.to_dict()
     d = {"hlo": args.hlo, "topology": args.topology, "hardware": args.hardware, "placement": name, "mesh_shape": mesh,
-         "chip_of": chip_of, **d, "trace": args.trace, "unknown_trip_count_loops": unknown}
+         "device_of": device_of, **d, "trace": args.trace, "unknown_trip_count_loops": unknown}
     if args.json:
         json.dump(d, sys.stdout, indent=1)
         print()
@@ -158,7 +158,7 @@ def _print(d: dict) -> None:
     print(f"{d['hlo']} on {d['topology']} ({where}), simulated on the model:")
     print(f"  step        {step * 1e3:12.3f} ms")
     print(f"  compute-only{d['compute_bound_seconds'] * 1e3:12.3f} ms  (lower bound)")
-    chips = [c for c in d["chips"] if c["chip"] in set(d["chip_of"])]
+    chips = [c for c in d["chips"] if c["chip"] in set(d["device_of"])]
     if chips and step > 0:
         for key in ("compute", "comm", "idle"):
             vals = [c[key] / step * 100 for c in chips]

@@ -55,20 +55,29 @@ def run(args) -> int:
     s = topo.spec
     dims = "x".join(str(d) for d in topo.dims)
     wrap = ", ".join(a for a, w in zip("xyz", topo.wrap) if w) or "none"
-    print(f"{topo.name}: {topo.num_chips} chips ({dims}), {topo.num_links} directed links, "
-          f"wraparound: {wrap}")
+    cores = topo.cores_per_chip
+    devices = f", {topo.num_devices} devices ({cores} TensorCores per chip)" if cores > 1 else ""
+    print(f"{topo.name}: {topo.num_chips} chips ({dims}){devices}, {topo.num_links} directed "
+          f"links, wraparound: {wrap}")
     print(f"  chip: {s['device_kind'] or s['generation']}, {_fmt(s['peak_flops'], 'FLOP/s')} bf16, "
           f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}")
     print(f"  link: {_fmt(s['link_bandwidth'], 'B/s')} one way, {s['hop_latency'] * 1e6:.3g} us per hop")
+    if s["intra_chip_link"]:
+        icl = s["intra_chip_link"]
+        print(f"  between the cores of a chip: {_fmt(icl['bandwidth'], 'B/s')} one way, "
+              f"{icl['latency'] * 1e6:.3g} us; both cores share the chip's ICI links")
     print(f"  figures: {_figures_from(args.hardware, s['generation'])}")
     print("  routing: " + ("dimension order (x, y, z), the shorter way round a wrapped axis"
                            if topo.is_grid else "fewest hops"))
     if topo.num_chips <= 64:
         print("  chips (id: x,y,z): " + "  ".join(
             f"{i}:{','.join(map(str, c))}" for i, c in enumerate(topo.chips)))
+    if cores > 1 and topo.num_devices <= 64:
+        print("  devices (id: x,y,z,core): " + "  ".join(
+            f"{i}:{','.join(map(str, c))}" for i, c in enumerate(topo.devices)))
     if args.links:
         for l in topo.links:
-            print(f"  link {l['id']}: {l['src']} -> {l['dst']}  axis {'xyz'[l['dim']] if l['dim'] >= 0 else '-'}"
+            print(f"  link {l['id']}: {l['src']} -> {l['dst']}  axis {'xyzc'[l['dim']] if l['dim'] >= 0 else '-'}"
                   f"{'+' if l['dir'] > 0 else '-'}{'  (wraparound)' if l['wraparound'] else ''}  "
                   f"{_fmt(l['bandwidth'], 'B/s')}")
     return 0

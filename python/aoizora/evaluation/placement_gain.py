@@ -48,7 +48,7 @@ def every_device_order(stage2, graph, chosen_chip_of: list[int],
     from aoizora import _core
 
     n = graph.num_partitions
-    if n > EXHAUSTIVE_MAX_DEVICES or n != stage2.num_chips:
+    if n > EXHAUSTIVE_MAX_DEVICES or n != stage2.num_devices:
         return None
     times = {}
     for order in itertools.permutations(range(n)):
@@ -56,8 +56,8 @@ def every_device_order(stage2, graph, chosen_chip_of: list[int],
     ranked = sorted(times.values())
     best, worst = ranked[0], ranked[-1]
 
-    def standing(chip_of: list[int]) -> dict[str, Any]:
-        t = times[tuple(chip_of)]
+    def standing(device_of: list[int]) -> dict[str, Any]:
+        t = times[tuple(device_of)]
         return {"simulated_s": t, "over_best": t / best - 1,
                 "faster_orders": sum(1 for x in ranked if x < t * (1 - 1e-12))}
 

@@ -24,7 +24,7 @@ def _pair_dict(p, stage2) -> dict[str, Any]:
     c = p.candidate
     return {"candidate": c.name, "mesh_shape": list(c.mesh_shape),
             "axis_names": list(c.axis_names), "placement": p.placement,
-            "device_coords": stage2.coords(p.chip_of), "q1_s": p.q1, "q2_s": p.q2,
+            "device_coords": stage2.coords(p.device_of), "q1_s": p.q1, "q2_s": p.q2,
             "simulated_s": p.simulated}
 
 
@@ -49,7 +49,7 @@ def judge_all(result) -> tuple[dict[str, list], dict[str, Any]]:
     for name, graph in result.graphs.items():
         pairs = list(ranked_of.get(name) or stage2.rank(by_name[name], graph, q1=q1_of.get(name)))
         d = stage2.default_pair(by_name[name], graph, q1=q1_of.get(name))
-        same = next((p for p in pairs if p.chip_of == d.chip_of), None)
+        same = next((p for p in pairs if p.device_of == d.device_of), None)
         if same is None:
             pairs.append(d)
         defaults[name] = same or d
@@ -177,7 +177,7 @@ def _placement(judged, defaults, d, full, exhaustive, log) -> dict[str, Any]:
     if exhaustive and mine and default:
         log(f"{d['candidate']}: simulating every device order")
         out["every_order"] = every_device_order(full.stage2, full.graphs[d["candidate"]],
-                                                d["chip_ids"], default.chip_of)
+                                                d["chip_ids"], default.device_of)
     return out
 
 
