@@ -2,8 +2,11 @@
 
 - existing deployment: the hand-tuned configurations of open-source practice
   (MaxDiffusion's default: context parallelism over the whole slice with weights sharded
-  over it; its data 2 x context 4 recipe; xDiT-style Ulysses x ring), each on JAX's default
-  device order. The best of them (simulated) is reported as "existing".
+  over it; its CFG recipes, data 2 x context N/2 with K/V all-gathered, ring, Ulysses, or
+  Ulysses 2 x ring (Ulysses innermost, on a chip's two cores on TPU7x); xDiT-style Ulysses x
+  ring; the official Wan FSDP + Ulysses), each on JAX's default device order, which is how
+  MaxDiffusion lays them out (mesh_utils.create_device_mesh, never reordered). The best of
+  them (simulated) is reported as "existing".
 - Alpa-style logical search: among the shardings that fit in HBM (Stage 1's memory check),
   the one with the least compute + communication under XLA auto-sharding's per-collective
   alpha-beta model, on the default order. Each collective Stage 1 predicts

@@ -72,3 +72,33 @@ def placement_of_mesh(mesh, topology, name: str = "mesh"):
 
     coords = device_keys(mesh.devices.flat)
     return _core.placement_from_coords(_topology(topology), coords, name)
+
+
+def axis_groups_on_chips(mesh_shape: Sequence[int], axis_names: Sequence[str],
+                         device_keys_flat: Sequence[Sequence[int]]) -> dict[str, str]:
+    """How the groups of each mesh axis sit on the chips, in words: {axis: "..."}.
+
+    A group of an axis is the devices whose mesh coordinates differ only along it.
+    `device_keys_flat[i]` is the key (x, y, z[, core]) of mesh.devices.flat[i]. On TPU7x
+    this says which logical groups share a chip (their collectives then use the fast link
+    between its two cores)."""
+    shape = tuple(mesh_shape)
+    # Each device's chip as one id (its coords), so numpy keeps the mesh shape.
+    chip_ids = {}
+    flat = [chip_ids.setdefault(tuple(k[:3]), len(chip_ids)) for k in device_keys_flat]
+    grid = np.array(flat).reshape(shape)
+    out = {}
+    for a, name in enumerate(axis_names):
+        n = shape[a]
+        groups = np.moveaxis(grid, a, -1).reshape(-1, n)
+        kinds = set()
+        for g in groups:
+            chips = len(set(g.tolist()))
+            if chips == 1:
+                kinds.add("within one chip" if n > 1 else "one device")
+            elif chips == n:
+                kinds.add(f"one device on each of {chips} chips")
+            else:
+                kinds.add(f"{n // chips} devices on each of {chips} chips")
+        out[name] = " / ".join(sorted(kinds))
+    return out

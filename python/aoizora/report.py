@@ -15,7 +15,8 @@ CHIP = 64           # chip square side
 
 
 def _logical_coords(choice: Choice) -> dict[tuple, tuple]:
-    """chip coords -> logical mesh coords, from the row-major order of mesh.devices.flat."""
+    """device key (chip coords, and the core on two-core chips) -> logical mesh coords, from
+    the row-major order of mesh.devices.flat."""
     out = {}
     shape = choice.mesh_shape
     for i, c in enumerate(choice.device_coords):
@@ -58,7 +59,11 @@ def slice_svg(plan: Plan) -> str:
     for z in range(nz):
         if nz > 1:
             parts.append(f'<text x="{20 + z * layer_w}" y="20">z = {z}</text>')
+    core_bytes: dict[tuple, float] = {}  # chip -> bytes over its intra-chip links (TPU7x)
     for src, dst, b in links:
+        if list(src[:3]) == list(dst[:3]):
+            core_bytes[tuple(src[:3])] = core_bytes.get(tuple(src[:3]), 0.0) + b
+            continue
         (x1, y1), (x2, y2) = centre(src), centre(dst)
         if abs(x1 - x2) > CELL * 1.5 or abs(y1 - y2) > CELL * 1.5:
             continue  # wraparound links are drawn as a note, not across the picture
@@ -69,14 +74,22 @@ def slice_svg(plan: Plan) -> str:
             f'<line x1="{x1 + sgn * dx}" y1="{y1 + sgn * dy}" x2="{x2 + sgn * dx}" '
             f'y2="{y2 + sgn * dy}" stroke="{_heat(b / peak)}" stroke-width="5">'
             f'<title>{tuple(src)} -> {tuple(dst)}: {b / 1e6:.1f} MB</title></line>')
-    for c, lc in sorted(logical.items()):
+    by_chip: dict[tuple, list] = {}
+    for key, lc in sorted(logical.items()):
+        by_chip.setdefault(tuple(key[:3]), []).append((key[3:], lc))
+    for c, cores in by_chip.items():
         x, y = centre(c)
+        title = (f'<title>between its cores: {core_bytes[c] / 1e6:.1f} MB</title>'
+                 if c in core_bytes else "")
         parts.append(
             f'<rect x="{x - CHIP / 2}" y="{y - CHIP / 2}" width="{CHIP}" height="{CHIP}" '
-            f'rx="6" fill="#e8f0ff" stroke="#335"/>'
-            f'<text x="{x}" y="{y - 6}" text-anchor="middle">chip {tuple(c[:2] if nz == 1 else c)}</text>'
-            f'<text x="{x}" y="{y + 12}" text-anchor="middle" font-weight="bold">'
-            f'{",".join(map(str, lc))}</text>')
+            f'rx="6" fill="#e8f0ff" stroke="#335">{title}</rect>'
+            f'<text x="{x}" y="{y - 14}" text-anchor="middle">chip {tuple(c[:2] if nz == 1 else c)}</text>')
+        for i, (core, lc) in enumerate(cores):
+            # One line per device: on TPU7x each chip holds two (core 0, core 1).
+            label = (f"c{core[0]}: " if core else "") + ",".join(map(str, lc))
+            parts.append(f'<text x="{x}" y="{y + 4 + 14 * i}" text-anchor="middle" '
+                         f'font-weight="bold">{html.escape(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -95,6 +108,12 @@ def _choice_rows(rows: list[tuple[str, Choice]], best_sim: float | None) -> str:
             f"<td>{html.escape(c.placement)}</td><td>{_ms(c.q1_s)}</td><td>{_ms(c.q2_s)}</td>"
             f"<td>{_ms(c.simulated_s)}</td><td>{speedup}</td></tr>")
     return "\n".join(out)
+
+
+def _axis_rows(c: Choice) -> str:
+    groups = c.extra.get("axis_groups", {})
+    return "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(groups.get(a, '-'))}</td></tr>"
+                   for a in c.axis_names)
 
 
 def render(plan: Plan, placements: list[dict[str, Any]] | None = None) -> str:
@@ -135,6 +154,11 @@ Planning took {timing.get('seconds', 0):.1f} s (measured).</p>
 coordinates ({', '.join(c.axis_names)}). Each link is coloured by the bytes the plan sends
 over it in one forward (white: none, red: the busiest link); hover for numbers.</p>
 {slice_svg(plan)}
+<h2>Where each mesh axis runs</h2>
+<p class="note">The groups of a mesh axis are the devices whose logical coordinates differ
+only along it; their collectives run on the links between them (on TPU7x, a group within one
+chip uses the fast link between its two cores).</p>
+<table><tr><th>mesh axis</th><th>its groups</th></tr>{_axis_rows(c)}</table>
 <h2>Against the baselines</h2>
 <table>{header}{comparison}</table>
 <h2>Runner-up shardings</h2>

@@ -10,6 +10,7 @@ from typing import Any
 
 from aoizora import _core
 from aoizora.errors import UserError
+from aoizora.placement import axis_groups_on_chips
 from aoizora.plan import Choice
 from aoizora.strategies import Candidate
 
@@ -146,8 +147,10 @@ class Stage2:
             extra["link_bytes"] = [[*self.link_ends(i), b] for i, b in enumerate(q2.link_bytes)]
             extra["q2_compute_s"] = q2.compute_seconds
             extra["q2_exposed_comm_s"] = q2.exposed_comm_seconds
+        coords = self.coords(pair.device_of)
+        extra["axis_groups"] = axis_groups_on_chips(c.mesh_shape, c.axis_names, coords)
         return Choice(candidate=c.name, mesh_shape=list(c.mesh_shape),
                       axis_names=list(c.axis_names), strategy=c.to_dict(),
-                      placement=pair.placement, device_coords=self.coords(pair.device_of),
+                      placement=pair.placement, device_coords=coords,
                       chip_ids=list(pair.device_of),
                       q1_s=pair.q1, q2_s=pair.q2, simulated_s=pair.simulated, extra=extra)

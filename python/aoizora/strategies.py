@@ -45,6 +45,13 @@ FORM_TAG = {"allgather_kv": "ag", "ring": "ring", "ulysses": "uly", "ulysses_rin
 # Baseline tags (see baseline_candidates).
 MAXDIFFUSION_DEFAULT = "maxdiffusion-default"
 MAXDIFFUSION_CFG = "maxdiffusion-data2"
+# MaxDiffusion's other attention forms on its CFG mesh (data 2 x context N/2), weights
+# sharded over context as its logical rules do: `attention: ring`, `ulysses`, and
+# `ulysses_ring` with 2 Ulysses shards innermost (its TPU7x-8 serving profile: the Ulysses
+# all-to-all between the two cores of a chip, the ring across chips).
+MAXDIFFUSION_RING = "maxdiffusion-data2-ring"
+MAXDIFFUSION_ULYSSES = "maxdiffusion-data2-ulysses"
+MAXDIFFUSION_USP = "maxdiffusion-data2-ulysses2-ring"
 XDIT_USP = "xdit-usp"
 WAN_OFFICIAL = "wan-fsdp-ulysses"
 
@@ -213,7 +220,13 @@ def _baseline_tags(cands: list[Candidate], heads: int, n: int, batch: int) -> di
         # K/V all-gathered; its CFG recipe (v6e-8: data 2 x context 4) splits the pair first.
         tag(candidate_name(1, 1, n, "allgather_kv", 1, 1, True), MAXDIFFUSION_DEFAULT)
         if batch % 2 == 0 and n % 2 == 0 and n > 2:
-            tag(candidate_name(2, 1, n // 2, "allgather_kv", 1, 1, True), MAXDIFFUSION_CFG)
+            c = n // 2
+            tag(candidate_name(2, 1, c, "allgather_kv", 1, 1, True), MAXDIFFUSION_CFG)
+            tag(candidate_name(2, 1, c, "ring", 1, 1, True), MAXDIFFUSION_RING)
+            if heads % c == 0:
+                tag(candidate_name(2, 1, c, "ulysses", c, 1, True), MAXDIFFUSION_ULYSSES)
+            if c > 2 and c % 2 == 0 and heads % 2 == 0:
+                tag(candidate_name(2, 1, c, "ulysses_ring", 2, 1, True), MAXDIFFUSION_USP)
         # Official Wan: FSDP over all ranks + Ulysses over all ranks.
         if heads % n == 0:
             tag(candidate_name(1, 1, n, "ulysses", n, 1, True), WAN_OFFICIAL)

@@ -192,7 +192,7 @@ GOOD = _point("p", "collective-permute", 4096, seconds=5e-6, pairs=RING)
     (_doc([{**GOOD, "kind": "all-gahter"}]), "unknown kind"),
     (_doc([{**GOOD, "topology": "v5p:3x3x3"}]), "unknown topology"),
     (_doc([{**GOOD, "generation": "v4"}]), "'generation' is 'v4' but v5p:2x2x1 is 'v5p'"),
-    (_doc([{**GOOD, "group": {"pairs": [[0, 9]]}}]), "chip id 9"),
+    (_doc([{**GOOD, "group": {"pairs": [[0, 9]]}}]), "device id 9"),
     (_doc([GOOD, GOOD]), "appears more than once"),
     (_doc([GOOD], programs=[{"id": "x"}]), "program x: needs a positive 'seconds'"),
 ])

@@ -69,6 +69,14 @@ def test_paper_grid():
     assert grid.select(g, None) == g
 
 
+def test_production_grid_is_tpu7x_and_v6e():
+    g = grid.grid("production")
+    assert len(g) == 8 and len({s.key for s in g}) == 8
+    assert {s.topology for s in g} == {"tpu7x:2x2x1", "tpu7x:2x2x2", "v6e:2x4", "v6e:4x4"}
+    assert {(s.video, s.frames) for s in g} == {("480p", 81), ("720p", 81)}
+    assert {grid.half(s) for s in g} == {"fit", "test"}
+
+
 def test_setting_figures(evaluated, planned):
     r, _, _ = evaluated
     assert r["status"] == "ok", r.get("reason")

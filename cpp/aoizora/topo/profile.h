@@ -3,7 +3,8 @@
 // by CMake, so the catalog needs no file at run time); `--hardware FILE` reads another.
 //
 // Format (schema "aoizora.hardware/1"; every figure in SI units, all keys below required
-// except "intra_chip_link" and "provenance", no other keys allowed):
+// except "cores_per_chip" (default 1), "intra_chip_link" and "provenance", no other keys
+// allowed; two cores per chip need an intra-chip link and one core none):
 //   {"schema": "aoizora.hardware/1", "generation": "v5e", "device_kind": "TPU v5 lite",
 //    "peak_flops": 1.97e14, "hbm_bytes": 1.6e10, "hbm_bandwidth": 8.19e11,
 //    "mxu_size": 128, "mxu_efficiency": 1.0,
@@ -13,6 +14,7 @@
 //                           "collective-broadcast": 1e-6},
 //    "algorithms": {"line": "bidirectional-line", "wrapped-axis": "bidirectional-ring",
 //                   "grid": "dimension-order", "other": "unidirectional-ring"},
+//    "cores_per_chip": 1 | 2,
 //    "intra_chip_link": null | {"bandwidth": 1.2e12, "latency": 5e-7},
 //    "provenance": {"fitted": false, "note": "...", "fitted_to": ["id", ...],
 //                   "sources": {"<figure key>": "where it comes from", ...},

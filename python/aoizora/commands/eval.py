@@ -14,7 +14,7 @@ from aoizora.validate import int_arg
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate AoiZora on the paper's grid (simulated)")
-    p.add_argument("--grid", default="paper", help="paper (36 settings) or tiny (tests)")
+    p.add_argument("--grid", default="paper", help="paper (36 settings), production (TPU7x and v6e, 8) or tiny (tests)")
     p.add_argument("--jobs", type=int_arg("--jobs", 1, 256), default=1,
                    help="compile processes, 1 to 256 (default 1)")
     p.add_argument("--only", action="append", metavar="SUBSTRING",

@@ -31,6 +31,10 @@ MODELS_PAPER = ("wan2.1-t2v-14b", "wan2.1-t2v-1.3b")
 TOPOLOGIES_PAPER = ("v5e:2x2", "v5e:2x4", "v5e:4x4")
 WORKLOADS_PAPER = (("480p", 21), ("480p", 41), ("480p", 81),
                    ("720p", 21), ("720p", 41), ("720p", 81))
+# What Wan is served on today: TPU7x-8 and -16 (two TensorCores per chip) and v6e-8 and -16,
+# at the frame count deployments run.
+TOPOLOGIES_PRODUCTION = ("tpu7x:2x2x1", "tpu7x:2x2x2", "v6e:2x4", "v6e:4x4")
+WORKLOADS_PRODUCTION = (("480p", 81), ("720p", 81))
 
 
 @dataclass(frozen=True)
@@ -64,14 +68,19 @@ def cost_order(s: Setting) -> tuple:
 
 def grid(name: str = "paper") -> list[Setting]:
     """The settings of a named grid, cheapest first. "paper": Wan 2.1 14B and 1.3B x v5e-4,
-    v5e-8, v5e-16 x 480p/720p x 21/41/81 frames (36 settings); "tiny": the test model."""
+    v5e-8, v5e-16 x 480p/720p x 21/41/81 frames (36 settings); "production": Wan 2.1 14B x
+    TPU7x-8, TPU7x-16, v6e-8, v6e-16 x 480p/720p 81 frames (8); "tiny": the test model."""
     if name == "paper":
         out = [Setting(m, v, f, t) for m in MODELS_PAPER for t in TOPOLOGIES_PAPER
                for v, f in WORKLOADS_PAPER]
         return sorted(out, key=cost_order)
+    if name == "production":
+        out = [Setting("wan2.1-t2v-14b", v, f, t) for t in TOPOLOGIES_PRODUCTION
+               for v, f in WORKLOADS_PRODUCTION]
+        return sorted(out, key=cost_order)
     if name == "tiny":
         return [Setting("wan-tiny", "tiny", 9, "v5e:2x4")]
-    raise UserError(f"unknown grid {name!r}: use paper or tiny")
+    raise UserError(f"unknown grid {name!r}: use paper, production or tiny")
 
 
 def select(settings: list[Setting], only: Iterable[str] | None) -> list[Setting]:

@@ -1,0 +1,79 @@
+"""TPU7x end to end: two TensorCores per chip as devices, a plan compiled for the TPU
+(deviceless, 8 devices), placements over cores and chips, MaxDiffusion's recipes as it lays
+them out, and a report that says which logical groups share a chip."""
+
+from __future__ import annotations
+
+import pytest
+
+from aoizora import _core, planner, report, strategies, tpu
+from aoizora.cache import Cache
+from aoizora.models import get_model, get_workload
+from aoizora.placement import axis_groups_on_chips, device_keys
+
+SLICE = "tpu7x:2x2x1"
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    cache = Cache(str(tmp_path_factory.mktemp("cache")))
+    settings = planner.Settings(top_k=2, workers=1, cache=cache)
+    return planner.plan("wan-tiny", "tiny", None, SLICE, settings=settings)
+
+
+def test_plan_compiles_for_the_tpu_over_every_core(result):
+    plan = result.plan
+    assert plan.topology["compile_target"] == {
+        "platform": "tpu", "name": SLICE, "devices": 8, "wrap": [False, False, False]}
+    assert plan.topology["chips"] == 4 and plan.topology["devices"] == 8
+    coords = plan.choice.device_coords
+    assert len(coords) == 8 and all(len(c) == 4 for c in coords)  # (x, y, z, core)
+    assert len({tuple(c) for c in coords}) == 8
+
+
+def test_plan_mesh_puts_each_partition_on_its_planned_core(result):
+    plan = result.plan
+    mesh = plan.mesh(tpu.compile_only_devices(SLICE))
+    assert [list(k) for k in device_keys(mesh.devices.flat)] == plan.choice.device_coords
+
+
+def test_maxdiffusion_recipes_are_baselines_on_jax_default_order(result):
+    base = result.plan.baselines
+    for tag in (strategies.MAXDIFFUSION_CFG, strategies.MAXDIFFUSION_RING,
+                strategies.MAXDIFFUSION_ULYSSES):
+        assert tag in base, tag
+        assert base[tag].placement == "jax-default"
+    # data 2 x context 4 with 2 Ulysses shards innermost: Ulysses 2 x ring 2.
+    usp = base[strategies.MAXDIFFUSION_USP]
+    assert usp.mesh_shape == [2, 2, 2] and usp.axis_names == ["data", "ring", "ulysses"]
+    # MaxDiffusion's layout (jax's tray ring, consecutive ids share a chip) puts each Ulysses
+    # pair on the two cores of one chip and runs the ring across chips.
+    groups = usp.extra["axis_groups"]
+    assert groups["ulysses"] == "within one chip"
+    assert groups["ring"] == "one device on each of 2 chips"
+
+
+def test_axis_groups_in_words():
+    topo = _core.make_topology(SLICE)
+    default = _core.default_placement(topo, [2, 2, 2])
+    keys = topo.coords_of(default.device_of)
+    words = axis_groups_on_chips([2, 2, 2], ["data", "ring", "ulysses"], keys)
+    assert words == {"data": "one device on each of 2 chips",
+                     "ring": "one device on each of 2 chips",
+                     "ulysses": "within one chip"}
+    # The core as the outer mesh axis: its groups are a chip's two cores; the inner axis
+    # takes one core of each of the 4 chips.
+    keys = [(x, y, 0, c) for c in range(2) for y in range(2) for x in range(2)]
+    assert axis_groups_on_chips([2, 4], ["a", "b"], keys) == {
+        "a": "within one chip", "b": "one device on each of 4 chips"}
+
+
+def test_report_draws_both_cores_of_each_chip(result):
+    text = report.render(result.plan)
+    assert text.count("c0: ") == 4 and text.count("c1: ") == 4
+    assert "Where each mesh axis runs" in text
+
+
+def test_tpu7x_14b_candidates_include_ulysses_on_the_cores():
+    cands = strategies.baseline_candidates(get_model("wan2.1-t2v-14b"), get_workload("720p", 81), 8)
+    assert cands[strategies.MAXDIFFUSION_USP].name == "dp2-usp2x2w"
