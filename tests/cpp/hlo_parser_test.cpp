@@ -121,3 +121,104 @@ TEST(HloParser, ErrorsCarryLineAndColumn) {
 
 }  // namespace
 }  // namespace aoizora::hlo
+
+namespace aoizora::hlo {
+namespace {
+
+const Computation& entry(const HloModule& m) { return m.computations[m.entry]; }
+
+TEST(HloParser, NestedOperandsBecomeInstructionsBeforeTheirUser) {
+  auto m = parse_hlo_module(
+      "HloModule m\nENTRY e {\n"
+      "  ROOT r = f16[10,10] convert(f32[10,10] reshape(f32[100] parameter(0)))\n}\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Computation& e = entry(*m);
+  ASSERT_EQ(e.instructions.size(), 3u);
+  EXPECT_EQ(e.instructions[0].name, "parameter.anon");
+  EXPECT_EQ(e.instructions[1].name, "reshape.anon");
+  EXPECT_EQ(e.instructions[1].operands, (std::vector<int>{0}));
+  EXPECT_EQ(e.instructions[2].operands, (std::vector<int>{1}));
+  EXPECT_EQ(e.instructions[1].shape.dims, (std::vector<int64_t>{10, 10}));
+  EXPECT_EQ(e.root, 2);
+
+  auto reducer = parse_hlo_module(
+      "HloModule m\nadd {\n  ROOT s = f32[] add(f32[] parameter(0), f32[] parameter(1))\n}\n"
+      "ENTRY e {\n  i = s32[] parameter(0)\n  ROOT c = pred[] compare(i, s32[] constant(5)), "
+      "direction=LT\n}\n");
+  ASSERT_TRUE(reducer.ok()) << reducer.error().to_string();
+  const Computation& add = reducer->computations[0];
+  ASSERT_EQ(add.instructions.size(), 3u);
+  EXPECT_EQ(add.instructions[1].name, "parameter.anon.1");  // names stay unique
+  EXPECT_EQ(add.instructions[2].operands, (std::vector<int>{0, 1}));
+  EXPECT_EQ(entry(*reducer).instructions[2].operands, (std::vector<int>{0, 1}));
+  EXPECT_EQ(entry(*reducer).instructions[2].attr("direction"), "LT");
+}
+
+TEST(HloParser, UndefinedOperandIsAnErrorAtItsPosition) {
+  auto m = parse_hlo_module("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+                            "  ROOT a = f32[4] add(p, typo)\n}\n", "t.hlo");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().line, 4);
+  EXPECT_EQ(m.error().column, 26);
+  EXPECT_NE(m.error().message.find("'typo'"), std::string::npos) << m.error().message;
+  EXPECT_EQ(m.error().to_string().find('\n'), std::string::npos);
+  // XLA needs operands defined before their use, too.
+  EXPECT_FALSE(parse_hlo_module("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+                                "  ROOT a = f32[4] add(p, q)\n  q = f32[4] negate(p)\n}\n")
+                   .ok());
+}
+
+TEST(HloParser, DuplicateComputationOrInstructionNameIsAnError) {
+  auto m = parse_hlo_module("HloModule m\nc {\n  ROOT x = f32[] parameter(0)\n}\n"
+                            "c {\n  ROOT y = f32[] parameter(0)\n}\n"
+                            "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] call(p), "
+                            "to_apply=c\n}\n");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().line, 5);
+  EXPECT_NE(m.error().message.find("'c' is defined twice"), std::string::npos) << m.error().message;
+  auto i = parse_hlo_module("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n"
+                            "  p = f32[] negate(p)\n}\n");
+  ASSERT_FALSE(i.ok());
+  EXPECT_EQ(i.error().line, 4);
+}
+
+TEST(HloParser, CommentsAfterAValueAreNotPartOfIt) {
+  auto m = parse_hlo_module(R"(HloModule m
+cond {
+  p = (s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0  // the counter
+  ROOT c = pred[] compare(i, s32[] constant(5)), direction=LT /* trailing */
+}
+while_body.2 {
+  p = (s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), /* index */ index=0
+  ROOT t = (s32[]) tuple(i)
+}
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  z = s32[] constant(0)
+  t = (s32[]) tuple(z)
+  w = (s32[]) while(t), condition=cond, body=while_body.2  // 17
+  a = f32[8] parameter(0)
+  ROOT r = f32[8] all-reduce(a), channel_id=7  // sum
+    , replica_groups={}, to_apply=add
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Computation& e = entry(*m);
+  EXPECT_EQ(e.instructions[2].callee("body"), 1);
+  EXPECT_EQ(e.instructions[2].callee("condition"), 0);
+  EXPECT_EQ(e.instructions[4].attr("channel_id"), "7");
+  EXPECT_EQ(e.instructions[4].attr("replica_groups"), "{}");
+  EXPECT_EQ(e.instructions[4].called, (std::vector<int>{2}));
+  EXPECT_EQ(m->computations[0].instructions[1].attr("index"), "0");
+  EXPECT_EQ(m->computations[0].instructions[3].attr("direction"), "LT");
+  EXPECT_EQ(m->computations[1].instructions[1].attr("index"), "0");
+}
+
+}  // namespace
+}  // namespace aoizora::hlo

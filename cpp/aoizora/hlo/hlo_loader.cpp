@@ -106,7 +106,7 @@ class Builder {
     for (size_t i = 0; i < comp.instructions.size(); ++i) {
       const Instruction& ins = comp.instructions[i];
       if (ins.opcode == "while") {
-        int body = m_.find_computation(ins.attr("body"));
+        int body = ins.callee("body");
         if (body < 0) return error_at(ins, "a while without a body=");
         std::optional<int64_t> trip = while_trip_count(m_, c, static_cast<int>(i));
         int64_t inner = repeat;
