@@ -131,7 +131,8 @@ Result<bool> read_shape(Lexer& lx, Shape* out, int depth) {
   lx.skip_ws();
   if (lx.peek() == '(') return read_tuple(lx, out, depth);
   if (lx.peek() == 'b' && !is_name_char(lx.peek_at(1)) && next_is(lx, lx.pos() + 1, '(')) {
-    lx.consume('(');  // a buffer shape: the shape it holds
+    lx.advance();  // a buffer shape `b(...)`: the shape it holds
+    lx.consume('(');
     auto r = read_shape(lx, out, depth + 1);
     if (!r.ok()) return r;
     if (!lx.consume(')')) return lx.expected("')' closing the buffer shape", lx.pos());
