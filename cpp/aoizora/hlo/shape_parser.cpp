@@ -120,10 +120,16 @@ bool can_be_shape(const Lexer& lx) {
   if (c == '(') return true;
   if (c == 'b' && !is_name_char(lx.peek_at(1)) && next_is(lx, lx.pos() + 1, '(')) return true;
   if (!is_alpha(c)) return false;
+  // An element type is followed by its dimensions; only token and opaque may stand alone.
+  // (Checking the '[' first keeps the type-name lookup off the path of every opcode.)
   size_t end;
-  const PrimitiveType t = primitive_type_from_name(type_word(lx, &end));
-  return t != PrimitiveType::kInvalid && t != PrimitiveType::kTuple &&
-         (end >= lx.text().size() || !is_name_char(lx.text()[end]));
+  const std::string_view word = type_word(lx, &end);
+  if (end < lx.text().size() && is_name_char(lx.text()[end])) return false;
+  if (next_is(lx, end, '[')) {
+    const PrimitiveType t = primitive_type_from_name(word);
+    return t != PrimitiveType::kInvalid && t != PrimitiveType::kTuple;
+  }
+  return word == "token" || word == "opaque";
 }
 
 Result<bool> read_shape(Lexer& lx, Shape* out, int depth) {
