@@ -499,3 +499,56 @@ TEST(HloFixtureClosedForm, LayersScanRepeats) {
 
 }  // namespace
 }  // namespace aoizora::hlo
+
+namespace aoizora::hlo {
+namespace {
+
+constexpr const char* kNoCounts = R"(HloModule llama
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[64] parameter(0)
+  ROOT r = f32[64] all-reduce(p), channel_id=1, replica_groups=[1,8]<=[8], use_global_device_ids=true, to_apply=add
+}
+)";
+
+TEST(HloDeviceCount, HeaderWithoutCountsInfersThemFromTheGroups) {
+  auto g = collective_graph_from_text(kNoCounts);
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->num_partitions, 8);
+  EXPECT_EQ(g->replica_count, 1);
+  EXPECT_EQ(g->device_count_source, "inferred from replica groups");
+  ASSERT_EQ(g->collectives.size(), 1u);
+  EXPECT_EQ(g->collectives[0].groups, (std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5, 6, 7}}));
+
+  // Cross-replica groups (no channel_id) need replicas, not partitions.
+  std::string cross_replica = kNoCounts;
+  cross_replica.replace(cross_replica.find("channel_id=1, "), 14, "");
+  auto r = collective_graph_from_text(cross_replica);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->replica_count, 8);
+  EXPECT_EQ(r->num_partitions, 1);
+}
+
+TEST(HloDeviceCount, GivenDeviceCountOrHeaderWins) {
+  auto g = collective_graph_from_text(kNoCounts, "", LoadOptions{16});
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->num_partitions, 16);
+  EXPECT_EQ(g->device_count_source, "given");
+  std::string with_header = kNoCounts;
+  with_header.replace(0, 15, "HloModule llama, num_partitions=8, replica_count=1");
+  auto h = collective_graph_from_text(with_header, "", LoadOptions{16});
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  EXPECT_EQ(h->num_partitions, 8);
+  EXPECT_EQ(h->device_count_source, "header");
+  // A header count too small for the groups stays an error.
+  std::string small = kNoCounts;
+  small.replace(0, 15, "HloModule llama, num_partitions=4, replica_count=1");
+  EXPECT_FALSE(collective_graph_from_text(small).ok());
+}
+
+}  // namespace
+}  // namespace aoizora::hlo

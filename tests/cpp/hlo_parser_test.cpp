@@ -121,3 +121,234 @@ TEST(HloParser, ErrorsCarryLineAndColumn) {
 
 }  // namespace
 }  // namespace aoizora::hlo
+
+namespace aoizora::hlo {
+namespace {
+
+const Computation& entry(const HloModule& m) { return m.computations[m.entry]; }
+
+TEST(HloParser, NestedOperandsBecomeInstructionsBeforeTheirUser) {
+  auto m = parse_hlo_module(
+      "HloModule m\nENTRY e {\n"
+      "  ROOT r = f16[10,10] convert(f32[10,10] reshape(f32[100] parameter(0)))\n}\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Computation& e = entry(*m);
+  ASSERT_EQ(e.instructions.size(), 3u);
+  EXPECT_EQ(e.instructions[0].name, "parameter.anon");
+  EXPECT_EQ(e.instructions[1].name, "reshape.anon");
+  EXPECT_EQ(e.instructions[1].operands, (std::vector<int>{0}));
+  EXPECT_EQ(e.instructions[2].operands, (std::vector<int>{1}));
+  EXPECT_EQ(e.instructions[1].shape.dims, (std::vector<int64_t>{10, 10}));
+  EXPECT_EQ(e.root, 2);
+
+  auto reducer = parse_hlo_module(
+      "HloModule m\nadd {\n  ROOT s = f32[] add(f32[] parameter(0), f32[] parameter(1))\n}\n"
+      "ENTRY e {\n  i = s32[] parameter(0)\n  ROOT c = pred[] compare(i, s32[] constant(5)), "
+      "direction=LT\n}\n");
+  ASSERT_TRUE(reducer.ok()) << reducer.error().to_string();
+  const Computation& add = reducer->computations[0];
+  ASSERT_EQ(add.instructions.size(), 3u);
+  EXPECT_EQ(add.instructions[1].name, "parameter.anon.1");  // names stay unique
+  EXPECT_EQ(add.instructions[2].operands, (std::vector<int>{0, 1}));
+  EXPECT_EQ(entry(*reducer).instructions[2].operands, (std::vector<int>{0, 1}));
+  EXPECT_EQ(entry(*reducer).instructions[2].attr("direction"), "LT");
+}
+
+TEST(HloParser, UndefinedOperandIsAnErrorAtItsPosition) {
+  auto m = parse_hlo_module("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+                            "  ROOT a = f32[4] add(p, typo)\n}\n", "t.hlo");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().line, 4);
+  EXPECT_EQ(m.error().column, 26);
+  EXPECT_NE(m.error().message.find("'typo'"), std::string::npos) << m.error().message;
+  EXPECT_EQ(m.error().to_string().find('\n'), std::string::npos);
+  // XLA needs operands defined before their use, too.
+  EXPECT_FALSE(parse_hlo_module("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+                                "  ROOT a = f32[4] add(p, q)\n  q = f32[4] negate(p)\n}\n")
+                   .ok());
+}
+
+TEST(HloParser, DuplicateComputationOrInstructionNameIsAnError) {
+  auto m = parse_hlo_module("HloModule m\nc {\n  ROOT x = f32[] parameter(0)\n}\n"
+                            "c {\n  ROOT y = f32[] parameter(0)\n}\n"
+                            "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] call(p), "
+                            "to_apply=c\n}\n");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().line, 5);
+  EXPECT_NE(m.error().message.find("'c' is defined twice"), std::string::npos) << m.error().message;
+  auto i = parse_hlo_module("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n"
+                            "  p = f32[] negate(p)\n}\n");
+  ASSERT_FALSE(i.ok());
+  EXPECT_EQ(i.error().line, 4);
+}
+
+TEST(HloParser, CommentsAfterAValueAreNotPartOfIt) {
+  auto m = parse_hlo_module(R"(HloModule m
+cond {
+  p = (s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0  // the counter
+  ROOT c = pred[] compare(i, s32[] constant(5)), direction=LT /* trailing */
+}
+while_body.2 {
+  p = (s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), /* index */ index=0
+  ROOT t = (s32[]) tuple(i)
+}
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  z = s32[] constant(0)
+  t = (s32[]) tuple(z)
+  w = (s32[]) while(t), condition=cond, body=while_body.2  // 17
+  a = f32[8] parameter(0)
+  ROOT r = f32[8] all-reduce(a), channel_id=7  // sum
+    , replica_groups={}, to_apply=add
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Computation& e = entry(*m);
+  EXPECT_EQ(e.instructions[2].callee("body"), 1);
+  EXPECT_EQ(e.instructions[2].callee("condition"), 0);
+  EXPECT_EQ(e.instructions[4].attr("channel_id"), "7");
+  EXPECT_EQ(e.instructions[4].attr("replica_groups"), "{}");
+  EXPECT_EQ(e.instructions[4].called, (std::vector<int>{2}));
+  EXPECT_EQ(m->computations[0].instructions[1].attr("index"), "0");
+  EXPECT_EQ(m->computations[0].instructions[3].attr("direction"), "LT");
+  EXPECT_EQ(m->computations[1].instructions[1].attr("index"), "0");
+}
+
+}  // namespace
+}  // namespace aoizora::hlo
+
+namespace aoizora::hlo {
+namespace {
+
+// Each text is one dialect class that XLA's parser accepts and ours used to refuse.
+TEST(HloParser, AcceptsWhatXlaAccepts) {
+  const char* texts[] = {
+      // an attribute list continued after ',' and on a line starting with ','
+      "HloModule m\nadd {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+      " ROOT s = f32[] add(x, y)\n}\nENTRY e {\n p = f32[8] parameter(0)\n"
+      " ROOT r = f32[8] all-reduce(p), channel_id=1,\n   replica_groups={{0,1}}\n"
+      "   , to_apply=add\n}\n",
+      // an attribute value on the next line
+      "HloModule m\nENTRY e {\n p = f32[8] parameter(0)\n ROOT c = f32[8] custom-call(p), "
+      "custom_call_target=\n   \"foo\"\n}\n",
+      // }, execution_thread="..." after a body
+      "HloModule m\nc {\n ROOT x = f32[] parameter(0)\n}, execution_thread=\"host\"\n"
+      "ENTRY e {\n ROOT p = f32[] parameter(0)\n}\n",
+      // buffer shapes
+      "HloModule m\nENTRY e {\n ROOT p = b(f32[16]) parameter(0)\n}\n",
+      // no HloModule line; HloModule name:
+      "ENTRY e {\n ROOT p = f32[4] parameter(0)\n}\n",
+      "e {\n ROOT p = f32[4] parameter(0)\n}\n",
+      "HloModule m:\nENTRY e {\n ROOT p = f32[4] parameter(0)\n}\n",
+      // inline computation bodies as attribute values
+      "HloModule m\nENTRY e {\n p = f32[8] parameter(0)\n z = f32[] constant(0)\n"
+      " ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={\n"
+      "   x = f32[] parameter(0)\n   y = f32[] parameter(1)\n   ROOT s = f32[] add(x, y)\n }\n}\n",
+      // spaced shapes and layouts; a type apart from its dims; a result shape glued to '{'
+      "HloModule m\nENTRY e (p: f32[51, 16]) -> f32[51,16]{\n"
+      " ROOT p = f32[51, 16] {0, 1} parameter(0)\n}\n",
+      "HloModule m\nENTRY e {\n ROOT p = s32 [5,10] parameter(0)\n}\n",
+  };
+  for (const char* t : texts) {
+    auto m = parse_hlo_module(t);
+    EXPECT_TRUE(m.ok()) << t << "\n" << (m.ok() ? "" : m.error().to_string());
+  }
+  auto inline_body = parse_hlo_module(texts[7]);
+  ASSERT_TRUE(inline_body.ok());
+  ASSERT_EQ(inline_body->computations.size(), 2u);
+  EXPECT_EQ(inline_body->computations[0].name, "_");
+  EXPECT_EQ(entry(*inline_body).instructions[2].called, (std::vector<int>{0}));
+  auto headerless = parse_hlo_module(texts[4]);
+  ASSERT_TRUE(headerless.ok());
+  EXPECT_EQ(headerless->name, "module_e");
+  EXPECT_FALSE(headerless->header.has_header);
+  auto layout = parse_hlo_module(texts[8]);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(entry(*layout).instructions[0].shape.layout_text, "0, 1");
+}
+
+// And what XLA's parser refuses, with the line of the fault.
+TEST(HloParser, RefusesWhatXlaRefuses) {
+  const std::pair<const char*, int> texts[] = {
+      {"HloModule m\nENTRY e {\n ROOT r = f32[4] call(), to_apply=c\n}\nc {\n"
+       " ROOT x = f32[4] parameter(0)\n}\n", 3},  // callee after its caller
+      {"HloModule m\nENTRY e {\n ROOT p = f32[4] parameter(0), foo\n}\n", 3},  // bare word
+      {"HloModule m\nENTRY e {\n ROOT p = f32[4] parameter(0)\n ROOT q = f32[4] parameter(1)\n}\n",
+       4},
+      {"HloModule m\nENTRY e {\n}\n", 3},
+      {"HloModule m\nENTRY e {\n ROOT p = f32[4]{} parameter(0)\n}\n", 3},
+      {"HloModule m\nENTRY e {\n ROOT p = f32[4]{1,0} parameter(0)\n}\n", 3},  // layout rank
+      {"HloModule m, num_partitions=x\nENTRY e {\n ROOT p = f32[4] parameter(0)\n}\n", 1},
+      {"HloModule m\nENTRY e {\n ROOT p = f32[4] parameter(0)\n}\n}\n", 5},
+      {"HloModule m\nENTRY e {\n p = f32[4] parameter(0)\n ROOT r = reshape(p)\n}\n", 4},
+      {"HloModule m\nENTRY e {\n ROOT p = f32[4] parameter(0)\n}\nENTRY f {\n"
+       " ROOT p = f32[4] parameter(0)\n}\n", 5},
+      {"e (p: f32[4]) -> f32[4] {\n ROOT p = f32[4] parameter(0)\n}\n", 1},
+  };
+  for (const auto& [t, line] : texts) {
+    auto m = parse_hlo_module(t);
+    ASSERT_FALSE(m.ok()) << t;
+    EXPECT_EQ(m.error().line, line) << t << "\n" << m.error().to_string();
+  }
+}
+
+TEST(HloParser, InfersTheResultShapesXlaInfers) {
+  auto m = parse_hlo_module(R"(HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = add(x, y)
+}
+ENTRY e {
+  a = f32[2,3] parameter(0)
+  b = bf16[3,5] parameter(1)
+  t = (f32[2,3], s32[]) parameter(2)
+  sum = add(a, a)
+  lt = compare(a, a), direction=LT
+  sel = select(lt, a, sum)
+  tup = tuple(a, lt)
+  g = get-tuple-element(t), index=1
+  d = dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  tr = transpose(a), dimensions={1,0}
+  cat = concatenate(a, a), dimensions={0}
+  z = f32[] constant(0)
+  r = reduce(a, z), dimensions={1}, to_apply=add
+  ROOT c = call(a, a), to_apply=add
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Computation& e = entry(*m);
+  auto shape = [&](int i) { return e.instructions[i].shape; };
+  EXPECT_EQ(m->computations[0].instructions[2].shape.type, PrimitiveType::kF32);
+  EXPECT_EQ(shape(3).dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(shape(4).type, PrimitiveType::kPred);
+  EXPECT_EQ(shape(5).type, PrimitiveType::kF32);
+  ASSERT_TRUE(shape(6).is_tuple());
+  EXPECT_EQ(shape(6).tuple[1].type, PrimitiveType::kPred);
+  EXPECT_EQ(shape(7).type, PrimitiveType::kS32);
+  EXPECT_EQ(shape(8).dims, (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(shape(9).dims, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(shape(10).dims, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(shape(12).dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(shape(13).dims, (std::vector<int64_t>{}));
+
+  for (const char* op : {"convert(a)", "all-reduce(a), to_apply=add", "reshape(a)"}) {
+    std::string t = std::string("HloModule m\nadd {\n x = f32[] parameter(0)\n y = f32[] "
+                                "parameter(1)\n ROOT s = f32[] add(x, y)\n}\nENTRY e {\n"
+                                " a = f32[4] parameter(0)\n ROOT r = ") + op + "\n}\n";
+    auto bad = parse_hlo_module(t);
+    ASSERT_FALSE(bad.ok()) << op;
+    EXPECT_NE(bad.error().message.find("cannot be inferred"), std::string::npos)
+        << bad.error().message;
+    EXPECT_EQ(bad.error().line, 9);
+  }
+}
+
+}  // namespace
+}  // namespace aoizora::hlo

@@ -12,6 +12,7 @@
 #include "aoizora/bind/bind.h"
 #include "aoizora/hlo/collective_graph.h"
 #include "aoizora/hlo/hlo_loader.h"
+#include "aoizora/hlo/hlo_parser.h"
 
 namespace nb = nanobind;
 
@@ -86,6 +87,8 @@ void bind_hlo(nb::module_& m) {
                               "Collectives, schedule regions and per-op cost of one compiled HLO.")
       .def_ro("num_partitions", &CollectiveGraph::num_partitions)
       .def_ro("replica_count", &CollectiveGraph::replica_count)
+      .def_ro("device_count_source", &CollectiveGraph::device_count_source,
+              "'header', 'given' (num_devices) or 'inferred from replica groups'")
       .def_ro("regions", &CollectiveGraph::regions)
       .def_ro("collectives", &CollectiveGraph::collectives)
       .def_ro("loops", &CollectiveGraph::loops)
@@ -112,14 +115,39 @@ void bind_hlo(nb::module_& m) {
 
   m.def(
       "load_hlo",
-      [](std::string_view text, std::string filename) {
-        return unwrap(collective_graph_from_text(text, std::move(filename)));
+      [](std::string_view text, std::string filename, int num_devices) {
+        return unwrap(collective_graph_from_text(text, std::move(filename), {num_devices}));
       },
-      nb::arg("text"), nb::arg("filename") = "",
-      "Parses compiled HLO text into a CollectiveGraph (CoreError on malformed input).");
+      nb::arg("text"), nb::arg("filename") = "", nb::arg("num_devices") = 0,
+      "Parses compiled HLO text into a CollectiveGraph (CoreError on malformed input). "
+      "num_devices: the partition count when the header has none (0: inferred).");
   m.def(
-      "load_hlo_file", [](const std::string& path) { return unwrap(collective_graph_from_file(path)); },
-      nb::arg("path"), "Reads and parses a compiled HLO file into a CollectiveGraph.");
+      "load_hlo_file",
+      [](const std::string& path, int num_devices) {
+        return unwrap(collective_graph_from_file(path, {num_devices}));
+      },
+      nb::arg("path"), nb::arg("num_devices") = 0,
+      "Reads and parses a compiled HLO file into a CollectiveGraph.");
+  m.def(
+      "hlo_module_summary",
+      [](std::string_view text) {
+        auto m = unwrap(parse_hlo_module(text));
+        std::map<std::string, int> opcodes;
+        int instructions = 0;
+        for (const Computation& c : m.computations)
+          for (const Instruction& ins : c.instructions) {
+            ++opcodes[std::string(ins.opcode)];
+            ++instructions;
+          }
+        nb::dict out;
+        out["computations"] = static_cast<int>(m.computations.size());
+        out["instructions"] = instructions;
+        out["opcodes"] = opcodes;
+        return out;
+      },
+      nb::arg("text"),
+      "Parses HLO text only: {'computations', 'instructions', 'opcodes': {opcode: count}} "
+      "(CoreError on malformed input); for checking the parser against XLA's.");
 }
 
 }  // namespace aoizora::bind

@@ -117,6 +117,9 @@ struct Loop {
 struct CollectiveGraph {
   int num_partitions = 1;
   int replica_count = 1;
+  // Where the two counts came from: "header", "given" (the caller's device count), or
+  // "inferred from replica groups" (the header left one out; device_count.h).
+  std::string device_count_source = "header";
   std::vector<Region> regions;
   std::vector<Collective> collectives;
   // How regions nest. Empty in graphs built by hand: then each region with repeat != 1 is a

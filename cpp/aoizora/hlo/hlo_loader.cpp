@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "aoizora/hlo/device_count.h"
 #include "aoizora/hlo/hlo_module.h"
 #include "aoizora/hlo/hlo_parser.h"
 #include "aoizora/hlo/op_cost.h"
@@ -61,10 +62,11 @@ struct Found {
 
 class Builder {
  public:
-  Builder(const HloModule& m, std::string filename)
+  Builder(const HloModule& m, const DeviceCount& devices, std::string filename)
       : m_(m), cost_(m), filename_(std::move(filename)) {
-    g_.num_partitions = static_cast<int>(m.num_partitions);
-    g_.replica_count = static_cast<int>(m.replica_count);
+    g_.num_partitions = devices.num_partitions;
+    g_.replica_count = devices.replica_count;
+    g_.device_count_source = devices.source;
     where_.resize(m.computations.size());
     for (size_t c = 0; c < m.computations.size(); ++c)
       where_[c].assign(m.computations[c].instructions.size(), {-1, -1});
@@ -106,7 +108,7 @@ class Builder {
     for (size_t i = 0; i < comp.instructions.size(); ++i) {
       const Instruction& ins = comp.instructions[i];
       if (ins.opcode == "while") {
-        int body = m_.find_computation(ins.attr("body"));
+        int body = ins.callee("body");
         if (body < 0) return error_at(ins, "a while without a body=");
         std::optional<int64_t> trip = while_trip_count(m_, c, static_cast<int>(i));
         int64_t inner = repeat;
@@ -428,14 +430,17 @@ class Builder {
 
 }  // namespace
 
-Result<CollectiveGraph> collective_graph_from_text(std::string_view text, std::string filename) {
+Result<CollectiveGraph> collective_graph_from_text(std::string_view text, std::string filename,
+                                                   const LoadOptions& options) {
   auto module = parse_hlo_module(text, filename);
   if (!module.ok()) return module.error();
   if (module->entry < 0) return Error{"no ENTRY computation", filename, 0, 0};
-  return Builder(*module, std::move(filename)).build();
+  const DeviceCount devices = device_count(*module, options.num_devices);
+  return Builder(*module, devices, std::move(filename)).build();
 }
 
-Result<CollectiveGraph> collective_graph_from_file(const std::string& path) {
+Result<CollectiveGraph> collective_graph_from_file(const std::string& path,
+                                                   const LoadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{"cannot open the file", path, 0, 0};
   std::string text;
@@ -446,7 +451,7 @@ Result<CollectiveGraph> collective_graph_from_file(const std::string& path) {
   in.seekg(0, std::ios::beg);
   in.read(text.data(), size);
   if (!in) return Error{"cannot read the file", path, 0, 0};
-  return collective_graph_from_text(text, path);
+  return collective_graph_from_text(text, path, options);
 }
 
 }  // namespace aoizora::hlo

@@ -4,6 +4,9 @@
 #include <charconv>
 #include <string>
 
+#include "aoizora/hlo/attribute_text.h"
+#include "aoizora/hlo/hlo_lexer.h"
+
 namespace aoizora::hlo {
 
 std::optional<int64_t> backend_config_int(std::string_view config, std::string_view key,
@@ -20,63 +23,22 @@ std::optional<int64_t> backend_config_int(std::string_view config, std::string_v
   return v;
 }
 
-size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma) {
-  if (text.compare(value_begin, 5, "mesh[") != 0) return std::string_view::npos;
-  size_t q = comma + 1;
-  while (q < text.size() && text[q] == ' ') ++q;
-  return text.compare(q, 11, "device_ids=") == 0 ? q + 11 : std::string_view::npos;
-}
 namespace {
 
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-// The next ", key=value" of text the parser already validated; false at the end. Values end
-// at a top-level ',' or newline (strings and brackets skipped), except that the mesh form of
-// replica_groups keeps its ", device_ids=(...)".
+// The next ", key=value" of text the parser already validated; false at the end.
 bool next_attribute(std::string_view t, size_t* pos, Attribute* out) {
-  size_t p = *pos;
-  while (p < t.size() && is_blank(t[p])) ++p;
+  size_t p = skip_space_and_comments(t, *pos);
   if (p >= t.size() || t[p] != ',') return false;
-  ++p;
-  while (p < t.size() && is_blank(t[p])) ++p;
+  p = skip_space_and_comments(t, p + 1);
   size_t kb = p;
-  while (p < t.size() && t[p] != '=' && t[p] != ',' && !is_blank(t[p])) ++p;
+  while (p < t.size() && t[p] != '=' && t[p] != ',' && is_name_char(t[p])) ++p;
   out->key = t.substr(kb, p - kb);
   out->value = {};
-  while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
   if (p < t.size() && t[p] == '=') {
-    ++p;
-    while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
-    size_t vb = p;
-    int depth = 0;
-    while (p < t.size()) {
-      char c = t[p];
-      if (c == '"') {
-        ++p;
-        while (p < t.size() && t[p] != '"') p += (t[p] == '\\') ? 2 : 1;
-        ++p;
-        continue;
-      }
-      if (c == '(' || c == '{' || c == '[') {
-        ++depth;
-      } else if (c == ')' || c == '}' || c == ']') {
-        if (depth == 0) break;
-        --depth;
-      } else if (depth == 0 && (c == '\n' || c == ',')) {
-        if (c == ',') {
-          if (size_t resume = mesh_value_continues(t, vb, p); resume != std::string_view::npos) {
-            p = resume;
-            continue;
-          }
-        }
-        break;
-      }
-      ++p;
-    }
-    p = std::min(p, t.size());
-    size_t ve = p;
-    while (ve > vb && is_blank(t[ve - 1])) --ve;
-    out->value = t.substr(vb, ve - vb);
+    size_t vb = skip_space_and_comments(t, p + 1);
+    ValueEnd ve = attribute_value_end(t, vb);
+    out->value = t.substr(vb, ve.end - vb);
+    p = ve.ok ? ve.end : t.size();
   }
   *pos = p;
   return true;
@@ -106,6 +68,12 @@ std::vector<Attribute> Instruction::attributes() const {
   Attribute a;
   while (next_attribute(attribute_text, &pos, &a)) out.push_back(a);
   return out;
+}
+
+int Instruction::callee(std::string_view key) const {
+  for (size_t i = 0; i < called_keys.size(); ++i)
+    if (called_keys[i] == key) return called[i];
+  return -1;
 }
 
 int HloModule::find_computation(std::string_view name) const {

@@ -52,7 +52,7 @@ std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
   const Computation& caller = m.computations[ci];
   const Instruction& w = caller.instructions[wi];
   if (auto n = known_trip_count(w.attr("backend_config"))) return *n >= 0 ? *n : 0;
-  int cond = m.find_computation(w.attr("condition"));
+  int cond = w.callee("condition");
   if (cond < 0) return std::nullopt;
   const Computation& cc = m.computations[cond];
   // The compare, possibly the root of a fusion at the condition's root.

@@ -37,6 +37,7 @@ def summarize(graph) -> dict:
     return {
         "num_partitions": graph.num_partitions,
         "replica_count": graph.replica_count,
+        "device_count_source": graph.device_count_source,
         "total_flops": graph.total_flops,
         "static_flops": graph.static_flops,
         "total_bytes": graph.total_bytes,
@@ -84,6 +85,10 @@ def run(args) -> int:
     out = sys.stdout
     print(f"{args.hlo}: {summary['num_partitions']} partitions, "
           f"{len(summary['collectives'])} collectives, {len(summary['regions'])} regions", file=out)
+    if summary["device_count_source"] != "header":
+        print(f"  device count {summary['device_count_source']}: {summary['replica_count']} "
+              f"replica(s) x {summary['num_partitions']} partition(s) (the HLO header does not "
+              f"give them)", file=out)
     print(f"  FLOPs per device: {summary['total_flops']:.4g} per run "
           f"({summary['static_flops']:.4g} with loop bodies once)", file=out)
     print(f"  HBM bytes per device: {_bytes(summary['total_bytes'])}", file=out)

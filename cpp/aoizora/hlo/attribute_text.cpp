@@ -1,0 +1,81 @@
+#include "aoizora/hlo/attribute_text.h"
+
+#include <cstring>
+
+namespace aoizora::hlo {
+namespace {
+
+// Characters that end a run of ordinary value text.
+struct SpecialTable {
+  bool special[256] = {};
+  constexpr SpecialTable() {
+    for (unsigned char c : std::string_view("\"(){}[],\n/")) special[c] = true;
+  }
+};
+constexpr SpecialTable kSpecial;
+
+// Past the string whose quote is at `p`; npos when unterminated.
+size_t past_string(std::string_view t, size_t p) {
+  const char q = t[p++];
+  while (p < t.size()) {
+    const void* hit = memchr(t.data() + p, q, t.size() - p);
+    if (hit == nullptr) break;
+    size_t at = static_cast<size_t>(static_cast<const char*>(hit) - t.data());
+    size_t bs = 0;
+    while (at - bs > p && t[at - bs - 1] == '\\') ++bs;
+    p = at + 1;
+    if (bs % 2 == 0) return p;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma) {
+  if (text.compare(value_begin, 5, "mesh[") != 0) return std::string_view::npos;
+  size_t q = comma + 1;
+  while (q < text.size() && text[q] == ' ') ++q;
+  return text.compare(q, 11, "device_ids=") == 0 ? q + 11 : std::string_view::npos;
+}
+
+ValueEnd attribute_value_end(std::string_view t, size_t vb) {
+  size_t p = vb;
+  int depth = 0;
+  size_t open = vb;  // the outermost open bracket, for errors
+  while (p < t.size()) {
+    while (p < t.size() && !kSpecial.special[static_cast<unsigned char>(t[p])]) ++p;
+    if (p >= t.size()) break;
+    const char c = t[p];
+    if (c == '"') {
+      size_t after = past_string(t, p);
+      if (after == std::string_view::npos) return {t.size(), false, p};
+      p = after;
+      continue;
+    }
+    if (c == '(' || c == '{' || c == '[') {
+      if (depth++ == 0) open = p;
+    } else if (c == ')' || c == '}' || c == ']') {
+      if (depth == 0) break;
+      --depth;
+    } else if (depth == 0) {
+      if (c == '/' && !(p + 1 < t.size() && (t[p + 1] == '/' || t[p + 1] == '*'))) {
+        ++p;  // a slash that starts no comment is value text
+        continue;
+      }
+      if (c == ',') {
+        if (size_t resume = mesh_value_continues(t, vb, p); resume != std::string_view::npos) {
+          p = resume;
+          continue;
+        }
+      }
+      break;  // ',', newline or a comment
+    }
+    ++p;
+  }
+  if (depth != 0) return {t.size(), false, open};
+  size_t e = p;
+  while (e > vb && (t[e - 1] == ' ' || t[e - 1] == '\t' || t[e - 1] == '\r')) --e;
+  return {e, true, 0};
+}
+
+}  // namespace aoizora::hlo

@@ -1,0 +1,28 @@
+// Where an attribute value of HLO text ends: the one rule that the parser (which validates
+// attribute lists) and Instruction::attr (which re-reads them on demand) share.
+//
+// A value starts at its first character (after `key=` and any spaces, newlines or comments)
+// and ends before a top-level ',', an unmatched closing bracket, a newline or a comment;
+// strings and bracketed groups (which may span lines) are skipped whole. The mesh form of
+// replica_groups keeps its ", device_ids=(...)".
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace aoizora::hlo {
+
+struct ValueEnd {
+  size_t end = 0;  // one past the value's last non-space character
+  bool ok = true;  // false: an unterminated string or bracket (end is then the text's end)
+  size_t bad = 0;  // where the unterminated string or bracket opened
+};
+
+ValueEnd attribute_value_end(std::string_view text, size_t value_begin);
+
+// An attribute value ends at a top-level ',' except the mesh form of replica_groups, which
+// keeps its ", device_ids=(...)": for a value starting at `value_begin` and a top-level comma
+// at `comma`, the position to go on scanning from, or npos when the comma ends the value.
+size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma);
+
+}  // namespace aoizora::hlo
