@@ -113,7 +113,9 @@ def build(candidate: Candidate, model, workload, devices, *, order=None):
     def step(params, *inputs):
         return model.apply(params, *inputs, workload=workload, layout=layout)
 
-    return jax.jit(step, out_shardings=out_sharding), (p_args, *inputs)
+    # keep_unused: a parameter the step does not read is still resident (the idle expert of
+    # a two-expert model, models/experts.py) and must count in the program's memory.
+    return jax.jit(step, out_shardings=out_sharding, keep_unused=True), (p_args, *inputs)
 
 
 def _out_of_memory(e: BaseException) -> bool:
