@@ -20,6 +20,7 @@ count `resident` experts' weights, sharded as the plan shards them; nothing else
     cfg.expert_param_count()   one expert (diffusers' count of one transformer)
     cfg.resident_weight_bytes()  the weights held in HBM by the whole slice
     cfg.expert_for(t)          0 (high noise) or 1 (low noise) for a timestep in [0, 1000]
+    cfg.describe()             what a plan records: experts, resident, the boundary
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ class WanExperts(WanConfig):
         per = sum(math.prod(x.shape) * jnp.dtype(x.dtype).itemsize
                   for x in jax.tree.leaves(self.expert().abstract_params()))
         return self.resident * per
+
+    def describe(self) -> dict:
+        """What a plan records of the experts: this one plan serves every expert."""
+        return {"experts": self.experts, "resident_experts": self.resident,
+                "expert_params": self.expert_param_count(),
+                "boundary_ratio": self.boundary_ratio, "plan_serves_every_expert": True}
 
     def apply(self, params, x, t, context, image_tokens=None, *, workload, layout=None):
         """One step of the expert whose weights come first in `params` (the others stay
