@@ -275,3 +275,28 @@ def test_both_resident_experts_count_in_the_memory_check():
     assert stage1.analyze(CANDIDATE, one, hbm_bytes=hbm, hbm_usable_fraction=1.0).fits
     tight = stage1.analyze(CANDIDATE, both, hbm_bytes=hbm, hbm_usable_fraction=1.0)
     assert not tight.fits and "usable HBM" in tight.reject_reason
+
+
+# ---- the command line ----------------------------------------------------------------------
+
+NEW_PRESETS = ("wan2.1-i2v-14b", "wan2.2-t2v-a14b", "wan2.2-i2v-a14b", "wan2.2-ti2v-5b")
+
+
+def test_cli_takes_every_preset_on_its_own_sizes_and_grid():
+    from aoizora import validate
+    from aoizora.cli import build_parser
+    from aoizora.commands.plan import check_workload
+    from aoizora.errors import UserError
+
+    for name in NEW_PRESETS:
+        args = build_parser().parse_args(["plan", "--model", name])
+        check_workload(args)
+        assert (args.video, args.frames) == (default_video(name), None)
+    args = build_parser().parse_args(["plan", "--model", "wan2.2-ti2v-5b", "--frames", "121"])
+    check_workload(args)
+    cfg, wl = validate.workload(args.model, args.video, args.frames)
+    assert (args.video, wl.height, wl.width, cfg.seq_len(wl)) == ("720p", 704, 1280, 27_280)
+    with pytest.raises(UserError, match=r"wan2.2-ti2v-5b is made for 720p \(1280x704\)"):
+        validate.workload("wan2.2-ti2v-5b", "480p", 21)
+    with pytest.raises(UserError, match="unknown model 'wan2.3-t2v'.*wan2.2-ti2v-5b"):
+        validate.workload("wan2.3-t2v", "480p", 21)
