@@ -2,7 +2,7 @@
 diffusers WanTransformer3DModel).
 
     x [B,C,F',H',W'] --patch (1,2,2)--> tokens [B,S,d] (+ padding to the layout's multiple)
-    t [B] (or [B,S] per token) --sinusoid 256--> MLP --> e [B,T,d] --SiLU,Linear(d,6d)--> e0
+    t [B] (or [B,S] per token) --sinusoid 256--> MLP --> e [B,d] --SiLU,Linear(d,6d)--> e0
     context [B,512,4096] --Linear,GELU(tanh),Linear--> [B,512,d]
     block (x layers): LayerNorm+mod -> self-attn (RMSNorm q,k over d; 3D RoPE 44/42/42) -> gate
                       affine LayerNorm -> cross-attn (RMSNorm q,k) -> residual
@@ -12,8 +12,8 @@ diffusers WanTransformer3DModel).
 
 Variants by config: `in_dim` 36 (I2V: 16 noise + 4 mask + 16 image latents channels),
 `image_dim` (Wan 2.1 I2V: CLIP image tokens and image K/V, models/image.py), `per_token_time`
-(Wan 2.2 TI2V-5B: one timestep per token, T = S; else T = 1), `vae_stride` (the workload's
-latent grid, models/video.py). Two experts (Wan 2.2 A14B) are models/experts.py.
+(Wan 2.2 TI2V-5B: one timestep per token, so e [B,S,d], e0 [B,S,6,d]), `vae_stride`
+(the workload's latent grid, models/video.py). Two experts (Wan 2.2 A14B) are models/experts.py.
 
 `WanConfig` is a model (a preset, with `blocks(n)` as the N-block proxy that keeps every
 shape); `Video` is a workload. Parameters are a pytree; `abstract_params()` makes it with
@@ -37,6 +37,7 @@ from aoizora.models.layers import layer_norm as _layer_norm
 from aoizora.models.layers import linear as _linear
 from aoizora.models.layers import norm_affine
 from aoizora.models.layers import rms_norm as _rms_norm
+from aoizora.models.rope import apply_rope, rope_tables  # noqa: F401 (wan.rope_tables)
 from aoizora.models.video import RESOLUTIONS, TINY_VIDEO, VAE_STRIDE, Video, video  # noqa: F401
 
 WAN21_SIZES = tuple(RESOLUTIONS.items())  # (name, (height, width)): 480p 832x480, 720p 1280x720
@@ -224,43 +225,8 @@ def param_axes(cfg: WanConfig):
 def sinusoidal(dim: int, t):
     half = dim // 2
     freqs = jnp.power(10000.0, -jnp.arange(half, dtype=jnp.float32) / half)
-    a = t.astype(jnp.float32)[..., None] * freqs
+    a = t.astype(jnp.float32)[..., None] * freqs[(None,) * t.ndim]
     return jnp.concatenate([jnp.cos(a), jnp.sin(a)], axis=-1)
-
-
-def rope_tables(cfg: WanConfig, grid: tuple[int, int, int], padded: int, theta: float = 10000.0):
-    """cos, sin [S_padded, head_dim/2] of Wan's 3D RoPE: the head_dim/2 complex pairs split
-    c - 2(c//3) / c//3 / c//3 over time / height / width (44/42/42 real dims at 128)."""
-    c = cfg.head_dim // 2
-    split = (c - 2 * (c // 3), c // 3, c // 3)
-    dims = (cfg.head_dim - 4 * (cfg.head_dim // 6), 2 * (cfg.head_dim // 6),
-            2 * (cfg.head_dim // 6))
-    # Per-axis tables (a few hundred rows) broadcast over the grid, behind an optimization
-    # barrier: a full [S, D/2] table from iota is otherwise constant-folded by XLA,
-    # elementwise on the host, at every compile (30 s of a 55 s compile at 720p 81 frames).
-    cos, sin = [], []
-    for axis, (n, dim) in enumerate(zip(split, dims)):
-        inv = 1.0 / theta ** (jnp.arange(0, dim, 2, dtype=jnp.float32)[:n] / dim)
-        ang = jnp.arange(grid[axis], dtype=jnp.float32)[:, None] * inv[None]
-        shape = [1, 1, 1, n]
-        shape[axis] = grid[axis]
-        ca, sa = lax.optimization_barrier((jnp.cos(ang), jnp.sin(ang)))
-        cos.append(jnp.broadcast_to(ca.reshape(shape), (*grid, n)))
-        sin.append(jnp.broadcast_to(sa.reshape(shape), (*grid, n)))
-    s = math.prod(grid)
-    pad = ((0, padded - s), (0, 0))
-    return (jnp.pad(jnp.concatenate(cos, -1).reshape(s, c), pad, constant_values=1.0),
-            jnp.pad(jnp.concatenate(sin, -1).reshape(s, c), pad))
-
-
-def apply_rope(x, cos, sin):
-    """x [B,S,H,D] rotated pairwise (x[2i], x[2i+1]) by the angles of its position."""
-    b, s, h, d = x.shape
-    xf = x.astype(jnp.float32).reshape(b, s, h, d // 2, 2)
-    x0, x1 = xf[..., 0], xf[..., 1]
-    c, sn = cos[None, :, None, :], sin[None, :, None, :]
-    out = jnp.stack([x0 * c - x1 * sn, x0 * sn + x1 * c], axis=-1)
-    return out.reshape(b, s, h, d).astype(x.dtype)
 
 
 def _heads(layout, cfg, x):
@@ -286,12 +252,16 @@ def _self_attention(cfg, layout, p, x, rope, kv_valid):
     return _dense(layout, p["o"], o, ("heads", "fsdp"), (None,))
 
 
-def _attend(cfg, layout, q, ctx, pk, pv, norm_k):
-    """The queries q [B,S,H,D] over the keys and values of context tokens ctx [B,L,d]."""
+def _kv(layout, pk, pv, ctx):
+    """The key and value projections [B,L,d] of context tokens ctx [B,L,d]."""
     kv_act = ("batch", None, "heads")
-    k = layout.constrain(_dense(layout, pk, ctx, ("fsdp", "heads"), ("heads",)), kv_act)
-    v = layout.constrain(_dense(layout, pv, ctx, ("fsdp", "heads"), ("heads",)), kv_act)
-    b, l, _ = ctx.shape
+    return (layout.constrain(_dense(layout, pk, ctx, ("fsdp", "heads"), ("heads",)), kv_act),
+            layout.constrain(_dense(layout, pv, ctx, ("fsdp", "heads"), ("heads",)), kv_act))
+
+
+def _attend(cfg, layout, q, k, v, norm_k):
+    """The queries q [B,S,H,D] over projected context keys and values k, v [B,L,d]."""
+    b, l, _ = k.shape
     k = _rms_norm(k, norm_k, cfg.eps).reshape(b, l, cfg.heads, cfg.head_dim)
     v = v.reshape(b, l, cfg.heads, cfg.head_dim)
     k = layout.constrain(k, ("batch", None, "heads", None))
@@ -304,10 +274,12 @@ def _cross_attention(cfg, layout, p, x, ctx, img=None):
     them too, under their own softmax, and the two outputs are summed."""
     act = ("batch", "length", "heads")
     q = layout.constrain(_dense(layout, p["q"], x, ("fsdp", "heads"), ("heads",)), act)
+    k, v = _kv(layout, p["k"], p["v"], ctx)
     q = _heads(layout, cfg, _rms_norm(q, p["norm_q"], cfg.eps))
-    o = _attend(cfg, layout, q, ctx, p["k"], p["v"], p["norm_k"])
+    o = _attend(cfg, layout, q, k, v, p["norm_k"])
     if img is not None:
-        o = o + _attend(cfg, layout, q, img, p["k_img"], p["v_img"], p["norm_k_img"])
+        o = o + _attend(cfg, layout, q, *_kv(layout, p["k_img"], p["v_img"], img),
+                        p["norm_k_img"])
     o = layout.constrain(o.reshape(x.shape), act)
     return _dense(layout, p["o"], o, ("heads", "fsdp"), (None,))
 
@@ -315,8 +287,7 @@ def _cross_attention(cfg, layout, p, x, ctx, img=None):
 def _block_apply(cfg, layout, p, x, e0, ctx, rope, kv_valid):
     dt = x.dtype
     act = ("batch", "length", None)
-    e = p["modulation"].astype(jnp.float32)[None] + e0  # [B,T,6,d], T = 1 or S
-    e = [e[:, :, i] for i in range(6)]  # [B,T,d] each
+    e = _modulation(p["modulation"], e0)
     h = (_layer_norm(x, cfg.eps) * (1 + e[1]) + e[0]).astype(dt)
     y = _self_attention(cfg, layout, p["self_attn"], h, rope, kv_valid)
     x = layout.constrain((x.astype(jnp.float32) + y.astype(jnp.float32) * e[2]).astype(dt), act)
@@ -330,22 +301,33 @@ def _block_apply(cfg, layout, p, x, e0, ctx, rope, kv_valid):
     return layout.constrain(x, act)
 
 
+def _modulation(table, e0):
+    """The learned table [1,n,d] plus the time projection, as n vectors to broadcast over the
+    tokens: [B,1,d] each from e0 [B,n,d] (a timestep per sample), [B,S,d] from e0 [B,S,n,d]
+    (a timestep per token)."""
+    table = table.astype(jnp.float32)
+    if e0.ndim == 3:
+        e = table + e0
+        return [e[:, i:i + 1] for i in range(e.shape[1])]
+    e = table[None] + e0
+    return [e[:, :, i] for i in range(e.shape[2])]
+
+
 def _time(cfg, layout, params, t, s_pad):
-    """e [B,T,d] and e0 [B,T,6,d] in float32 from timesteps t [B] (T = 1) or t [B,S] per
-    token (T = s_pad; the padded tokens get timestep 0)."""
+    """e [B,d] and e0 [B,6,d] in float32 from timesteps t [B]; e [B,S,d] and e0 [B,S,6,d]
+    from t [B,S], one per token (S = s_pad: the padded tokens get timestep 0)."""
     dt = jnp.dtype(cfg.dtype)
+    constrain = lambda a: a
     if t.ndim == 2:
         t = layout.constrain(jnp.pad(t, ((0, 0), (0, s_pad - t.shape[1]))), ("batch", "length"))
         constrain = lambda a: layout.constrain(a, ("batch", "length") + (None,) * (a.ndim - 2))
-    else:
-        t, constrain = t[:, None], (lambda a: a)
     te = params["time_embedding"]
     e = sinusoidal(cfg.freq_dim, t)
     e = _dense(layout, te["l1"], e.astype(dt), (None, "fsdp"), (None,))
     e = _dense(layout, te["l2"], jax.nn.silu(e), ("fsdp", None), (None,)).astype(jnp.float32)
     e0 = _dense(layout, params["time_projection"], jax.nn.silu(e).astype(dt),
                 ("fsdp", None), (None,)).astype(jnp.float32)
-    return constrain(e), constrain(e0.reshape(*e.shape[:2], 6, cfg.dim))
+    return constrain(e), constrain(e0.reshape(*e.shape[:-1], 6, cfg.dim))
 
 
 def forward(cfg: WanConfig, params, x, t, context, image_tokens=None, *, workload: Video,
@@ -370,7 +352,7 @@ def forward(cfg: WanConfig, params, x, t, context, image_tokens=None, *, workloa
     h = layout.constrain(_dense(layout, params["patch_embedding"], xp.astype(dt),
                                 (None, "fsdp"), (None,)), act)
 
-    # time: sinusoid -> MLP -> e [B,T,d] -> e0 [B,T,6,d] (float32, as Wan does)
+    # time: sinusoid -> MLP -> e [B,(S,)d] -> e0 [B,(S,)6,d] (float32, as Wan does)
     e, e0 = _time(cfg, layout, params, t, s_pad)
 
     # text
@@ -397,8 +379,11 @@ def forward(cfg: WanConfig, params, x, t, context, image_tokens=None, *, workloa
 
     # head
     hd = params["head"]
-    m = hd["modulation"].astype(jnp.float32)[None] + e[:, :, None]  # [B,T,2,d]
-    h = (_layer_norm(h, cfg.eps) * (1 + m[:, :, 1]) + m[:, :, 0]).astype(dt)
+    table = hd["modulation"].astype(jnp.float32)
+    m = table + e[:, None] if e.ndim == 2 else table[None] + e[:, :, None]  # [B,(S,)2,d]
+    h = _layer_norm(h, cfg.eps)
+    h = (h * (1 + m[:, 1:2]) + m[:, 0:1] if e.ndim == 2 else
+         h * (1 + m[:, :, 1]) + m[:, :, 0]).astype(dt)
     out = _dense(layout, hd["head"], h, ("fsdp", None), (None,))
     out = out[:, :s]
     # unpatchify: [B, F', H', W', pt, ph, pw, C] -> [B, C, F, H, W]
