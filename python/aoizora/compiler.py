@@ -115,7 +115,12 @@ def build(candidate: Candidate, model, workload, devices, *, order=None):
     def step(params, *inputs):
         return model.apply(params, *inputs, workload=workload, layout=layout)
 
-    return jax.jit(step, out_shardings=out_sharding), (p_args, *inputs)
+    # A model whose parameters include resident weights the step does not read (the idle
+    # expert of a two-expert model, models/experts.py) says keep_unused: they must stay
+    # arguments, to count in the program's memory. Off otherwise: the flag also skips jax's
+    # dead-code pass inside the program's loops, which would change every other program.
+    keep = bool(getattr(model, "keep_unused", False))
+    return jax.jit(step, out_shardings=out_sharding, keep_unused=keep), (p_args, *inputs)
 
 
 def _out_of_memory(e: BaseException) -> bool:

@@ -259,7 +259,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
     the_plan = Plan(
         model={"name": asked["name"], "layers": run.cfg.layers,
-               "params": _param_count(run.cfg)},
+               "params": _param_count(run.cfg), **_model_facts(run.cfg)},
         workload={"video": asked["video"], "frames": run.wl.frames,
                   "tokens": getattr(run.wl, "tokens", None)},
         topology={**stage2.describe(), "compile_target": run.target.describe()},
@@ -364,6 +364,13 @@ def _oracle(stage2, graphs, by_name, q1_of, simulated: list[Pair], progress) -> 
             every.append(stage2.simulate(p, g))
         progress.advance(name)
     return min(every, key=lambda p: (p.simulated, p.q2))
+
+
+def _model_facts(cfg) -> dict[str, Any]:
+    """What a model adds to the plan's model record (WanExperts: its experts, all served by
+    this one plan, and how many are resident); {} for others."""
+    describe = getattr(cfg, "describe", None)
+    return describe() if callable(describe) else {}
 
 
 def _param_count(cfg) -> int | None:

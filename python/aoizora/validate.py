@@ -158,7 +158,7 @@ def workload(model: str, video: str, frames: int | None):
     """(ModelSpec, Video) for a model preset and a workload; frames None takes the video's
     default (21, or the fixed 9 of "tiny"). Refuses what would plan zero work."""
     from aoizora.models import MODELS, get_model, get_workload
-    from aoizora.models.wan import RESOLUTIONS, TINY_VIDEO
+    from aoizora.models.video import TINY_VIDEO
 
     if model not in MODELS:
         raise UserError(f"--model: unknown model {model!r}: use one of "
@@ -168,15 +168,17 @@ def workload(model: str, video: str, frames: int | None):
             raise UserError(f"--frames {frames}: the tiny video has a fixed "
                             f"{TINY_VIDEO.frames} frames; leave --frames out")
         return get_model(model), get_workload(video)
-    if video not in RESOLUTIONS:
-        raise UserError(f"--video {video!r}: use one of {', '.join(sorted(RESOLUTIONS))} "
-                        "or tiny")
+    sizes = dict(get_model(model).sizes)
+    if video not in sizes:
+        raise UserError(f"--video {video!r}: {model} is made for "
+                        f"{', '.join(f'{k} ({w}x{h})' for k, (h, w) in sizes.items())}; "
+                        "use one of those or tiny")
     frames = 21 if frames is None else frames
     number(frames, "--frames", 1, None, integer=True)
     if (frames - 1) % 4:
         raise UserError(f"--frames {frames}: must be 4k+1 (the VAE's temporal stride), "
                         "e.g. 21, 41 or 81")
-    wl = get_workload(video, frames)
+    wl = get_workload(video, frames, model=model)
     if math.prod(wl.latent_shape()) <= 0:
         raise UserError(f"--frames {frames} at {video}: no latent tokens, nothing to plan")
     return get_model(model), wl

@@ -18,7 +18,8 @@ def add_workload_args(p) -> None:
     from aoizora.validate import int_arg
 
     p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']})")
-    p.add_argument("--video", help=f"480p, 720p or tiny (default {DEFAULTS['video']})")
+    p.add_argument("--video", help=f"480p, 720p or tiny (default {DEFAULTS['video']}, or the "
+                   "model's own size where it has no 480p: 720p for wan2.2-ti2v-5b)")
     p.add_argument("--frames", type=int_arg("--frames", 1, 100_001),
                    help="4k+1 frames such as 21, 41 or 81 (default 21; tiny has 9)")
     p.add_argument("--topology", help="slice name such as v5e:2x4, v5e:4x4, v4:2x2x2, or a "
@@ -50,7 +51,10 @@ def register(sub) -> None:
 def check_workload(args) -> None:
     """The workload and topology, checked before any work (one line on bad input)."""
     from aoizora import topology_file, validate
+    from aoizora.models import default_video
 
+    if args.video is None and args.model is not None:
+        args.video = default_video(args.model, DEFAULTS["video"])
     for key, value in DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, value)

@@ -1,13 +1,19 @@
-"""Wan 2.1 text-to-video DiT in JAX (REFERENCE.md §3; Wan-Video/Wan2.1 wan/modules/model.py).
+"""Wan 2.1 / 2.2 video DiT in JAX (REFERENCE.md §3; Wan-Video/Wan2.1 wan/modules/model.py,
+diffusers WanTransformer3DModel).
 
-    x [B,16,F',H',W'] --patch (1,2,2)--> tokens [B,S,d] (+ padding to the layout's multiple)
-    t [B] --sinusoid 256--> MLP --> e [B,d] --SiLU,Linear(d,6d)--> e0 [B,6,d]
+    x [B,C,F',H',W'] --patch (1,2,2)--> tokens [B,S,d] (+ padding to the layout's multiple)
+    t [B] (or [B,S] per token) --sinusoid 256--> MLP --> e [B,d] --SiLU,Linear(d,6d)--> e0
     context [B,512,4096] --Linear,GELU(tanh),Linear--> [B,512,d]
     block (x layers): LayerNorm+mod -> self-attn (RMSNorm q,k over d; 3D RoPE 44/42/42) -> gate
                       affine LayerNorm -> cross-attn (RMSNorm q,k) -> residual
                       LayerNorm+mod -> Linear(d,f) GELU(tanh) Linear(f,d) -> gate
-    head: LayerNorm + mod [1,2,d] -> Linear(d,64) -> unpatchify -> [B,16,F',H',W']
+    head: LayerNorm + mod [1,2,d] -> Linear(d, out*4) -> unpatchify -> [B,out,F',H',W']
     CFG: B = 2 (conditional, unconditional), combined as u + g (c - u) when `guidance` is set.
+
+Variants by config: `in_dim` 36 (I2V: 16 noise + 4 mask + 16 image latents channels),
+`image_dim` (Wan 2.1 I2V: CLIP image tokens and image K/V, models/image.py), `per_token_time`
+(Wan 2.2 TI2V-5B: one timestep per token, so e [B,S,d], e0 [B,S,6,d]), `vae_stride`
+(the workload's latent grid, models/video.py). Two experts (Wan 2.2 A14B) are models/experts.py.
 
 `WanConfig` is a model (a preset, with `blocks(n)` as the N-block proxy that keeps every
 shape); `Video` is a workload. Parameters are a pytree; `abstract_params()` makes it with
@@ -24,47 +30,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from aoizora.models import image
 from aoizora.models.base import LocalLayout, pad_multiple
+from aoizora.models.layers import dense as _dense
+from aoizora.models.layers import layer_norm as _layer_norm
+from aoizora.models.layers import linear as _linear
+from aoizora.models.layers import norm_affine
+from aoizora.models.layers import rms_norm as _rms_norm
+from aoizora.models.rope import apply_rope, rope_tables  # noqa: F401 (wan.rope_tables)
+from aoizora.models.video import RESOLUTIONS, TINY_VIDEO, VAE_STRIDE, Video, video  # noqa: F401
 
-VAE_STRIDE = (4, 8, 8)
-RESOLUTIONS = {"480p": (480, 832), "720p": (720, 1280)}  # (height, width) in pixels
-
-
-@dataclass(frozen=True)
-class Video:
-    """A workload: one denoising step of a video of `frames` frames at height x width pixels.
-    batch 2 = classifier-free guidance as a batch (conditional, unconditional)."""
-
-    name: str
-    height: int
-    width: int
-    frames: int
-    batch: int = 2
-    guidance: float | None = 5.0  # combine the CFG pair into one prediction (None: return both)
-
-    def latent_shape(self) -> tuple[int, int, int]:
-        f = (self.frames - 1) // VAE_STRIDE[0] + 1
-        return f, self.height // VAE_STRIDE[1], self.width // VAE_STRIDE[2]
-
-    @property
-    def tokens(self) -> int:
-        """Sequence length of one sample under Wan's (1, 2, 2) patch: latent frames x
-        (height / 16) x (width / 16) (480p 21 frames: 6 x 30 x 52 = 9,360)."""
-        f, h, w = self.latent_shape()
-        return f * (h // 2) * (w // 2)
-
-    def key(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-def video(resolution: str, frames: int, batch: int = 2) -> Video:
-    """The paper's workloads: resolution in {480p, 720p}, frames in {21, 41, 81}."""
-    if resolution not in RESOLUTIONS:
-        raise ValueError(f"unknown resolution {resolution!r}: use one of {sorted(RESOLUTIONS)}")
-    if (frames - 1) % VAE_STRIDE[0]:
-        raise ValueError(f"frames must be 4k+1 (the VAE's temporal stride), got {frames}")
-    h, w = RESOLUTIONS[resolution]
-    return Video(f"{resolution}-{frames}f", h, w, frames, batch)
+WAN21_SIZES = tuple(RESOLUTIONS.items())  # (name, (height, width)): 480p 832x480, 720p 1280x720
 
 
 @dataclass(frozen=True)
@@ -88,6 +64,13 @@ class WanConfig:
     shard_multiple: int = 8  # and each context shard to a multiple of this (splash: 128)
     scan: bool = True        # blocks under lax.scan (one while loop) or unrolled
     attention: str = "blockwise"  # or "splash" (TPU Pallas kernel; TPU targets only)
+    image_dim: int | None = None  # CLIP image token width (Wan 2.1 I2V: 1280); None: no image
+    image_len: int = 257          # CLIP image tokens (ViT-H/14: 16x16 patches + class token)
+    per_token_time: bool = False  # one timestep per token, t [B,S] (Wan 2.2 TI2V-5B)
+    vae_stride: tuple[int, int, int] = VAE_STRIDE  # the VAE this model's latents come from
+    sizes: tuple = WAN21_SIZES    # resolutions it is made for: (name, (height, width)), ...
+    workloads: tuple = ()         # its default workloads: (resolution, frames), ...
+    fps: int = 16                 # frame rate of its videos (metadata: 81 frames = 5 s)
 
     # ---- ModelSpec --------------------------------------------------------------------
     def key(self) -> dict:
@@ -103,6 +86,15 @@ class WanConfig:
     @property
     def head_dim(self) -> int:
         return self.dim // self.heads
+
+    def video(self, resolution: str, frames: int, batch: int = 2) -> Video:
+        """The workload `resolution` (one of this model's sizes) at `frames` frames, on this
+        model's latent grid. Raises ValueError naming the sizes it has."""
+        return video(resolution, frames, batch, sizes=dict(self.sizes),
+                     vae_stride=self.vae_stride)
+
+    def default_workloads(self) -> list[Video]:
+        return [self.video(r, f) for r, f in self.workloads]
 
     def seq_len(self, workload: Video) -> int:
         f, h, w = workload.latent_shape()
@@ -133,43 +125,30 @@ class WanConfig:
         dt = jnp.dtype(self.dtype)
         f, h, w = workload.latent_shape()
         b = workload.batch
-        return (jax.ShapeDtypeStruct((b, self.in_dim, f, h, w), dt),
-                jax.ShapeDtypeStruct((b,), jnp.float32),
-                jax.ShapeDtypeStruct((b, self.text_len, self.text_dim), dt))
+        t = (b, self.seq_len(workload)) if self.per_token_time else (b,)
+        out = (jax.ShapeDtypeStruct((b, self.in_dim, f, h, w), dt),
+               jax.ShapeDtypeStruct(t, jnp.float32),
+               jax.ShapeDtypeStruct((b, self.text_len, self.text_dim), dt))
+        if self.image_dim:
+            out += (jax.ShapeDtypeStruct((b, self.image_len, self.image_dim), dt),)
+        return out
 
     def input_axes(self, workload: Video):
-        return (("batch", None, None, None, None), ("batch",), ("batch", None, None))
+        t = ("batch", "length") if self.per_token_time else ("batch",)
+        out = (("batch", None, None, None, None), t, ("batch", None, None))
+        return out + ((("batch", None, None),) if self.image_dim else ())
 
     def output_axes(self, workload: Video):
         if workload.guidance is not None:
             return (None, None, None, None)
         return ("batch", None, None, None, None)
 
-    def apply(self, params, x, t, context, *, workload: Video, layout=None):
-        return forward(self, params, x, t, context, workload=workload, layout=layout)
-
-
-PRESETS = {
-    "wan2.1-t2v-1.3b": WanConfig("wan2.1-t2v-1.3b", dim=1536, ffn_dim=8960, heads=12, layers=30),
-    "wan2.1-t2v-14b": WanConfig("wan2.1-t2v-14b", dim=5120, ffn_dim=13824, heads=40, layers=40),
-    # Tests: every structural feature (RoPE 3-way split, 8 heads, text, CFG), fp32, tiny blocks
-    # so the blockwise attention really loops.
-    "wan-tiny": WanConfig("wan-tiny", dim=128, ffn_dim=256, heads=8, layers=2, text_dim=32,
-                          text_len=16, freq_dim=32, dtype="float32", q_block=8, kv_block=8,
-                          seq_multiple=1, shard_multiple=1),
-}
-
-# A tiny workload for the tiny model: 3 latent frames of 6x8 -> 3 x 3 x 4 = 36 tokens (not a
-# multiple of 8, so 8-way context parallelism exercises the padding).
-TINY_VIDEO = Video("tiny-9f", height=48, width=64, frames=9)
+    def apply(self, params, x, t, context, image_tokens=None, *, workload: Video, layout=None):
+        return forward(self, params, x, t, context, image_tokens, workload=workload,
+                       layout=layout)
 
 
 # ---- parameters ----------------------------------------------------------------------------
-
-def _linear(key, n_in, n_out, dtype):
-    w = jax.random.normal(key, (n_in, n_out), jnp.float32) * n_in ** -0.5
-    return {"w": w.astype(dtype), "b": jnp.zeros((n_out,), dtype)}
-
 
 def _attn(key, d, kv_in, dtype):
     kq, kk, kv, ko = jax.random.split(key, 4)
@@ -184,8 +163,9 @@ def _block(key, cfg: WanConfig, dtype):
     return {
         "modulation": (jax.random.normal(k5, (1, 6, d), jnp.float32) * d ** -0.5).astype(dtype),
         "self_attn": _attn(k1, d, d, dtype),
-        "norm3": {"w": jnp.ones((d,), dtype), "b": jnp.zeros((d,), dtype)},
-        "cross_attn": _attn(k2, d, d, dtype),
+        "norm3": norm_affine(d, dtype),
+        "cross_attn": _attn(k2, d, d, dtype) | (
+            image.cross_attention_params(k2, d, dtype) if cfg.image_dim else {}),
         "ffn1": _linear(k3, d, cfg.ffn_dim, dtype),
         "ffn2": _linear(k4, cfg.ffn_dim, d, dtype),
     }
@@ -195,10 +175,12 @@ def init_params(cfg: WanConfig, key):
     """Random parameters with Wan's shapes; blocks stacked on a leading layer axis."""
     dt = jnp.dtype(cfg.dtype)
     d = cfg.dim
-    ks = jax.random.split(key, 9)
+    ks = jax.random.split(key, 10)
     patch_in = cfg.in_dim * math.prod(cfg.patch)
     blocks = jax.vmap(lambda k: _block(k, cfg, dt))(jax.random.split(ks[8], cfg.layers))
-    return {
+    extra = {"image_embedding": image.embedding_params(ks[9], cfg.image_dim, d, dt)} \
+        if cfg.image_dim else {}
+    return extra | {
         "patch_embedding": _linear(ks[0], patch_in, d, dt),
         "text_embedding": {"l1": _linear(ks[1], cfg.text_dim, d, dt),
                            "l2": _linear(ks[2], d, d, dt)},
@@ -221,12 +203,14 @@ def param_axes(cfg: WanConfig):
                 "v": lin(("fsdp", "heads"), ("heads",)), "o": lin(("heads", "fsdp"), (None,)),
                 "norm_q": ("heads",), "norm_k": ("heads",)}
 
+    cross = attn() | (image.cross_attention_axes() if cfg.image_dim else {})
     block = {"modulation": (None, None, None), "self_attn": attn(),
-             "norm3": {"w": (None,), "b": (None,)}, "cross_attn": attn(),
+             "norm3": {"w": (None,), "b": (None,)}, "cross_attn": cross,
              "ffn1": lin(("fsdp", "mlp"), ("mlp",)), "ffn2": lin(("mlp", "fsdp"), (None,))}
     blocks = jax.tree.map(lambda a: ("layers",) + a, block,
                           is_leaf=lambda a: isinstance(a, tuple))
-    return {
+    extra = {"image_embedding": image.embedding_axes()} if cfg.image_dim else {}
+    return extra | {
         "patch_embedding": lin((None, "fsdp"), (None,)),
         "text_embedding": {"l1": lin(("fsdp", None), (None,)), "l2": lin(("fsdp", None), (None,))},
         "time_embedding": {"l1": lin((None, "fsdp"), (None,)), "l2": lin(("fsdp", None), (None,))},
@@ -238,68 +222,11 @@ def param_axes(cfg: WanConfig):
 
 # ---- layers ----------------------------------------------------------------------------------
 
-def _dense(layout, p, x, w_axes, b_axes):
-    w = layout.gather(p["w"], w_axes)
-    y = jnp.einsum("...i,io->...o", x, w.astype(x.dtype))
-    return y + p["b"].astype(x.dtype)
-
-
-def _layer_norm(x, eps, w=None, b=None):
-    xf = x.astype(jnp.float32)
-    mu = xf.mean(-1, keepdims=True)
-    var = jnp.square(xf - mu).mean(-1, keepdims=True)
-    y = (xf - mu) * lax.rsqrt(var + eps)
-    if w is not None:
-        y = y * w.astype(jnp.float32) + b.astype(jnp.float32)
-    return y
-
-
-def _rms_norm(x, w, eps):
-    xf = x.astype(jnp.float32)
-    y = xf * lax.rsqrt(jnp.square(xf).mean(-1, keepdims=True) + eps)
-    return (y * w.astype(jnp.float32)).astype(x.dtype)
-
-
 def sinusoidal(dim: int, t):
     half = dim // 2
     freqs = jnp.power(10000.0, -jnp.arange(half, dtype=jnp.float32) / half)
-    a = t.astype(jnp.float32)[:, None] * freqs[None]
-    return jnp.concatenate([jnp.cos(a), jnp.sin(a)], axis=1)
-
-
-def rope_tables(cfg: WanConfig, grid: tuple[int, int, int], padded: int, theta: float = 10000.0):
-    """cos, sin [S_padded, head_dim/2] of Wan's 3D RoPE: the head_dim/2 complex pairs split
-    c - 2(c//3) / c//3 / c//3 over time / height / width (44/42/42 real dims at 128)."""
-    c = cfg.head_dim // 2
-    split = (c - 2 * (c // 3), c // 3, c // 3)
-    dims = (cfg.head_dim - 4 * (cfg.head_dim // 6), 2 * (cfg.head_dim // 6),
-            2 * (cfg.head_dim // 6))
-    # Per-axis tables (a few hundred rows) broadcast over the grid, behind an optimization
-    # barrier: a full [S, D/2] table from iota is otherwise constant-folded by XLA,
-    # elementwise on the host, at every compile (30 s of a 55 s compile at 720p 81 frames).
-    cos, sin = [], []
-    for axis, (n, dim) in enumerate(zip(split, dims)):
-        inv = 1.0 / theta ** (jnp.arange(0, dim, 2, dtype=jnp.float32)[:n] / dim)
-        ang = jnp.arange(grid[axis], dtype=jnp.float32)[:, None] * inv[None]
-        shape = [1, 1, 1, n]
-        shape[axis] = grid[axis]
-        ca, sa = lax.optimization_barrier((jnp.cos(ang), jnp.sin(ang)))
-        cos.append(jnp.broadcast_to(ca.reshape(shape), (*grid, n)))
-        sin.append(jnp.broadcast_to(sa.reshape(shape), (*grid, n)))
-    s = math.prod(grid)
-    pad = ((0, padded - s), (0, 0))
-    return (jnp.pad(jnp.concatenate(cos, -1).reshape(s, c), pad, constant_values=1.0),
-            jnp.pad(jnp.concatenate(sin, -1).reshape(s, c), pad))
-
-
-def apply_rope(x, cos, sin):
-    """x [B,S,H,D] rotated pairwise (x[2i], x[2i+1]) by the angles of its position."""
-    b, s, h, d = x.shape
-    xf = x.astype(jnp.float32).reshape(b, s, h, d // 2, 2)
-    x0, x1 = xf[..., 0], xf[..., 1]
-    c, sn = cos[None, :, None, :], sin[None, :, None, :]
-    out = jnp.stack([x0 * c - x1 * sn, x0 * sn + x1 * c], axis=-1)
-    return out.reshape(b, s, h, d).astype(x.dtype)
+    a = t.astype(jnp.float32)[..., None] * freqs[(None,) * t.ndim]
+    return jnp.concatenate([jnp.cos(a), jnp.sin(a)], axis=-1)
 
 
 def _heads(layout, cfg, x):
@@ -325,19 +252,34 @@ def _self_attention(cfg, layout, p, x, rope, kv_valid):
     return _dense(layout, p["o"], o, ("heads", "fsdp"), (None,))
 
 
-def _cross_attention(cfg, layout, p, x, ctx):
-    act = ("batch", "length", "heads")
-    q = layout.constrain(_dense(layout, p["q"], x, ("fsdp", "heads"), ("heads",)), act)
+def _kv(layout, pk, pv, ctx):
+    """The key and value projections [B,L,d] of context tokens ctx [B,L,d]."""
     kv_act = ("batch", None, "heads")
-    k = layout.constrain(_dense(layout, p["k"], ctx, ("fsdp", "heads"), ("heads",)), kv_act)
-    v = layout.constrain(_dense(layout, p["v"], ctx, ("fsdp", "heads"), ("heads",)), kv_act)
-    q = _heads(layout, cfg, _rms_norm(q, p["norm_q"], cfg.eps))
-    b, l, _ = ctx.shape
-    k = _rms_norm(k, p["norm_k"], cfg.eps).reshape(b, l, cfg.heads, cfg.head_dim)
+    return (layout.constrain(_dense(layout, pk, ctx, ("fsdp", "heads"), ("heads",)), kv_act),
+            layout.constrain(_dense(layout, pv, ctx, ("fsdp", "heads"), ("heads",)), kv_act))
+
+
+def _attend(cfg, layout, q, k, v, norm_k):
+    """The queries q [B,S,H,D] over projected context keys and values k, v [B,L,d]."""
+    b, l, _ = k.shape
+    k = _rms_norm(k, norm_k, cfg.eps).reshape(b, l, cfg.heads, cfg.head_dim)
     v = v.reshape(b, l, cfg.heads, cfg.head_dim)
     k = layout.constrain(k, ("batch", None, "heads", None))
     v = layout.constrain(v, ("batch", None, "heads", None))
-    o = layout.cross_attention(q, k, v, q_block=cfg.q_block, kv_block=cfg.kv_block)
+    return layout.cross_attention(q, k, v, q_block=cfg.q_block, kv_block=cfg.kv_block)
+
+
+def _cross_attention(cfg, layout, p, x, ctx, img=None):
+    """Attention to the text tokens; with image tokens (Wan 2.1 I2V) the same queries attend
+    them too, under their own softmax, and the two outputs are summed."""
+    act = ("batch", "length", "heads")
+    q = layout.constrain(_dense(layout, p["q"], x, ("fsdp", "heads"), ("heads",)), act)
+    k, v = _kv(layout, p["k"], p["v"], ctx)
+    q = _heads(layout, cfg, _rms_norm(q, p["norm_q"], cfg.eps))
+    o = _attend(cfg, layout, q, k, v, p["norm_k"])
+    if img is not None:
+        o = o + _attend(cfg, layout, q, *_kv(layout, p["k_img"], p["v_img"], img),
+                        p["norm_k_img"])
     o = layout.constrain(o.reshape(x.shape), act)
     return _dense(layout, p["o"], o, ("heads", "fsdp"), (None,))
 
@@ -345,13 +287,12 @@ def _cross_attention(cfg, layout, p, x, ctx):
 def _block_apply(cfg, layout, p, x, e0, ctx, rope, kv_valid):
     dt = x.dtype
     act = ("batch", "length", None)
-    e = p["modulation"].astype(jnp.float32) + e0  # [B,6,d]
-    e = [e[:, i:i + 1] for i in range(6)]
+    e = _modulation(p["modulation"], e0)
     h = (_layer_norm(x, cfg.eps) * (1 + e[1]) + e[0]).astype(dt)
     y = _self_attention(cfg, layout, p["self_attn"], h, rope, kv_valid)
     x = layout.constrain((x.astype(jnp.float32) + y.astype(jnp.float32) * e[2]).astype(dt), act)
     h = _layer_norm(x, cfg.eps, p["norm3"]["w"], p["norm3"]["b"]).astype(dt)
-    x = layout.constrain(x + _cross_attention(cfg, layout, p["cross_attn"], h, ctx), act)
+    x = layout.constrain(x + _cross_attention(cfg, layout, p["cross_attn"], h, *ctx), act)
     h = (_layer_norm(x, cfg.eps) * (1 + e[4]) + e[3]).astype(dt)
     h = _dense(layout, p["ffn1"], h, ("fsdp", "mlp"), ("mlp",))
     h = layout.constrain(jax.nn.gelu(h, approximate=True), ("batch", "length", "mlp"))
@@ -360,9 +301,40 @@ def _block_apply(cfg, layout, p, x, e0, ctx, rope, kv_valid):
     return layout.constrain(x, act)
 
 
-def forward(cfg: WanConfig, params, x, t, context, *, workload: Video, layout=None):
-    """One denoising step: latents x [B,C,F,H,W], timesteps t [B], text context [B,L,text_dim]
-    -> the predicted noise [B,C,F,H,W] (or the CFG-combined [C,F,H,W])."""
+def _modulation(table, e0):
+    """The learned table [1,n,d] plus the time projection, as n vectors to broadcast over the
+    tokens: [B,1,d] each from e0 [B,n,d] (a timestep per sample), [B,S,d] from e0 [B,S,n,d]
+    (a timestep per token)."""
+    table = table.astype(jnp.float32)
+    if e0.ndim == 3:
+        e = table + e0
+        return [e[:, i:i + 1] for i in range(e.shape[1])]
+    e = table[None] + e0
+    return [e[:, :, i] for i in range(e.shape[2])]
+
+
+def _time(cfg, layout, params, t, s_pad):
+    """e [B,d] and e0 [B,6,d] in float32 from timesteps t [B]; e [B,S,d] and e0 [B,S,6,d]
+    from t [B,S], one per token (S = s_pad: the padded tokens get timestep 0)."""
+    dt = jnp.dtype(cfg.dtype)
+    constrain = lambda a: a
+    if t.ndim == 2:
+        t = layout.constrain(jnp.pad(t, ((0, 0), (0, s_pad - t.shape[1]))), ("batch", "length"))
+        constrain = lambda a: layout.constrain(a, ("batch", "length") + (None,) * (a.ndim - 2))
+    te = params["time_embedding"]
+    e = sinusoidal(cfg.freq_dim, t)
+    e = _dense(layout, te["l1"], e.astype(dt), (None, "fsdp"), (None,))
+    e = _dense(layout, te["l2"], jax.nn.silu(e), ("fsdp", None), (None,)).astype(jnp.float32)
+    e0 = _dense(layout, params["time_projection"], jax.nn.silu(e).astype(dt),
+                ("fsdp", None), (None,)).astype(jnp.float32)
+    return constrain(e), constrain(e0.reshape(*e.shape[:-1], 6, cfg.dim))
+
+
+def forward(cfg: WanConfig, params, x, t, context, image_tokens=None, *, workload: Video,
+            layout=None):
+    """One denoising step: latents x [B,C,F,H,W], timesteps t [B] (or [B,S] with
+    per_token_time), text context [B,L,text_dim], CLIP image tokens [B,257,image_dim] (with
+    image_dim) -> the predicted noise [B,out,F,H,W] (or the CFG-combined [out,F,H,W])."""
     layout = layout or LocalLayout()
     dt = jnp.dtype(cfg.dtype)
     b, c, f, hh, ww = x.shape
@@ -380,19 +352,16 @@ def forward(cfg: WanConfig, params, x, t, context, *, workload: Video, layout=No
     h = layout.constrain(_dense(layout, params["patch_embedding"], xp.astype(dt),
                                 (None, "fsdp"), (None,)), act)
 
-    # time: sinusoid -> MLP -> e [B,d] -> e0 [B,6,d] (float32, as Wan does)
-    te = params["time_embedding"]
-    e = sinusoidal(cfg.freq_dim, t)
-    e = _dense(layout, te["l1"], e.astype(dt), (None, "fsdp"), (None,))
-    e = _dense(layout, te["l2"], jax.nn.silu(e), ("fsdp", None), (None,)).astype(jnp.float32)
-    e0 = _dense(layout, params["time_projection"], jax.nn.silu(e).astype(dt),
-                ("fsdp", None), (None,)).astype(jnp.float32).reshape(b, 6, cfg.dim)
+    # time: sinusoid -> MLP -> e [B,(S,)d] -> e0 [B,(S,)6,d] (float32, as Wan does)
+    e, e0 = _time(cfg, layout, params, t, s_pad)
 
     # text
     tx = params["text_embedding"]
     ctx = _dense(layout, tx["l1"], context.astype(dt), ("fsdp", None), (None,))
     ctx = _dense(layout, tx["l2"], jax.nn.gelu(ctx, approximate=True), ("fsdp", None), (None,))
     ctx = layout.constrain(ctx, ("batch", None, None))
+    img = image.embed(layout, params["image_embedding"], image_tokens, dt) \
+        if cfg.image_dim else None
 
     cos, sin = rope_tables(cfg, grid, s_pad)
     rope = (layout.constrain(cos, ("length", None)), layout.constrain(sin, ("length", None)))
@@ -400,18 +369,21 @@ def forward(cfg: WanConfig, params, x, t, context, *, workload: Video, layout=No
 
     if cfg.scan:
         def body(h, p):
-            return _block_apply(cfg, layout, p, h, e0, ctx, rope, kv_valid), None
+            return _block_apply(cfg, layout, p, h, e0, (ctx, img), rope, kv_valid), None
 
         h, _ = lax.scan(body, h, params["blocks"])
     else:
         for i in range(cfg.layers):
             p = jax.tree.map(lambda a: a[i], params["blocks"])
-            h = _block_apply(cfg, layout, p, h, e0, ctx, rope, kv_valid)
+            h = _block_apply(cfg, layout, p, h, e0, (ctx, img), rope, kv_valid)
 
     # head
     hd = params["head"]
-    m = hd["modulation"].astype(jnp.float32) + e[:, None]
-    h = (_layer_norm(h, cfg.eps) * (1 + m[:, 1:2]) + m[:, 0:1]).astype(dt)
+    table = hd["modulation"].astype(jnp.float32)
+    m = table + e[:, None] if e.ndim == 2 else table[None] + e[:, :, None]  # [B,(S,)2,d]
+    h = _layer_norm(h, cfg.eps)
+    h = (h * (1 + m[:, 1:2]) + m[:, 0:1] if e.ndim == 2 else
+         h * (1 + m[:, :, 1]) + m[:, :, 0]).astype(dt)
     out = _dense(layout, hd["head"], h, ("fsdp", None), (None,))
     out = out[:, :s]
     # unpatchify: [B, F', H', W', pt, ph, pw, C] -> [B, C, F, H, W]
