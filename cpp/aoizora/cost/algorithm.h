@@ -36,64 +36,64 @@ enum class GroupAlgorithm {
 
 namespace detail {
 
+// One line of e members: a bidirectional ring (a whole wrapped axis), where every step each
+// member sends half a shard each way; or a bidirectional line, where in step s member i
+// forwards member (i-s)'s shard rightwards and member (i+s)'s leftwards, so link i->i+1
+// carries i+1 shards in all.
+template <typename Emit>
+void line_flows(const int* line, int e, bool ring, double shard, int step0, bool aggregate,
+                Emit& emit) {
+  for (int i = 0; i < e; ++i) {
+    const int c = line[i];
+    if (ring) {
+      const int next = line[(i + 1) % e], prev = line[(i + e - 1) % e];
+      if (aggregate) {
+        emit(c, next, shard / 2 * (e - 1), step0, e - 1);
+        emit(c, prev, shard / 2 * (e - 1), step0, e - 1);
+      } else {
+        for (int s = 0; s < e - 1; ++s) {
+          emit(c, next, shard / 2, step0 + s, 1);
+          emit(c, prev, shard / 2, step0 + s, 1);
+        }
+      }
+    } else if (aggregate) {
+      if (i + 1 < e) emit(c, line[i + 1], shard * (i + 1), step0, e - 1);
+      if (i > 0) emit(c, line[i - 1], shard * (e - i), step0, e - 1);
+    } else {
+      for (int s = 0; s < e - 1; ++s) {
+        if (i + 1 < e && i - s >= 0) emit(c, line[i + 1], shard, step0 + s, 1);
+        if (i > 0 && i + s <= e - 1) emit(c, line[i - 1], shard, step0 + s, 1);
+      }
+    }
+  }
+}
+
 // Emits one gather (or scatter) phase along device axis d over every line of the box: each
 // member contributes `shard` bytes per line-mate. Returns the number of steps (ext - 1).
 // emit(src, dst, bytes, first_step, num_steps).
 template <typename Emit>
 int line_phase(const topo::Topology& t, const GroupBox& box, int d, double shard, int step0,
                bool aggregate, Emit& emit) {
-  const int e = box.ext[static_cast<size_t>(d)];
+  const size_t axis = static_cast<size_t>(d);
+  const int e = box.ext[axis];
   if (e < 2) return 0;
   const bool ring = is_torus_line(t, d, e);
-  topo::DeviceCoords o{}, p{};
-  topo::DeviceCoords span = box.ext;
-  span[static_cast<size_t>(d)] = 1;
+  topo::DeviceCoords span = box.ext;  // the lines: every cell of the box with coordinate 0 on d
+  span[axis] = 1;
+  const int lines = span[0] * span[1] * span[2] * span[3];
   // Lines are short (an axis is at most a few dozen chips): no allocation in the hot path.
   std::array<int, 64> small;
   std::vector<int> big(e > 64 ? static_cast<size_t>(e) : 0);
   int* line = e > 64 ? big.data() : small.data();
-  for (o[3] = 0; o[3] < span[3]; ++o[3])
-  for (o[2] = 0; o[2] < span[2]; ++o[2])
-    for (o[1] = 0; o[1] < span[1]; ++o[1])
-      for (o[0] = 0; o[0] < span[0]; ++o[0]) {
-        for (int i = 0; i < e; ++i) {
-          for (size_t k = 0; k < p.size(); ++k) p[k] = box.lo[k] + o[k];
-          p[static_cast<size_t>(d)] = box.lo[static_cast<size_t>(d)] + i;
-          line[(i)] = box.at(t, p);
-        }
-        if (ring) {
-          // Bidirectional ring: every step each chip sends half a shard each way.
-          for (int i = 0; i < e; ++i) {
-            const int c = line[(i)];
-            const int next = line[((i + 1) % e)];
-            const int prev = line[((i + e - 1) % e)];
-            if (aggregate) {
-              emit(c, next, shard / 2 * (e - 1), step0, e - 1);
-              emit(c, prev, shard / 2 * (e - 1), step0, e - 1);
-            } else {
-              for (int s = 0; s < e - 1; ++s) {
-                emit(c, next, shard / 2, step0 + s, 1);
-                emit(c, prev, shard / 2, step0 + s, 1);
-              }
-            }
-          }
-        } else {
-          // Bidirectional line: in step s chip i forwards chip (i-s)'s shard rightwards and
-          // chip (i+s)'s shard leftwards. Link i->i+1 carries i+1 shards in all.
-          for (int i = 0; i < e; ++i) {
-            const int c = line[(i)];
-            if (aggregate) {
-              if (i + 1 < e) emit(c, line[(i + 1)], shard * (i + 1), step0, e - 1);
-              if (i > 0) emit(c, line[(i - 1)], shard * (e - i), step0, e - 1);
-            } else {
-              for (int s = 0; s < e - 1; ++s) {
-                if (i + 1 < e && i - s >= 0) emit(c, line[(i + 1)], shard, step0 + s, 1);
-                if (i > 0 && i + s <= e - 1) emit(c, line[(i - 1)], shard, step0 + s, 1);
-              }
-            }
-          }
-        }
-      }
+  for (int li = 0; li < lines; ++li) {
+    topo::DeviceCoords p = box.lo;
+    for (size_t k = 0, rest = static_cast<size_t>(li); k < p.size(); ++k) {
+      p[k] += static_cast<int>(rest % static_cast<size_t>(span[k]));
+      rest /= static_cast<size_t>(span[k]);
+    }
+    for (int i = 0; i < e; ++i, ++p[axis]) line[i] = box.at(t, p);
+    line_flows(line, e, ring, shard, step0, aggregate, emit);
+  }
   return e - 1;
 }
 
