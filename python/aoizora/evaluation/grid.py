@@ -95,6 +95,9 @@ def half(s: Setting) -> str:
     the workloads alternate in token order (fit: 480p 21f, 720p 21f, 720p 41f; test: 480p 41f,
     480p 81f, 720p 81f), so both halves hold every model and slice and a spread of sizes. K is
     chosen on "fit" and recall reported on "test" (recall.py)."""
-    order = sorted(WORKLOADS_PAPER, key=lambda w: (Setting(s.model, *w, s.topology).tokens, w))
+    # Each grid alternates over its own workloads (the production grid: 480p 81f fit, 720p
+    # 81f test).
+    workloads = WORKLOADS_PRODUCTION if s.topology in TOPOLOGIES_PRODUCTION else WORKLOADS_PAPER
+    order = sorted(workloads, key=lambda w: (Setting(s.model, *w, s.topology).tokens, w))
     w = (s.video, s.frames)
     return "test" if w in order and order.index(w) % 2 else "fit"
