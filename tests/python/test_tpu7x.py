@@ -4,9 +4,14 @@ them out, and a report that says which logical groups share a chip."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import subprocess
+import sys
 
-from aoizora import _core, planner, report, strategies, tpu
+import pytest
+import yaml
+
+from aoizora import _core, maxdiffusion, planner, report, strategies, tpu
 from aoizora.cache import Cache
 from aoizora.models import get_model, get_workload
 from aoizora.placement import axis_groups_on_chips, device_keys
@@ -15,9 +20,13 @@ SLICE = "tpu7x:2x2x1"
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    cache = Cache(str(tmp_path_factory.mktemp("cache")))
-    settings = planner.Settings(top_k=2, workers=1, cache=cache)
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def result(cache_dir):
+    settings = planner.Settings(top_k=2, workers=1, cache=Cache(cache_dir))
     return planner.plan("wan-tiny", "tiny", None, SLICE, settings=settings)
 
 
@@ -77,3 +86,23 @@ def test_report_draws_both_cores_of_each_chip(result):
 def test_tpu7x_14b_candidates_include_ulysses_on_the_cores():
     cands = strategies.baseline_candidates(get_model("wan2.1-t2v-14b"), get_workload("720p", 81), 8)
     assert cands[strategies.MAXDIFFUSION_USP].name == "dp2-usp2x2w"
+
+
+def test_cli_emits_the_plan_for_maxdiffusion(result, cache_dir, tmp_path):
+    """`aoizora plan --emit maxdiffusion FILE` (served from the module's cache): the overrides
+    give back the planned candidate and the device order the planned devices."""
+    env = {**os.environ, "AOIZORA_CACHE": cache_dir}
+    out = subprocess.run(
+        [sys.executable, "-m", "aoizora.cli", "plan", "--model", "wan-tiny", "--video", "tiny",
+         "--topology", SLICE, "--top-k", "2", "--workers", "1", "--quiet",
+         "--out", str(tmp_path / "p.json"), "--emit", "maxdiffusion", str(tmp_path / "md.yaml")],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    doc = yaml.safe_load((tmp_path / "md.yaml").read_text())
+    plan = result.plan
+    assert maxdiffusion.candidate_of(doc["overrides"]).name == plan.choice.candidate
+    assert doc["device_order"]["device_coords"] == plan.choice.device_coords
+    bad = subprocess.run(
+        [sys.executable, "-m", "aoizora.cli", "plan", "--emit", "vllm", str(tmp_path / "x")],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--emit maxdiffusion" in bad.stderr

@@ -45,6 +45,9 @@ def register(sub) -> None:
     p.add_argument("--out", default="plan.json", help="where to write the plan (plan.json)")
     p.add_argument("--report", help="write a self-contained HTML report here")
     p.add_argument("--trace", help="write a Perfetto/Chrome trace of the chosen plan here")
+    p.add_argument("--emit", nargs=2, metavar=("FORMAT", "FILE"),
+                   help="also write the plan for a serving stack: `maxdiffusion FILE` writes "
+                        "MaxDiffusion's config overrides and device order (docs/maxdiffusion.md)")
     p.set_defaults(run=run)
 
 
@@ -113,6 +116,10 @@ def _write_outputs(args, result) -> None:
             batch.write(args.out, json.dumps(plan.to_dict(), indent=2) + "\n")
             if args.report:
                 batch.write(args.report, render(plan, result.placements))
+            if args.emit:
+                from aoizora import maxdiffusion
+
+                batch.write(args.emit[1], maxdiffusion.yaml_text(plan))
             if args.trace:
                 stage2 = Stage2(result.topology)
                 batch.produce(args.trace, lambda tmp: stage2.write_trace(
@@ -125,7 +132,12 @@ def _write_outputs(args, result) -> None:
 def run(args) -> int:
     from aoizora import validate
 
-    validate.output_files({"--out": args.out, "--report": args.report, "--trace": args.trace})
+    if args.emit and args.emit[0] != "maxdiffusion":
+        from aoizora.errors import UserError
+
+        raise UserError(f"--emit {args.emit[0]}: unknown format; use --emit maxdiffusion FILE")
+    validate.output_files({"--out": args.out, "--report": args.report, "--trace": args.trace,
+                           "--emit": args.emit[1] if args.emit else None})
     result = run_planner(args)
     plan = result.plan
     _write_outputs(args, result)
