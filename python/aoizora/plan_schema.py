@@ -44,12 +44,13 @@ def check_choice(c, where: str) -> None:
             isinstance(n, str) for n in names):
         raise ValueError(f"{where}.axis_names must name each of the {len(mesh)} mesh axes")
     if not isinstance(coords, list) or not all(_ints(x, 0) and x for x in coords):
-        raise ValueError(f"{where}.device_coords must be a list of chip coordinates")
+        raise ValueError(f"{where}.device_coords must be a list of device coordinates "
+                         "((x, y, z), or (x, y, z, core) on two-core chips)")
     if len(coords) != math.prod(mesh) or len({tuple(x) for x in coords}) != len(coords):
-        raise ValueError(f"{where}.device_coords must hold {math.prod(mesh)} distinct chips "
+        raise ValueError(f"{where}.device_coords must hold {math.prod(mesh)} distinct devices "
                          f"(the mesh {'x'.join(map(str, mesh))}), found {len(coords)}")
     if not _ints(c.get("chip_ids", []), 0):
-        raise ValueError(f"{where}.chip_ids must be a list of chip ids")
+        raise ValueError(f"{where}.chip_ids must be a list of device ids")
     for key in _SECONDS:
         x = c.get(key)
         if x is not None and (not _is_number(x) or x < 0):
