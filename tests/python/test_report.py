@@ -4,7 +4,7 @@ browser (headless Chromium) without console errors."""
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import shutil
 import subprocess
@@ -175,6 +175,8 @@ def _chromium() -> str | None:
 def test_report_loads_in_chromium_without_console_errors(result, tmp_path):
     browser = _chromium()
     if browser is None:
+        if os.environ.get("AOIZORA_REQUIRE_BROWSER"):  # scripts/test.sh: setup.sh installed it
+            pytest.fail("chromium is missing, but AOIZORA_REQUIRE_BROWSER is set")
         pytest.skip("chromium is not installed (scripts/setup.sh installs it: apt-get install "
                     "chromium)")
     page = tmp_path / "report.html"
