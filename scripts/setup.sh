@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One set-up path for a fresh machine (Debian, Python 3.11, root): Debian packages for the
 # C++ build and tests and for the report's browser test, a virtual environment .venv, and
-# aoizora installed into it with its pinned dependencies. Re-running it is fast: nothing is fetched twice and the C++ build in
-# build/wheel is incremental.
+# aoizora installed into it with its pinned dependencies. Re-running it is fast: nothing is
+# fetched twice and the C++ build in build/wheel is incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
