@@ -27,6 +27,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import sysconfig
 import traceback
 from typing import Any
 
@@ -45,10 +46,20 @@ def is_reference(text: str | None) -> bool:
     return bool(text) and ":" in text
 
 
+# Where code that is not the user's lives: the standard library, installed packages, aoizora.
+_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}
+                   | {os.path.dirname(os.path.abspath(__file__))})
+
+
 def _where(e: BaseException) -> str:
-    """' (file.py:12)': the innermost frame of the traceback, where it raised."""
+    """' (file.py:12)': where the user's code raised: the innermost frame outside the
+    standard library, installed packages and aoizora (else the innermost frame)."""
     frames = traceback.extract_tb(e.__traceback__)
-    return f" ({os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    if not frames:
+        return ""
+    own = [f for f in frames if not os.path.abspath(f.filename).startswith(_LIBRARIES)]
+    f = (own or frames)[-1]
+    return f" ({os.path.basename(f.filename)}:{f.lineno})"
 
 
 def _one_line(e: BaseException) -> str:
