@@ -274,13 +274,15 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                          run.progress)
     placements = [{"name": p.placement, "q2_s": p.q2, "simulated_s": p.simulated}
                   for p in ranked if p.candidate.name == best.candidate.name][:20]
+    choice = stage2.choice(best, with_links=True, graph=graphs[best.candidate.name])
+    choice.extra["placements"] = placements  # for the report, a pure function of the plan
     run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
     the_plan = Plan(
         model={"name": asked["name"], "layers": getattr(run.cfg, "layers", None),
                "params": _param_count(run.cfg), **_model_facts(run.cfg)},
         workload=_workload_record(asked["video"], run.cfg, run.wl),
         topology={**stage2.describe(), "compile_target": run.target.describe()},
-        choice=stage2.choice(best, with_links=True, graph=graphs[best.candidate.name]),
+        choice=choice,
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
         baselines=_baseline_choices(stage2, base_pairs, oracle),
         planning={"seconds": run.timings["total"],

@@ -110,7 +110,8 @@ def test_header_names_only_the_workload_figures_the_plan_has():
 
 def test_a_plan_without_the_figures_says_so_in_each_section():
     text = render(_plan({"video": "480p", "frames": 21}))
-    for what in ("the step split", "the link loads", "a block timeline"):
+    for what in ("the step split", "the link loads", "a block timeline",
+                 "the placements of the chosen sharding"):
         assert f"This plan does not record {what}" in text
 
 
@@ -165,7 +166,13 @@ def test_block_timeline_has_every_device_within_one_block(result):
 def test_report_is_a_pure_function_of_the_saved_plan(result, tmp_path):
     path = tmp_path / "plan.json"
     result.plan.save(str(path))
-    assert render(Plan.load(str(path))) == render(result.plan)
+    text = render(Plan.load(str(path)))
+    assert text == render(result.plan)
+    assert text.count("(existing: the best deployment)") >= 1
+    placements = result.plan.choice.extra["placements"]
+    assert placements == result.placements and len(placements) > 1
+    table = text.split('<section id="placements">')[1]
+    assert table.count("<tr><td><code>") == len(placements)
 
 
 def _chromium() -> str | None:
@@ -180,7 +187,7 @@ def test_report_loads_in_chromium_without_console_errors(result, tmp_path):
         pytest.skip("chromium is not installed (scripts/setup.sh installs it: apt-get install "
                     "chromium)")
     page = tmp_path / "report.html"
-    page.write_text(render(result.plan, result.placements, trace="trace.json"))
+    page.write_text(render(result.plan, trace="trace.json"))
     text = page.read_text()
     # self-contained: nothing fetched (links to the trace and Perfetto are plain anchors)
     assert not re.search(r"<script|<link|<img|src=|url\(http", text)

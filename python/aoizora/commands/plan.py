@@ -130,7 +130,7 @@ def _write_outputs(args, result) -> None:
                 trace = (os.path.relpath(os.path.abspath(args.trace),
                                          os.path.dirname(os.path.abspath(args.report)))
                          if args.trace else None)
-                batch.write(args.report, render(plan, result.placements, trace))
+                batch.write(args.report, render(plan, trace))
             if args.trace:
                 stage2 = Stage2(result.topology)
                 batch.produce(args.trace, lambda tmp: stage2.write_trace(

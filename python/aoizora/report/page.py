@@ -61,13 +61,15 @@ Planning took {plan.planning.get('seconds', 0):.1f} s (measured).</p>
 
 
 def _compared(plan: Plan) -> list[tuple[str, Choice]]:
-    """The plan, then each baseline once ("existing" is one of the tagged ones)."""
+    """The plan, then each baseline once ("existing" is the best of the tagged ones: the
+    tags with its sharding and device order are marked)."""
     existing = plan.baselines.get("existing")
     rows = [("AoiZora plan", plan.choice)]
     for tag, b in plan.baselines.items():
         if tag == "existing":
             continue
-        best = existing is not None and b.extra.get("label") == existing.extra.get("label")
+        best = existing is not None and (b.candidate, b.device_coords) == (
+            existing.candidate, existing.device_coords)
         rows.append((f"{tag} (existing: the best deployment)" if best else tag, b))
     return rows
 
@@ -165,7 +167,7 @@ collective, waiting for the other members of its group; white is idle.</p>
 </section>"""
 
 
-def _tables(plan: Plan, placements: list[dict[str, Any]] | None) -> str:
+def _tables(plan: Plan) -> str:
     best = plan.choice.simulated_s
     runners = [(f"#{i + 2}", r) for i, r in enumerate(plan.runners_up)]
     return f"""<section id="baselines">
@@ -178,15 +180,20 @@ def _tables(plan: Plan, placements: list[dict[str, Any]] | None) -> str:
 </section>
 <section id="placements">
 <h2>Placements of the chosen sharding</h2>
-<table><tr><th>placement</th><th>Q2 ms</th><th>simulated ms</th></tr>
-{tables.placement_rows(placements or [])}</table>
+{_placement_table(plan.choice.extra.get("placements"))}
 </section>"""
 
 
-def render(plan: Plan, placements: list[dict[str, Any]] | None = None,
-           trace: str | None = None) -> str:
-    """The report of `plan`. placements: the chosen sharding's placements (PlanResult);
-    trace: the Perfetto trace's address as the page should link it (relative to the page)."""
+def _placement_table(placements: list[dict[str, Any]] | None) -> str:
+    if placements is None:
+        return _missing("the placements of the chosen sharding")
+    return ("<table><tr><th>placement</th><th>Q2 ms</th><th>simulated ms</th></tr>"
+            f"{tables.placement_rows(placements)}</table>")
+
+
+def render(plan: Plan, trace: str | None = None) -> str:
+    """The report of `plan`; trace: the Perfetto trace's address as the page should link it
+    (relative to the page), None when there is none."""
     title = html.escape(plan.model.get("name", ""))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>AoiZora plan: {title}</title>
@@ -195,6 +202,6 @@ def render(plan: Plan, placements: list[dict[str, Any]] | None = None,
 {_why(plan)}
 {_placement(plan)}
 {_timeline(plan, trace)}
-{_tables(plan, placements)}
+{_tables(plan)}
 </body></html>
 """
