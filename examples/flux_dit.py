@@ -17,7 +17,7 @@ block in a loop (the report then shows per-block figures and one block's timelin
 
 Logical axes (models/base.py): batch (the CFG pair), length (image tokens: context
 parallelism), heads and mlp (tensor parallelism), fsdp (weights stored sharded and gathered
-before use), None (replicated).
+before use), layers (the stacked blocks, never sharded), None (replicated).
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ def _stream(c: FluxConfig, L: int) -> dict:
             "o": (L, H, K, D), "mlp_in": (L, D, M), "mlp_out": (L, M, D)}
 
 
-_STREAM_AXES = {"mod": (None, "fsdp", None), "q": (None, "fsdp", "heads", None),
-                "k": (None, "fsdp", "heads", None), "v": (None, "fsdp", "heads", None),
-                "o": (None, "heads", None, "fsdp"), "mlp_in": (None, "fsdp", "mlp"),
-                "mlp_out": (None, "mlp", "fsdp")}
+_STREAM_AXES = {"mod": ("layers", "fsdp", None), "q": ("layers", "fsdp", "heads", None),
+                "k": ("layers", "fsdp", "heads", None), "v": ("layers", "fsdp", "heads", None),
+                "o": ("layers", "heads", None, "fsdp"), "mlp_in": ("layers", "fsdp", "mlp"),
+                "mlp_out": ("layers", "mlp", "fsdp")}
 
 
 def param_shapes(c: FluxConfig) -> dict:

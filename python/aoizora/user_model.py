@@ -34,9 +34,10 @@ from typing import Any
 from aoizora.errors import UserError
 from aoizora.models.base import FunctionSpec
 
-# Logical axis names a Layout maps to mesh axes (models/base.py); any other name would be
-# replicated without a word, so it is refused.
-LOGICAL_AXES = ("batch", "length", "heads", "mlp", "fsdp")
+# Logical axis names (models/base.py): those a Layout maps to mesh axes, and "layers", the
+# stacked blocks of a scanned model, never sharded (the Wan presets use it). Any other name
+# (a typo such as "seq") would be replicated without a word, so it is refused.
+LOGICAL_AXES = ("batch", "length", "heads", "mlp", "fsdp", "layers")
 # What the planner uses of a ModelSpec (the interface of the Wan presets).
 MODEL_SPEC_NEEDS = ("name", "key", "heads", "dim", "sizes", "video", "abstract_params",
                     "param_axes", "abstract_inputs", "input_axes", "output_axes", "apply")

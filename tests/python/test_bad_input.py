@@ -159,7 +159,7 @@ w = jax.ShapeDtypeStruct((8, 32), jnp.float32)
      ["argument 0 float32[2, 16, 8] has 3 dims but axes ('batch', 'length') name 2"]),
     ("def make_spec():\n    return FunctionSpec('f', lambda a, b: a @ b, (x, w), "
      "(('batch', 'seq', None), (None, 'mlp')), ('batch', 'length', None))\n",
-     ["unknown logical axis 'seq'"]),
+     ["unknown logical axis 'seq' (use batch, length, heads, mlp, fsdp, layers or None)"]),
     ("def make_spec():\n    return FunctionSpec('f', lambda a, b: b @ a, (x, w), "
      "(('batch', 'length', None), (None, 'mlp')), ('batch', 'length', None))\n",
      ["f does not trace on its arguments: TypeError", "(m.py:6)"]),

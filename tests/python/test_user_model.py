@@ -73,3 +73,21 @@ def test_editing_the_model_file_changes_the_cache_key(tmp_path):
     before = user_model.load(f"{path}:make_spec").key()
     path.write_text(path.read_text().replace("1e-6", "1e-5"))  # a helper, not fn's own code
     assert user_model.load(f"{path}:make_spec").key() != before
+
+
+def test_model_spec_reference_is_planned_like_a_preset_with_video_and_frames(tmp_path):
+    from argparse import Namespace
+
+    from aoizora.commands.plan import check_workload
+    from aoizora.models import WanConfig
+
+    path = tmp_path / "small_wan.py"
+    path.write_text("from aoizora.models import get_model\n"
+                    "def make_spec():\n"
+                    "    return get_model('wan2.1-t2v-1.3b').replace(name='wan-1.3b-10', "
+                    "layers=10)\n")
+    args = Namespace(model=f"{path}:make_spec", video=None, frames=None, topology=None,
+                     hardware=None)
+    check_workload(args)
+    assert isinstance(args.model, WanConfig) and args.model.layers == 10
+    assert (args.video, args.topology) == ("480p", "v5e:2x4")
