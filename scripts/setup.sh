@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One set-up path for a fresh machine (Debian, Python 3.11, root): Debian packages for the
-# C++ build and tests, a virtual environment .venv, and aoizora installed into it with its
-# pinned dependencies. Re-running it is fast: nothing is fetched twice and the C++ build in
-# build/wheel is incremental.
+# C++ build and tests and for the report's browser test, a virtual environment .venv, and
+# aoizora installed into it with its pinned dependencies. Re-running it is fast: nothing is
+# fetched twice and the C++ build in build/wheel is incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# chromium: the headless browser tests/python/test_report.py loads the report in.
 apt_needed=()
-for pkg in libgtest-dev ninja-build; do
+for pkg in libgtest-dev ninja-build chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || apt_needed+=("$pkg")
 done
 if [ ${#apt_needed[@]} -gt 0 ]; then

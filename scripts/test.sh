@@ -21,4 +21,5 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build/asan --output-on-failure -j "$(nproc)"
 
 echo "== Python tests (pytest)"
-.venv/bin/python -m pytest -q -p no:cacheprovider tests/python "$@"
+# setup.sh installed Chromium: the report's browser test must run here, not skip.
+AOIZORA_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/python "$@"

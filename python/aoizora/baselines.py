@@ -22,6 +22,9 @@
   same link, so XLA's rule for a 2-D group (the larger alpha and beta of its axes) is that
   link's. A group of one device costs nothing.
 - the oracle (planner option): every fitting candidate x every placement, simulated.
+
+A FunctionSpec (`--model file.py:make_spec`) has only the Alpa-style baseline: nobody has
+hand-tuned a deployment of an arbitrary function.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 from typing import Callable
 
 from aoizora import stage1, strategies
+from aoizora.models.base import FunctionSpec
 
 ALPA = "alpa-style"
 
@@ -72,8 +76,10 @@ def baseline_candidates(model, workload, n_chips: int, stage1_results: list,
     Alpa-style pick is the least alpa_cost among the fitting results (ties by name), and
     absent when nothing fits. link_bandwidth in bytes/s per link, alpha in seconds."""
     fits = {r.candidate.name: r for r in stage1_results if r.fits}
-    out = {tag: c for tag, c in strategies.baseline_candidates(model, workload, n_chips).items()
-           if c.name in fits}
+    # A function spec (the generic path) has no hand-tuned deployment to compare with.
+    hand = ({} if isinstance(model, FunctionSpec)
+            else strategies.baseline_candidates(model, workload, n_chips))
+    out = {tag: c for tag, c in hand.items() if c.name in fits}
     if fits:
         best = min(fits.values(), key=lambda r: (alpa_cost(r, link_bandwidth, alpha),
                                                  r.candidate.name))

@@ -164,7 +164,7 @@ def compile(candidate: Candidate, model, workload, devices, *, order=None) -> st
 class Job:
     kind: str                 # "lower" | "compile"
     candidate: Candidate
-    model: Any                # picklable ModelSpec (WanConfig); FunctionSpecs run in-process
+    model: Any                # picklable ModelSpec (WanConfig); others run in-process
     workload: Any
     target: str               # "v5e:2x4", "cpu:8", ...
     order: tuple | None = None  # chip coords in mesh order (the placement); None: target order
@@ -279,7 +279,7 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
             todo.append(i)
     if workers is None:
         workers = max(1, min(len(todo), (os.cpu_count() or 2) // 2))
-    if workers == 0 or any(isinstance(jobs[i].model, FunctionSpec) for i in todo):
+    if workers == 0 or any(_in_process(jobs[i].model) for i in todo):
         for i in todo:
             finish(i, run_job(jobs[i]))
         return results
@@ -303,6 +303,12 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
         raise
     pool.shutdown()
     return results
+
+
+def _in_process(model) -> bool:
+    """A FunctionSpec, or a model whose class lives outside aoizora (a user's module loaded
+    from a file), runs in this process: a spawned worker could not unpickle it."""
+    return isinstance(model, FunctionSpec) or type(model).__module__.split(".")[0] != "aoizora"
 
 
 def _worker_signals() -> None:

@@ -46,6 +46,20 @@ class Plan:
     planning: dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
 
+    def workload_text(self) -> str:
+        """The workload in words, only the figures the plan has: "480p, 21 frames (9,360
+        tokens per sample)", or "its own arguments (a function spec)"."""
+        w = self.workload
+        if w.get("function"):
+            return "its own arguments (a function spec)"
+        parts = [str(w["video"])] if w.get("video") else []
+        if w.get("frames"):
+            parts.append(f"{w['frames']} frames")
+        text = ", ".join(parts) or "its workload"
+        if isinstance(w.get("tokens"), int):
+            text += f" ({w['tokens']:,} tokens per sample)"
+        return text
+
     # ---- JSON ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -26,6 +26,7 @@ from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs
 from aoizora.errors import NoFitError, UserError
+from aoizora.models.base import FunctionSpec
 from aoizora.plan import Choice, Plan
 from aoizora.stage2 import Pair, Stage2, UnknownTripCount
 
@@ -68,11 +69,22 @@ class PlanResult:
     stage2: Any = None                    # the Stage2 used (topology, simulate, ...)
 
 
-def _resolve(model: str, video: str, frames: int | None):
-    """(ModelSpec, Video), checked up front (validate.workload): UserError on bad input."""
+def _resolve(model, video: str | None, frames: int | None):
+    """(ModelSpec, Video) or (FunctionSpec, None), checked up front (validate.workload):
+    UserError on bad input. `model` is a preset name or a spec (user_model.load)."""
     from aoizora import validate
 
+    if isinstance(model, FunctionSpec):
+        if video is not None or frames is not None:
+            raise UserError(f"--video/--frames: {model.name} is a function spec, its "
+                            "arguments fix its sizes; leave them out")
+        return model, None
     return validate.workload(model, video, frames)
+
+
+def _what(name: str, video: str | None, wl) -> str:
+    """"wan-tiny at tiny 9 frames", or the function's name."""
+    return name if wl is None else f"{name} at {video} {wl.frames} frames"
 
 
 @dataclass
@@ -99,34 +111,40 @@ class _Run:
         self.progress.note(f"skipped {name}: {reason}")
 
 
-def plan(model: str = "wan2.1-t2v-1.3b", video: str = "480p", frames: int | None = 21,
+def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None = 21,
          topology: str = "v5e:2x4", settings: Settings | None = None,
          progress: Progress | None = None) -> PlanResult:
-    """Plans the sharding and placement of `model` on `topology`. Raises UserError on bad
-    input, NoFitError when no candidate fits."""
+    """Plans the sharding and placement of `model` (a preset name, or a ModelSpec or
+    FunctionSpec such as user_model.load gives; a FunctionSpec takes video=None,
+    frames=None) on `topology`. Raises UserError on bad input, NoFitError when no candidate
+    fits."""
     settings = settings or Settings()
     progress = progress or Progress()
     cfg, wl = _resolve(model, video, frames)
+    name = model if isinstance(model, str) else cfg.name
     stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters,
                                  hardware=settings.hardware)
     run = _Run(settings, progress, cfg, wl, stage2,
                compile_target_for(stage2.topology, settings.compile_target))
     progress.note(f"compiling for {_describe_target(run.target)}")
-    candidates = _enumerate(run, model)
-    s1, top = _stage1(run, candidates, no_fit=f"{model} at {video} {wl.frames} frames fits "
-                                              f"in no sharding on {topology}")
+    candidates = _enumerate(run, name)
+    s1, top = _stage1(run, candidates, no_fit=f"{_what(name, video, wl)} fits in no sharding "
+                                              f"on {topology}")
     survivors = _compile_top_k(run, candidates, s1, top)
     ranked = _rank_placements(run, survivors)
     pool = _decide(run, ranked)
     base_pairs = _baselines(run, s1, pool)
-    return _result(run, {"name": model, "video": video}, candidates, s1, top, ranked, pool,
+    return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
                    base_pairs)
 
 
 def _enumerate(run: _Run, model: str) -> list:
     t0 = time.perf_counter()
     run.progress.phase("enumerate shardings")
-    candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_devices)
+    if isinstance(run.cfg, FunctionSpec):
+        candidates = strategies.function_candidates(run.cfg, run.stage2.num_devices)
+    else:
+        candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_devices)
     if not candidates:
         raise UserError(f"no legal sharding of {model} over {run.stage2.num_devices} devices")
     run.lap("enumerate", t0)
@@ -229,7 +247,7 @@ def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
     for p in base_pairs.values():
         twin = judged.get((p.candidate.name, tuple(p.device_of)))
         if twin is not None:
-            p.simulated, p.sim = twin.simulated, twin.sim
+            p.simulated, p.sim, p.split = twin.simulated, twin.sim, twin.split
         else:
             run.stage2.simulate(p, run.graphs[p.candidate.name])
         run.progress.advance(p.candidate.name)
@@ -256,14 +274,15 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                          run.progress)
     placements = [{"name": p.placement, "q2_s": p.q2, "simulated_s": p.simulated}
                   for p in ranked if p.candidate.name == best.candidate.name][:20]
+    choice = stage2.choice(best, with_links=True, graph=graphs[best.candidate.name])
+    choice.extra["placements"] = placements  # for the report, a pure function of the plan
     run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
     the_plan = Plan(
-        model={"name": asked["name"], "layers": run.cfg.layers,
+        model={"name": asked["name"], "layers": getattr(run.cfg, "layers", None),
                "params": _param_count(run.cfg), **_model_facts(run.cfg)},
-        workload={"video": asked["video"], "frames": run.wl.frames,
-                  "tokens": getattr(run.wl, "tokens", None)},
+        workload=_workload_record(asked["video"], run.cfg, run.wl),
         topology={**stage2.describe(), "compile_target": run.target.describe()},
-        choice=stage2.choice(best, with_links=True, graph=graphs[best.candidate.name]),
+        choice=choice,
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
         baselines=_baseline_choices(stage2, base_pairs, oracle),
         planning={"seconds": run.timings["total"],
@@ -366,11 +385,19 @@ def _oracle(stage2, graphs, by_name, q1_of, simulated: list[Pair], progress) -> 
     return min(every, key=lambda p: (p.simulated, p.q2))
 
 
+def _workload_record(video: str | None, cfg, wl) -> dict[str, Any]:
+    if wl is None:  # a FunctionSpec: its arguments are the workload
+        return {"function": cfg.name, "video": None, "frames": None, "tokens": None}
+    return {"video": video, "frames": wl.frames, "tokens": getattr(wl, "tokens", None)}
+
+
 def _model_facts(cfg) -> dict[str, Any]:
     """What a model adds to the plan's model record (WanExperts: its experts, all served by
-    this one plan, and how many are resident); {} for others."""
+    this one plan, and how many are resident; a spec from --model: where it came from)."""
     describe = getattr(cfg, "describe", None)
-    return describe() if callable(describe) else {}
+    facts = describe() if callable(describe) else {}
+    source = getattr(cfg, "source", None)
+    return {**facts, "source": source} if source else facts
 
 
 def _param_count(cfg) -> int | None:

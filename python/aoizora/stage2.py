@@ -8,12 +8,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from aoizora import _core
+from aoizora import _core, step_split
+from aoizora.block_timeline import block_timeline
 from aoizora.errors import UserError
 from aoizora.placement import axis_groups_on_chips
+from aoizora.placement_words import axis_shapes, placement_in_words
 from aoizora.plan import Choice
 from aoizora.strategies import Candidate
-
 
 
 class UnknownTripCount(ValueError):
@@ -33,6 +34,7 @@ class Pair:
     simulated: float | None = None
     tag: str = ""                                   # baseline tag, if it is one
     sim: Any = field(default=None, repr=False)      # the _core.SimResult
+    split: dict | None = field(default=None, repr=False)  # step_split.split of the simulation
 
 
 class Stage2:
@@ -113,8 +115,9 @@ class Stage2:
     # ---- simulation -----------------------------------------------------------------------
     def simulate(self, pair: Pair, graph, *, timeline: bool = False) -> Pair:
         pair.sim = _core.simulate(graph, self.topology, pair.device_of,
-                                  record_timeline=timeline)
+                                  record_timeline=timeline, top_contributors=-1)
         pair.simulated = pair.sim.step_seconds
+        pair.split = step_split.split(pair.sim, graph)
         return pair
 
     def write_trace(self, pair: Pair, graph, path: str) -> None:
@@ -147,10 +150,34 @@ class Stage2:
             extra["link_bytes"] = [[*self.link_ends(i), b] for i, b in enumerate(q2.link_bytes)]
             extra["q2_compute_s"] = q2.compute_seconds
             extra["q2_exposed_comm_s"] = q2.exposed_comm_seconds
+            extra["jax_default"] = self._default_order(c, graph)
+            extra["block_timeline"] = block_timeline(graph, self.topology, pair.device_of)
+        if pair.split is not None:
+            extra["step_split"] = pair.split
         coords = self.coords(pair.device_of)
         extra["axis_groups"] = axis_groups_on_chips(c.mesh_shape, c.axis_names, coords)
+        extra["axis_shapes"] = axis_shapes(c.mesh_shape, c.axis_names, coords)
+        extra["placement_words"] = placement_in_words(c.mesh_shape, c.axis_names, coords)
         return Choice(candidate=c.name, mesh_shape=list(c.mesh_shape),
                       axis_names=list(c.axis_names), strategy=c.to_dict(),
                       placement=pair.placement, device_coords=coords,
                       chip_ids=list(pair.device_of),
                       q1_s=pair.q1, q2_s=pair.q2, simulated_s=pair.simulated, extra=extra)
+
+    def _default_order(self, candidate: Candidate, graph) -> dict[str, Any]:
+        """The sharding on JAX's default device order, for the report to draw beside the
+        plan: coords, link bytes, Q2, simulated seconds, words; {"error": why} when JAX has
+        no default order for the mesh."""
+        try:
+            p = _core.default_placement(self.topology, list(candidate.mesh_shape))
+        except _core.CoreError as e:
+            return {"error": str(e)}
+        device_of = list(p.device_of)
+        q2 = _core.evaluate_q2(graph, self.topology, device_of)
+        sim = self.simulate(Pair(candidate, "jax-default", device_of, q2.seconds), graph)
+        coords = self.coords(device_of)
+        return {"device_coords": coords, "chip_ids": device_of, "q2_s": q2.seconds,
+                "simulated_s": sim.simulated,
+                "link_bytes": [[*self.link_ends(i), b] for i, b in enumerate(q2.link_bytes)],
+                "placement_words": placement_in_words(candidate.mesh_shape,
+                                                      candidate.axis_names, coords)}

@@ -154,23 +154,25 @@ def output_folder(path: str, flag: str) -> str:
     return path
 
 
-def workload(model: str, video: str, frames: int | None):
-    """(ModelSpec, Video) for a model preset and a workload; frames None takes the video's
-    default (21, or the fixed 9 of "tiny"). Refuses what would plan zero work."""
+def workload(model, video: str, frames: int | None):
+    """(ModelSpec, Video) for a model (a preset name, or a ModelSpec from --model FILE:FN)
+    and a workload; frames None takes the video's default (21, or the fixed 9 of "tiny").
+    Refuses what would plan zero work."""
     from aoizora.models import MODELS, get_model, get_workload
     from aoizora.models.video import TINY_VIDEO
 
-    if model not in MODELS:
+    if isinstance(model, str) and model not in MODELS:
         raise UserError(f"--model: unknown model {model!r}: use one of "
-                        f"{', '.join(sorted(MODELS))}")
+                        f"{', '.join(sorted(MODELS))}, or MODULE.py:FUNCTION for your own")
+    cfg = get_model(model) if isinstance(model, str) else model
     if video in ("tiny", TINY_VIDEO.name):
         if frames not in (None, TINY_VIDEO.frames):
             raise UserError(f"--frames {frames}: the tiny video has a fixed "
                             f"{TINY_VIDEO.frames} frames; leave --frames out")
-        return get_model(model), get_workload(video)
-    sizes = dict(get_model(model).sizes)
+        return cfg, get_workload(video)
+    sizes = dict(cfg.sizes)
     if video not in sizes:
-        raise UserError(f"--video {video!r}: {model} is made for "
+        raise UserError(f"--video {video!r}: {cfg.name} is made for "
                         f"{', '.join(f'{k} ({w}x{h})' for k, (h, w) in sizes.items())}; "
                         "use one of those or tiny")
     frames = 21 if frames is None else frames
@@ -178,10 +180,10 @@ def workload(model: str, video: str, frames: int | None):
     if (frames - 1) % 4:
         raise UserError(f"--frames {frames}: must be 4k+1 (the VAE's temporal stride), "
                         "e.g. 21, 41 or 81")
-    wl = get_workload(video, frames, model=model)
+    wl = get_workload(video, frames, model=cfg)
     if math.prod(wl.latent_shape()) <= 0:
         raise UserError(f"--frames {frames} at {video}: no latent tokens, nothing to plan")
-    return get_model(model), wl
+    return cfg, wl
 
 
 def no_duplicate_keys(pairs: list) -> dict:

@@ -134,6 +134,60 @@ def test_planner_refuses_zero_work(monkeypatch):
                          planner.Settings(cache=None, workers=1))
 
 
+# ---- your own model (--model FILE.py:FUNCTION) --------------------------------------------
+
+_SPEC_HEAD = """import jax, jax.numpy as jnp
+from aoizora.models.base import FunctionSpec
+x = jax.ShapeDtypeStruct((2, 16, 8), jnp.float32)
+w = jax.ShapeDtypeStruct((8, 32), jnp.float32)
+"""
+
+
+@pytest.mark.parametrize("body,words", [
+    ("def other(): pass\n", ["has no make_spec"]),
+    ("make_spec = 3\n", ["make_spec is a int, not a function"]),
+    ("def make_spec(:\n", ["importing", "raised SyntaxError"]),
+    ("def make_spec():\n    raise ValueError('width must be even')\n",
+     ["make_spec() raised ValueError: width must be even (m.py:6)"]),
+    ("def make_spec():\n    return 42\n",
+     ["returned int: expected a FunctionSpec or a ModelSpec"]),
+    ("def make_spec():\n    return FunctionSpec('f', lambda a, b: a @ b, (x, w), "
+     "(('batch', 'length', None),), ('batch', 'length', None))\n",
+     ["2 arguments but 1 axes entries"]),
+    ("def make_spec():\n    return FunctionSpec('f', lambda a, b: a @ b, (x, w), "
+     "(('batch', 'length'), (None, 'mlp')), ('batch', 'length', None))\n",
+     ["argument 0 float32[2, 16, 8] has 3 dims but axes ('batch', 'length') name 2"]),
+    ("def make_spec():\n    return FunctionSpec('f', lambda a, b: a @ b, (x, w), "
+     "(('batch', 'seq', None), (None, 'mlp')), ('batch', 'length', None))\n",
+     ["unknown logical axis 'seq' (use batch, length, heads, mlp, fsdp, layers or None)"]),
+    ("def make_spec():\n    return FunctionSpec('f', lambda a, b: b @ a, (x, w), "
+     "(('batch', 'length', None), (None, 'mlp')), ('batch', 'length', None))\n",
+     ["f does not trace on its arguments: TypeError", "(m.py:6)"]),
+    ("def make_spec():\n    return FunctionSpec('f', lambda a, b: a @ b, (x, w), "
+     "(('batch', 'length', None), (None, 'mlp')), ('batch', None))\n",
+     ["the output float32[2, 16, 32] has 3 dims"]),
+])
+def test_bad_model_reference_is_one_line(body, words, tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(_SPEC_HEAD + body)
+    refused(["plan", "--quiet", "--model", f"{path}:make_spec"], capsys, *words)
+
+
+@pytest.mark.parametrize("ref,words", [
+    ("no/such/model.py:make_spec", ["no such file no/such/model.py"]),
+    ("no_such_aoizora_pkg.model:make_spec", ["no module named 'no_such_aoizora_pkg'"]),
+    ("model.py:", ["expected MODULE:FUNCTION"]),
+])
+def test_model_reference_that_names_nothing_is_one_line(ref, words, capsys):
+    refused(["plan", "--quiet", "--model", ref], capsys, *words)
+
+
+def test_function_spec_refuses_video_and_frames(capsys):
+    example = str(Path(__file__).parents[2] / "examples" / "flux_dit.py")
+    refused(["plan", "--quiet", "--model", f"{example}:make_spec", "--video", "480p"], capsys,
+            "--video/--frames", "flux-dit-small is a function spec")
+
+
 def test_hlo_partition_count_must_match_the_slice(capsys):
     refused(["rank", "--hlo", HLO8, "--topology", "v5e:4x4"], capsys, "8 partitions", "16")
 

@@ -79,8 +79,11 @@ def test_axis_groups_in_words():
 
 def test_report_draws_both_cores_of_each_chip(result):
     text = report.render(result.plan)
-    assert text.count("c0: ") == 4 and text.count("c1: ") == 4
+    # two drawings of the slice (the plan, JAX's default order), both cores of 4 chips each
+    assert text.count("c0: ") == 8 and text.count("c1: ") == 8
     assert "Where each mesh axis runs" in text
+    shared = text.split('id="shared-chips"')[1].split("</table>")[0]
+    assert shared.count("core 0: ") == 4 and shared.count("core 1: ") == 4
 
 
 def test_tpu7x_14b_candidates_include_ulysses_on_the_cores():

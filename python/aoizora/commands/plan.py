@@ -4,6 +4,7 @@ and optionally the HTML report and a Perfetto trace of the chosen plan."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -17,7 +18,9 @@ def add_workload_args(p) -> None:
     from aoizora import hardware_file
     from aoizora.validate import int_arg
 
-    p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']})")
+    p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']}), or your own: "
+                   "FILE.py:FUNCTION or pkg.module:FUNCTION returning a FunctionSpec or a "
+                   "ModelSpec (examples/flux_dit.py)")
     p.add_argument("--video", help=f"480p, 720p or tiny (default {DEFAULTS['video']}, or the "
                    "model's own size where it has no 480p: 720p for wan2.2-ti2v-5b)")
     p.add_argument("--frames", type=int_arg("--frames", 1, 100_001),
@@ -52,16 +55,29 @@ def register(sub) -> None:
 
 
 def check_workload(args) -> None:
-    """The workload and topology, checked before any work (one line on bad input)."""
-    from aoizora import topology_file, validate
+    """The model, workload and topology, checked before any work (one line on bad input).
+    A model reference (FILE.py:FUNCTION) is imported and called here: args.model becomes
+    the spec it returns."""
+    from aoizora import topology_file, user_model, validate
+    from aoizora.errors import UserError
     from aoizora.models import default_video
+    from aoizora.models.base import FunctionSpec
 
-    if args.video is None and args.model is not None:
-        args.video = default_video(args.model, DEFAULTS["video"])
-    for key, value in DEFAULTS.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    validate.workload(args.model, args.video, args.frames)
+    if user_model.is_reference(args.model):
+        args.model = user_model.load(args.model)
+    if isinstance(args.model, FunctionSpec):
+        if args.video is not None or args.frames is not None:
+            raise UserError(f"--video/--frames: {args.model.name} is a function spec, its "
+                            "arguments fix its sizes; leave them out")
+    else:
+        if args.video is None and args.model is not None:
+            args.video = default_video(args.model, DEFAULTS["video"])
+        for key in ("model", "video"):
+            if getattr(args, key) is None:
+                setattr(args, key, DEFAULTS[key])
+        validate.workload(args.model, args.video, args.frames)
+    if args.topology is None:
+        args.topology = DEFAULTS["topology"]
     topology_file.load(args.topology, hardware=args.hardware)
 
 
@@ -92,9 +108,8 @@ def print_comparison(plan, out=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{plan.model['name']} {plan.workload['video']} {plan.workload['frames']} "
-                    f"frames on {plan.topology['name']} (simulated on the "
-                    f"{plan.topology['generation']} model)")
+    t = Table(title=f"{plan.model['name']}, {plan.workload_text()} on {plan.topology['name']} "
+                    f"(simulated on the {plan.topology['generation']} model)")
     for col in ("", "sharding", "placement", "simulated ms / forward", "AoiZora speedup"):
         t.add_column(col)
     for label, cand, place, sec, speed in comparison_rows(plan):
@@ -115,7 +130,10 @@ def _write_outputs(args, result) -> None:
         with Batch() as batch:
             batch.write(args.out, json.dumps(plan.to_dict(), indent=2) + "\n")
             if args.report:
-                batch.write(args.report, render(plan, result.placements))
+                trace = (os.path.relpath(os.path.abspath(args.trace),
+                                         os.path.dirname(os.path.abspath(args.report)))
+                         if args.trace else None)
+                batch.write(args.report, render(plan, trace))
             if args.emit:
                 from aoizora import maxdiffusion
 

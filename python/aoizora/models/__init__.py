@@ -45,10 +45,11 @@ def get_workload(resolution: str, frames: int | None = None,
     return cfg.video(resolution, frames)
 
 
-def default_video(model: str, preferred: str = "480p") -> str:
-    """`preferred` if the model is made for it, else the model's first size (an unknown
-    model gets `preferred`, and the model check reports it)."""
-    sizes = dict(MODELS[model].sizes) if model in MODELS else {}
+def default_video(model, preferred: str = "480p") -> str:
+    """`preferred` if the model (a name or a config) is made for it, else the model's first
+    size (an unknown model gets `preferred`, and the model check reports it)."""
+    cfg = MODELS.get(model) if isinstance(model, str) else model
+    sizes = dict(cfg.sizes) if cfg is not None else {}
     return preferred if preferred in sizes or not sizes else next(iter(sizes))
 
 

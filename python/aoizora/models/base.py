@@ -100,11 +100,14 @@ class FunctionSpec:
     def __init__(self, name: str, fn: Callable, args: Sequence, arg_axes: Sequence, out_axes):
         self.name, self.fn = name, fn
         self.args, self.arg_axes, self.out_axes = tuple(args), tuple(arg_axes), out_axes
+        # Where the spec came from (user_model.load: the --model reference and the sha256 of
+        # its file), so that editing any function of that file changes the cache key.
+        self.source: dict[str, Any] | None = None
 
     def key(self) -> dict[str, Any]:
         shapes = jax.tree.map(lambda s: f"{s.dtype}{list(s.shape)}", self.args)
         code = getattr(self.fn, "__code__", None)
         return {"function": self.name, "args": str(shapes), "axes": str(self.arg_axes),
-                "out_axes": str(self.out_axes),
+                "out_axes": str(self.out_axes), "source": self.source,
                 "code": (code.co_filename, code.co_firstlineno, code.co_code.hex())
                 if code else repr(self.fn)}
