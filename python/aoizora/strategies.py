@@ -275,11 +275,12 @@ def padding(candidate: Candidate, model, workload) -> int:
             - model.seq_len(workload))
 
 
-def layout_for(candidate: Candidate, mesh, model) -> "Layout":
-    """The Layout of a candidate for a model (its padding multiples under its kernel)."""
+def layout_for(candidate: Candidate, mesh, model, *, interpret: bool = False) -> "Layout":
+    """The Layout of a candidate for a model (its padding multiples under its kernel);
+    interpret: run a Pallas kernel through its interpreter (CPU devices; tests)."""
     seq, shard = (model.pad_multiples(candidate.kernel) if hasattr(model, "pad_multiples")
                   else (1, 1))
-    return Layout(candidate, mesh, seq, shard)
+    return Layout(candidate, mesh, seq, shard, interpret=interpret)
 
 
 def make_mesh(candidate: Candidate, devices: Sequence):
@@ -299,10 +300,11 @@ class Layout:
     and the attention core of the candidate's context form (shard_map over the mesh)."""
 
     def __init__(self, candidate: Candidate, mesh, seq_multiple: int = 1,
-                 shard_multiple: int = 1):
+                 shard_multiple: int = 1, *, interpret: bool = False):
         from aoizora.models.base import pad_multiple
 
         self.candidate, self.mesh = candidate, mesh
+        self.interpret = interpret  # Pallas kernels through their interpreter (CPU devices)
         self.rules = candidate.rules
         self._seq_multiple = pad_multiple(seq_multiple, shard_multiple, candidate.context)
 
@@ -393,7 +395,7 @@ class Layout:
         c = self.candidate
         blocks = K.Blocks(c.block_q, c.block_kv, c.block_kv_compute)
         ctx = tuple(n for n, _ in c.context_axes())
-        kw = dict(kv_valid=kv_valid, blocks=blocks)
+        kw = dict(kv_valid=kv_valid, blocks=blocks, interpret=self.interpret)
         if c.form == "none":
             body = partial(K.local, **kw)
         elif c.form == "allgather_kv":
