@@ -3,6 +3,7 @@
 Public API (others code against this):
 
     Candidate                     frozen dataclass: name, degrees per kind, context form,
+                                  attention kernel and its block sizes (kernels.py),
                                   .mesh_shape, .axis_names, .rules (logical -> mesh axes),
                                   .kinds, .baselines (tags), .to_dict(), Candidate.from_dict(d)
     enumerate_candidates(model, workload, n_chips) -> list[Candidate]   (deterministic order)
