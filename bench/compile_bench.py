@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
 from aoizora import jaxenv  # noqa: E402,F401
 from aoizora import compiler as C  # noqa: E402
+from aoizora import kernels  # noqa: E402
 from aoizora import strategies as S  # noqa: E402
 from aoizora.cache import Cache  # noqa: E402
 from aoizora.models import get_model, get_workload  # noqa: E402
@@ -91,9 +92,9 @@ def main() -> None:
                        if c.name not in chosen]
         jobs = [C.Job("compile", by[x], model, workload, topo) for x in chosen]
         if args.splash:
-            sp = model.replace(attention="splash")
-            base = S.baseline_candidates(sp, workload, n)[S.MAXDIFFUSION_CFG]
-            jobs.append(C.Job("compile", base, sp, workload, topo))
+            base = S.baseline_candidates(model, workload, n)[S.MAXDIFFUSION_CFG]
+            jobs.append(C.Job("compile", kernels.with_kernel(base, model, workload, "tpu"),
+                              model, workload, topo))
         with tempfile.TemporaryDirectory() as root:
             cache = Cache(root)
             t = time.perf_counter()
@@ -103,13 +104,13 @@ def main() -> None:
         print(f"{'candidate':<20} {'kinds':<40} {'lower s':>7} {'compile s':>9} "
               f"{'peak MB':>8} {'HLO kB':>7} {'hit ms':>7}  collectives")
         for job, o, h in zip(jobs, outs, hits):
-            name = job.candidate.name + ("+splash" if job.model.attention == "splash" else "")
+            name = job.candidate.name + ("+splash" if job.candidate.kernel == "splash" else "")
             lo = t_lower.get(job.candidate.name, (float("nan"),))[0]
             if not o.ok:
                 print(f"{name:<20} FAILED {o.error}")
                 continue
             extra = ""
-            if job.model.attention == "splash":
+            if job.candidate.kernel == "splash":
                 extra = f" tpu_custom_call x{o.text.count(MOSAIC)}"
             print(f"{name:<20} {','.join(job.candidate.kinds):<40} {lo:7.2f} {o.seconds:9.1f} "
                   f"{o.peak_rss_mb:8.0f} {len(o.text) / 1024:7.0f} {h.seconds * 1e3:7.1f}  "

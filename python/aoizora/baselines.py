@@ -76,10 +76,12 @@ def baseline_candidates(model, workload, n_chips: int, stage1_results: list,
     Alpa-style pick is the least alpa_cost among the fitting results (ties by name), and
     absent when nothing fits. link_bandwidth in bytes/s per link, alpha in seconds."""
     fits = {r.candidate.name: r for r in stage1_results if r.fits}
-    # A function spec (the generic path) has no hand-tuned deployment to compare with.
+    # A function spec (the generic path) has no hand-tuned deployment to compare with. Each
+    # tag's candidate is the planned one (with the attention kernel and blocks it was lowered
+    # with), not the bare sharding.
     hand = ({} if isinstance(model, FunctionSpec)
             else strategies.baseline_candidates(model, workload, n_chips))
-    out = {tag: c for tag, c in hand.items() if c.name in fits}
+    out = {tag: fits[c.name].candidate for tag, c in hand.items() if c.name in fits}
     if fits:
         best = min(fits.values(), key=lambda r: (alpa_cost(r, link_bandwidth, alpha),
                                                  r.candidate.name))

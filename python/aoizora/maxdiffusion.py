@@ -19,7 +19,9 @@ MaxDiffusion builds its mesh with mesh_utils.create_device_mesh and never reorde
 the placement cannot travel as a config key: `device_order` lists the JAX device ids (and
 each device's (x, y, z[, core])) in the flat order of the (data, fsdp, context, tensor)
 mesh, and maxdiffusion_mesh() builds that Mesh (docs/maxdiffusion.md shows where it goes).
-Block sizes are not planned yet, so `flash_block_sizes` is left to the user's config.
+A candidate planned with the splash kernel (TPU targets, kernels.py) carries its block sizes
+as `flash_block_sizes` (block_q, block_kv, block_kv_compute: the forward kernel's; inference
+runs no backward); a blockwise (CPU-compiled) plan leaves them to the user's config.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ def overrides(c: Candidate) -> dict[str, Any]:
     if c.context > 1 and not c.weights_over_context:
         out["logical_axis_rules"] = [["embed", "fsdp"] if r[0] == "embed" else r
                                      for r in BASE_RULES]
+    if c.kernel == "splash":
+        out["flash_block_sizes"] = {"block_q": c.block_q, "block_kv": c.block_kv,
+                                    "block_kv_compute": c.block_kv_compute}
     return out
 
 
@@ -77,8 +82,13 @@ def candidate_of(o: dict[str, Any]) -> Candidate:
     rules = o.get("logical_axis_rules", BASE_RULES)
     embed = next((r[1] for r in rules if r[0] == "embed"), [])
     wc = context > 1 and "context" in ([embed] if isinstance(embed, str) else embed)
+    blocks = o.get("flash_block_sizes")
+    kernel = {"kernel": "splash", "block_q": int(blocks["block_q"]),
+              "block_kv": int(blocks["block_kv"]),
+              "block_kv_compute": int(blocks.get("block_kv_compute", blocks["block_kv"]))} \
+        if blocks else {}
     return Candidate(candidate_name(data, fsdp, context, form, ulysses, tensor, wc),
-                     data, fsdp, context, form, ulysses, tensor, wc)
+                     data, fsdp, context, form, ulysses, tensor, wc, **kernel)
 
 
 def to_maxdiffusion(plan, device_ids: list[int]) -> dict[str, Any]:
@@ -91,7 +101,7 @@ def to_maxdiffusion(plan, device_ids: list[int]) -> dict[str, Any]:
         "aoizora": {"model": plan.model.get("name"), "topology": plan.topology.get("name"),
                     "candidate": c.name, "placement": plan.choice.placement,
                     "simulated_s": plan.choice.simulated_s,
-                    "note": "flash_block_sizes are not planned yet: keep your config's"},
+                    "attention_kernel": c.kernel},
         "overrides": overrides(c),
         "device_order": {"mesh_axes": list(MESH_AXES),
                          "mesh_shape": [c.data, c.fsdp, c.context, c.tensor],

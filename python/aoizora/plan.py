@@ -103,12 +103,13 @@ class Plan:
 
         return Candidate.from_dict(self.choice.strategy)
 
-    def layout(self, model, devices: Sequence | None = None):
+    def layout(self, model, devices: Sequence | None = None, *, interpret: bool = False):
         """The strategies.Layout that runs `model` (a ModelSpec such as a WanConfig) under
-        this plan: pass it to `model.apply(..., layout=...)`."""
+        this plan: pass it to `model.apply(..., layout=...)`. interpret: run the plan's
+        Pallas kernel through its interpreter (to check a TPU plan on CPU devices)."""
         from aoizora.strategies import layout_for
 
-        return layout_for(self.candidate(), self.mesh(devices), model)
+        return layout_for(self.candidate(), self.mesh(devices), model, interpret=interpret)
 
     def shardings(self, model, workload, devices: Sequence | None = None):
         """(parameter shardings pytree, input shardings tuple) for jax.device_put / jit."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aoizora import jaxenv  # noqa: F401
-from aoizora import baselines, stage1, strategies
+from aoizora import baselines, kernels, stage1, strategies
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs
@@ -147,8 +147,24 @@ def _enumerate(run: _Run, model: str) -> list:
         candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_devices)
     if not candidates:
         raise UserError(f"no legal sharding of {model} over {run.stage2.num_devices} devices")
+    candidates = _with_kernels(run, candidates)
+    if not candidates:
+        raise UserError(f"no sharding of {model} can run the attention kernel of "
+                        f"{run.target.platform}: " + "; ".join(run.skipped[:2]))
     run.lap("enumerate", t0)
     return candidates
+
+
+def _with_kernels(run: _Run, candidates: list) -> list:
+    """Each candidate with the attention kernel of the compile target and its block sizes
+    (kernels.py); one whose shards cannot run the kernel is reported and skipped."""
+    out = []
+    for c in candidates:
+        try:
+            out.append(kernels.with_kernel(c, run.cfg, run.wl, run.target.platform))
+        except kernels.KernelUnsupported as e:
+            run.skip(c.name, str(e))
+    return out
 
 
 def _stage1(run: _Run, candidates: list, no_fit: str) -> tuple[list, list]:

@@ -3,6 +3,7 @@
 Public API (others code against this):
 
     Candidate                     frozen dataclass: name, degrees per kind, context form,
+                                  attention kernel and its block sizes (kernels.py),
                                   .mesh_shape, .axis_names, .rules (logical -> mesh axes),
                                   .kinds, .baselines (tags), .to_dict(), Candidate.from_dict(d)
     enumerate_candidates(model, workload, n_chips) -> list[Candidate]   (deterministic order)
@@ -67,6 +68,13 @@ class Candidate:
     tensor: int = 1
     weights_over_context: bool = False
     baselines: tuple[str, ...] = field(default=(), compare=False)
+    # The self-attention kernel (kernels.py, chosen from the compile target): "blockwise"
+    # (plain JAX; the model's q_block/kv_block, block fields 0) or "splash" (TPU Pallas, with
+    # its block sizes: multiples of 128 dividing the lengths one kernel call sees).
+    kernel: str = "blockwise"
+    block_q: int = 0
+    block_kv: int = 0
+    block_kv_compute: int = 0
 
     @property
     def ring(self) -> int:
@@ -264,13 +272,16 @@ def count_candidates(model, workload, n_chips: int) -> dict[str, int]:
 
 def padding(candidate: Candidate, model, workload) -> int:
     """Padded tokens the candidate adds to the sequence (0 when it divides)."""
-    return model.padded_len(workload, candidate.context) - model.seq_len(workload)
+    return (model.padded_len(workload, candidate.context, kernel=candidate.kernel)
+            - model.seq_len(workload))
 
 
-def layout_for(candidate: Candidate, mesh, model) -> "Layout":
-    """The Layout of a candidate for a model (its padding multiples and attention impl)."""
-    seq, shard = model.pad_multiples() if hasattr(model, "pad_multiples") else (1, 1)
-    return Layout(candidate, mesh, seq, shard, getattr(model, "attention", "blockwise"))
+def layout_for(candidate: Candidate, mesh, model, *, interpret: bool = False) -> "Layout":
+    """The Layout of a candidate for a model (its padding multiples under its kernel);
+    interpret: run a Pallas kernel through its interpreter (CPU devices; tests)."""
+    seq, shard = (model.pad_multiples(candidate.kernel) if hasattr(model, "pad_multiples")
+                  else (1, 1))
+    return Layout(candidate, mesh, seq, shard, interpret=interpret)
 
 
 def make_mesh(candidate: Candidate, devices: Sequence):
@@ -290,13 +301,13 @@ class Layout:
     and the attention core of the candidate's context form (shard_map over the mesh)."""
 
     def __init__(self, candidate: Candidate, mesh, seq_multiple: int = 1,
-                 shard_multiple: int = 1, attention_impl: str = "blockwise"):
+                 shard_multiple: int = 1, *, interpret: bool = False):
         from aoizora.models.base import pad_multiple
 
         self.candidate, self.mesh = candidate, mesh
+        self.interpret = interpret  # Pallas kernels through their interpreter (CPU devices)
         self.rules = candidate.rules
         self._seq_multiple = pad_multiple(seq_multiple, shard_multiple, candidate.context)
-        self.attention_impl = attention_impl
 
     def seq_multiple(self) -> int:
         return self._seq_multiple
@@ -348,8 +359,10 @@ class Layout:
         c = self.candidate
         blocks = dict(q_block=q_block, kv_block=kv_block)
         ctx = tuple(n for n, _ in c.context_axes())
-        if self.attention_impl == "splash":
+        if c.kernel == "splash":
             return self._splash(q, k, v, kv_valid)
+        if c.kernel != "blockwise":
+            raise ValueError(f"{c.name}: unknown attention kernel {c.kernel!r}")
         if c.form == "none":
             body = partial(A.local, kv_valid=kv_valid, **blocks)
         elif c.form == "allgather_kv":
@@ -374,15 +387,28 @@ class Layout:
         return self._shard_map(body, q, k, v, ("batch", None, "heads", None))
 
     def _splash(self, q, k, v, kv_valid):
-        """TPU Pallas splash attention per device over all-gathered K/V (TPU targets only;
-        appears in the program as an opaque custom-call)."""
+        """The TPU Pallas splash kernel inside the candidate's context form (models/splash.py;
+        TPU targets only: a Mosaic custom-call in the program)."""
         from functools import partial
 
-        from aoizora.models import attention as A
+        from aoizora.models import splash as K
 
         c = self.candidate
+        blocks = K.Blocks(c.block_q, c.block_kv, c.block_kv_compute)
         ctx = tuple(n for n, _ in c.context_axes())
-        body = partial(A.splash, axes=ctx, kv_valid=kv_valid)
+        kw = dict(kv_valid=kv_valid, blocks=blocks, interpret=self.interpret)
+        if c.form == "none":
+            body = partial(K.local, **kw)
+        elif c.form == "allgather_kv":
+            body = partial(K.allgather_kv, axes=ctx, **kw)
+        elif c.form == "ring":
+            body = partial(K.ring, axes=ctx, **kw)
+        elif c.form == "ulysses":
+            body = partial(K.ulysses, axis=ctx[0], **kw)
+        elif c.form == "ulysses_ring":
+            body = partial(K.ulysses, axis="ulysses", ring_axes=("ring",), **kw)
+        else:
+            raise ValueError(f"unknown context form {c.form!r}")
         return self._shard_map(body, q, k, v, ("batch", "length", "heads", None))
 
 

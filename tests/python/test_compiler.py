@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import pytest
 
 from aoizora import compiler as C
+from aoizora import kernels
 from aoizora import strategies as S
 from aoizora.cache import Cache
 from aoizora.models import base, get_model, get_workload
@@ -129,9 +130,9 @@ def test_generic_function_spec_lowers_and_compiles_on_cpu():
 
 def test_splash_kernel_lowers_for_tpu_as_an_opaque_custom_call(proxy):
     cfg, w, by = proxy
-    splash = cfg.replace(attention="splash")
-    text = C.lower(by["dp2-ag4w"], splash, w, TARGET)
+    splash = kernels.with_kernel(by["dp2-ag4w"], cfg, w, "tpu")
+    text = C.lower(splash, cfg, w, TARGET)
     assert 'stablehlo.custom_call @tpu_custom_call' in text
-    assert splash.padded_len(w, 4) % (4 * 128) == 0  # the kernel tiles shards by 128
+    assert cfg.padded_len(w, 4, kernel="splash") % (4 * 128) == 0  # shards tiled by 128
     with pytest.raises(C.CompileError, match="lowering failed"):
-        C.lower(by["dp2-ag4w"], splash, w, "cpu:8")  # Mosaic kernels do not lower for CPU
+        C.lower(splash, cfg, w, "cpu:8")  # Mosaic kernels do not lower for CPU

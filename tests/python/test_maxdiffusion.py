@@ -26,6 +26,18 @@ def test_every_candidate_round_trips_through_the_overrides(n):
         assert maxdiffusion.candidate_of(o).key() == c.key(), c.name
 
 
+def test_a_tpu_candidate_carries_its_splash_block_sizes_as_flash_block_sizes():
+    from aoizora import kernels
+
+    for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8):
+        k = kernels.with_kernel(c, MODEL, WORKLOAD, "tpu")
+        o = maxdiffusion.overrides(k)
+        assert o["flash_block_sizes"] == {"block_q": k.block_q, "block_kv": k.block_kv,
+                                          "block_kv_compute": k.block_kv_compute}
+        assert maxdiffusion.candidate_of(o).key() == k.key(), c.name
+    assert "flash_block_sizes" not in maxdiffusion.overrides(c)  # blockwise: the user's
+
+
 def test_recipes_map_to_maxdiffusions_own_keys():
     base = strategies.baseline_candidates(MODEL, WORKLOAD, 8)
     assert maxdiffusion.overrides(base[strategies.MAXDIFFUSION_CFG]) == {

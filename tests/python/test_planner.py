@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from aoizora import compiler, planner, tpu
+from aoizora import compiler, kernels, planner, tpu
 from aoizora.cache import Cache
 from aoizora.errors import UserError
 from aoizora.models import get_model, get_workload, wan
@@ -63,6 +63,24 @@ def test_plan_figures_are_consistent(result):
         "platform": "tpu", "name": "v5e:2x4", "devices": 8, "wrap": [False, False, False]}
 
 
+def test_tpu_plan_names_its_kernel_and_the_simulator_prices_it(result):
+    """On a TPU target the chosen candidate runs the splash kernel; the plan names it with
+    its block sizes, and the compiled program's kernel ops carry the kernel model's FLOPs."""
+    plan, c = result.plan, result.plan.candidate()
+    assert c.kernel == "splash" and plan.choice.strategy["kernel"] == "splash"
+    shape = kernels.attention_shapes(c, get_model("wan-tiny"), get_workload("tiny"))
+    assert shape.q_len % c.block_q == 0 and shape.kv_len % c.block_kv == 0
+    assert c.block_q % 128 == 0 and c.block_kv % 128 == 0
+    ops = [op for r in result.graph.regions for op in r.ops
+           if op.name.startswith("splash_mha_fwd")]
+    assert len(ops) == shape.calls
+    batch = 2 // (c.data * c.fsdp)
+    want = 4 * batch * shape.heads * shape.q_len * shape.kv_len * shape.head_dim
+    assert all(op.flops == want and not op.opaque for op in ops)
+    for b in plan.baselines.values():  # the baselines run the kernel too
+        assert b.strategy["kernel"] == "splash"
+
+
 def test_plan_json_round_trips(result, tmp_path):
     path = tmp_path / "plan.json"
     result.plan.save(str(path))
@@ -88,7 +106,8 @@ def test_plan_mesh_puts_devices_at_the_planned_chips(result):
 
 
 def test_plan_runs_the_tiny_model_on_cpu_devices(result):
-    """The plan executes unchanged through JAX: same output as one device."""
+    """The plan executes unchanged through JAX: same output as one device (its Pallas kernel
+    through the Pallas interpreter, as CPU devices cannot run Mosaic)."""
     cfg, w = get_model("wan-tiny"), get_workload("tiny")
     params = wan.init_params(cfg, jax.random.key(0))
     args = [jax.random.normal(jax.random.key(i + 1), s.shape, s.dtype)
@@ -96,7 +115,8 @@ def test_plan_runs_the_tiny_model_on_cpu_devices(result):
     ref = jax.jit(lambda p, *a: cfg.apply(p, *a, workload=w))(params, *args)
     devices = jax.devices("cpu")[:8]
     plan = result.plan
-    layout = plan.layout(cfg, devices)
+    assert plan.candidate().kernel == "splash"
+    layout = plan.layout(cfg, devices, interpret=True)
     p_shard, in_shard = plan.shardings(cfg, w, devices)
     out = jax.jit(lambda p, *a: cfg.apply(p, *a, workload=w, layout=layout))(
         jax.device_put(params, p_shard), *[jax.device_put(a, s) for a, s in zip(args, in_shard)])
@@ -106,10 +126,12 @@ def test_plan_runs_the_tiny_model_on_cpu_devices(result):
 
 def test_plan_compiles_the_14b_two_block_proxy_for_the_tpu(result):
     plan = result.plan
-    model = get_model("wan2.1-t2v-14b", blocks=2)
-    hlo = compiler.compile(plan.candidate(), model, get_workload("480p", 21), "v5e:2x4",
-                           order=[tuple(c) for c in plan.choice.device_coords])
-    assert "num_partitions=8" in hlo
+    model, w = get_model("wan2.1-t2v-14b", blocks=2), get_workload("480p", 21)
+    # The same sharding, with the kernel's block sizes for this model's shards.
+    c = kernels.with_kernel(plan.candidate(), model, w, "tpu")
+    hlo = compiler.compile(c, model, w, "v5e:2x4",
+                           order=[tuple(x) for x in plan.choice.device_coords])
+    assert "num_partitions=8" in hlo and 'custom_call_target="tpu_custom_call"' in hlo
 
 
 def test_unknown_model_lists_the_valid_ones():

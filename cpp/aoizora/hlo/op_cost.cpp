@@ -4,6 +4,8 @@
 #include <charconv>
 #include <string_view>
 
+#include "aoizora/hlo/kernel_cost.h"
+
 namespace aoizora::hlo {
 namespace {
 
@@ -204,6 +206,7 @@ double CostModel::flops(int c, int i) {
     return out * per;
   }
   if (op == "custom-call") {
+    if (auto kernel = attention_kernel_cost(comp, ins)) return kernel->flops;  // kernel_cost.h
     // Opaque kernel. When the shapes read as a (batched) matmul, [..,M,K] x [..,K,N] ->
     // [..,M,N], count 2*M*N*K per batch; otherwise it moves data (bytes only), as XLA counts.
     const Shape* a = operand(0);
@@ -243,6 +246,13 @@ OpCost CostModel::cost(int c, int i) {
   const Instruction& ins = comp.instructions[i];
   r.flops = flops(c, i);
   r.opaque = ins.opcode == "custom-call";
+  if (r.opaque) {
+    if (auto kernel = attention_kernel_cost(comp, ins)) {  // a modelled Pallas kernel
+      r.bytes = kernel->bytes;
+      r.opaque = false;
+      return r;
+    }
+  }
   if (is_free(ins.opcode) || ins.opcode == "slice-done") return r;
   // An async copy or slice (a DMA, e.g. a layer's weights into another memory space) reads
   // and writes the buffer it moves: element 1 of its result tuple. Its operand may be the

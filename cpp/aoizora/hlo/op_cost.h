@@ -24,6 +24,7 @@ struct OpCost {
   double flops = 0;
   double bytes = 0;
   // A custom-call: flops estimated from shapes (2*M*N*K when they read as a matmul, else 0).
+  // False for a Pallas kernel that kernel_cost.h prices from its shapes and block sizes.
   bool opaque = false;
 };
 

@@ -166,30 +166,3 @@ def reference(q, k, v, kv_valid=None):
     p = jax.nn.softmax(s, axis=-1)
     return jnp.einsum("bhqk,bkhd->bqhd", p, v.astype(jnp.float32)).astype(q.dtype)
 
-
-def splash(q, k, v, *, axes, kv_valid, block=512):
-    """TPU Pallas splash attention on this device's queries over all-gathered K/V. Lowers only
-    for TPU targets (a Mosaic custom-call, opaque to the partitioner and to Stage 1)."""
-    from jax.experimental.pallas.ops.tpu import splash_attention as sa
-
-    if axes:
-        k = lax.all_gather(k, axes, axis=1, tiled=True)
-        v = lax.all_gather(v, axes, axis=1, tiled=True)
-    b, sq, h, d = q.shape
-    sk = k.shape[1]
-    if sq % 128 or sk % 128:
-        raise ValueError(f"splash attention needs sequence shards that are multiples of 128, "
-                         f"got q {sq}, kv {sk}")
-    bq, bk = 128 * pick_block(sq // 128, block // 128), 128 * pick_block(sk // 128, block // 128)
-    mask = sa.MultiHeadMask([sa.FullMask((sq, sk)) for _ in range(h)])
-    sizes = sa.BlockSizes(block_q=bq, block_kv=bk, block_kv_compute=bk)
-    kernel = sa.make_splash_mha(mask, head_shards=1, q_seq_shards=1, block_sizes=sizes)
-    if kv_valid is not None:
-        kv_seg = (jnp.arange(sk) >= kv_valid).astype(jnp.int32)
-        seg = sa.SegmentIds(q=jnp.zeros((sq,), jnp.int32), kv=kv_seg)
-        run = lambda q1, k1, v1: kernel(q1, k1, v1, segment_ids=seg)
-    else:
-        run = kernel
-    qs = (q * d ** -0.5).astype(q.dtype)
-    o = jax.vmap(run)(qs.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3))
-    return o.transpose(0, 2, 1, 3)

@@ -63,7 +63,6 @@ class WanConfig:
     seq_multiple: int = 128  # the token sequence is padded to a multiple of this,
     shard_multiple: int = 8  # and each context shard to a multiple of this (splash: 128)
     scan: bool = True        # blocks under lax.scan (one while loop) or unrolled
-    attention: str = "blockwise"  # or "splash" (TPU Pallas kernel; TPU targets only)
     image_dim: int | None = None  # CLIP image token width (Wan 2.1 I2V: 1280); None: no image
     image_len: int = 257          # CLIP image tokens (ViT-H/14: 16x16 patches + class token)
     per_token_time: bool = False  # one timestep per token, t [B,S] (Wan 2.2 TI2V-5B)
@@ -101,15 +100,16 @@ class WanConfig:
         pt, ph, pw = self.patch
         return (f // pt) * (h // ph) * (w // pw)
 
-    def pad_multiples(self) -> tuple[int, int]:
-        """(whole sequence, per context shard); the splash kernel tiles shards by 128."""
-        shard = math.lcm(self.shard_multiple, 128) if self.attention == "splash" else \
-            self.shard_multiple
-        return self.seq_multiple, shard
+    def pad_multiples(self, kernel: str = "blockwise") -> tuple[int, int]:
+        """(whole sequence, per context shard) under an attention kernel (kernels.py): the
+        splash kernel tiles shards by 128."""
+        from aoizora.kernels import pad_multiple_for
 
-    def padded_len(self, workload: Video, context: int = 1) -> int:
+        return self.seq_multiple, pad_multiple_for(kernel, self.shard_multiple)
+
+    def padded_len(self, workload: Video, context: int = 1, kernel: str = "blockwise") -> int:
         """The sequence length after padding for `context`-way sequence sharding."""
-        m = pad_multiple(*self.pad_multiples(), context)
+        m = pad_multiple(*self.pad_multiples(kernel), context)
         return -(-self.seq_len(workload) // m) * m
 
     def abstract_params(self):
