@@ -298,6 +298,79 @@ TEST(HloParser, RefusesWhatXlaRefuses) {
   }
 }
 
+// `X-start` for an X without async opcodes of its own is XLA's syntax for an async-start
+// wrapping X: XLA's parser builds a computation of one parameter per operand and X, and
+// reads `X-update`/`X-done` as async-update/-done. Ours builds the same module (as many
+// computations, instructions and opcodes) and keeps X's attributes on the wrapped op.
+TEST(HloParser, AsyncWrappedOpcodesBecomeAsyncStartAndAComputation) {
+  auto m = parse_hlo_module(R"(HloModule m
+c {
+  a = f32[8] parameter(0)
+  ROOT n = f32[8] negate(a)
+}
+ENTRY e {
+  p = f32[8] parameter(0)
+  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}
+  u = ((f32[8]), f32[4], s32[]) slice-update(s)
+  d = f32[4] slice-done(u)
+  cs = ((f32[8], f32[8]), f32[8], s32[]) call-start(p, p), to_apply=c
+  cd = f32[8] async-done(cs)
+  as = ((f32[8]), f32[8], s32[]) async-start(p), calls=c
+  ROOT ad = f32[8] async-done(as)
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  ASSERT_EQ(m->computations.size(), 4u);  // c, slice's, call's, e
+  const Computation& e = entry(*m);
+  std::vector<std::string_view> ops;
+  for (const Instruction& i : e.instructions) ops.push_back(i.opcode);
+  EXPECT_EQ(ops, (std::vector<std::string_view>{"parameter", "async-start", "async-update",
+                                                 "async-done", "async-start", "async-done",
+                                                 "async-start", "async-done"}));
+  for (int i : {1, 2, 3}) EXPECT_EQ(e.instructions[i].async_wrapped, "slice");
+  EXPECT_EQ(e.instructions[5].async_wrapped, "call");
+  EXPECT_EQ(e.instructions[7].async_wrapped, "negate");
+  const Computation& sliced = m->computations[e.instructions[1].called.at(0)];
+  EXPECT_EQ(sliced.name, "async_wrapped");
+  ASSERT_EQ(sliced.instructions.size(), 2u);
+  EXPECT_EQ(sliced.instructions[0].opcode, "parameter");
+  EXPECT_EQ(sliced.instructions[0].raw_operands, "0");
+  const Instruction& slice = sliced.instructions[sliced.root];
+  EXPECT_EQ(slice.opcode, "slice");
+  EXPECT_EQ(slice.attr("slice"), "{[0:4]}");
+  EXPECT_EQ(slice.shape.dims, (std::vector<int64_t>{4}));
+  const Computation& called = m->computations[e.instructions[4].called.at(0)];
+  ASSERT_EQ(called.instructions.size(), 3u);  // two parameters and the call
+  EXPECT_EQ(called.instructions[2].callee("to_apply"), 0);
+
+  // What XLA refuses of them, at the line of the op.
+  const std::pair<const char*, int> bad[] = {
+      {"  s = ((f32[8]), f32[8], s32[]) copy-update(p)\n", 4},   // copy has its own
+      {"  s = ((f32[8]), f32[8], s32[]) send-start(p)\n", 4},
+      {"  s = (f32[8], f32[4], s32[]) slice-start(p), slice={[0:4]}\n", 4},  // not async form
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}\n"
+       "  g = f32[4] get-tuple-element(s), index=1\n  d = f32[4] slice-done(g)\n", 6},
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}\n"
+       "  d = f32[4] negate-done(s)\n", 5},                      // another wrapped opcode
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}\n"
+       "  u = ((f32[8]), f32[2], s32[]) slice-update(s)\n", 5},  // update's shape differs
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}, "
+       "async_execution_thread=\"x\"\n  d = f32[4] slice-done(s), async_execution_thread=\"y\"\n",
+       5},
+      {"  s = ((f32[8]), f32[8], s32[]) async-start(p)\n", 4},  // calls= missing
+      {"  s = ((f32[8]), f32[8], s32[]) async-start(p), calls=c\n"
+       "  t = ((f32[8]), f32[8], s32[]) async-start(p), calls=c\n", 5},  // wrapped twice
+      {"  s = ((f32[8]), f32[8], s32[]) negate-start(p)\n  d = f32[8] negate-done(s, s)\n", 5},
+  };
+  for (const auto& [body, line] : bad) {
+    std::string t = std::string("HloModule m\nc {\n ROOT a = f32[8] parameter(0)\n}\n") +
+                    "ENTRY e {\n  p = f32[8] parameter(0)\n" + body + "  ROOT r = f32[8] negate(p)\n}\n";
+    auto r = parse_hlo_module(t);
+    ASSERT_FALSE(r.ok()) << t;
+    EXPECT_EQ(r.error().line, line + 3) << t << "\n" << r.error().to_string();
+  }
+}
+
 TEST(HloParser, InfersTheResultShapesXlaInfers) {
   auto m = parse_hlo_module(R"(HloModule m
 add {

@@ -1,7 +1,9 @@
 #include "aoizora/hlo/hlo_parser.h"
 
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/hlo_lexer.h"
@@ -22,6 +24,68 @@ bool is_call_attribute(std::string_view key) {
 // Opcodes whose parentheses hold no operands: a literal, a parameter number.
 bool has_raw_operands(std::string_view opcode) {
   return opcode == "constant" || opcode == "parameter";
+}
+
+enum class Async { kNone, kStart, kUpdate, kDone };
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Opcodes of their own that end in -start/-update/-done (XLA's HloOpcode names).
+bool is_native_async_name(std::string_view op) {
+  for (std::string_view n : {"async-start", "async-update", "async-done", "all-gather-start",
+                             "all-gather-done", "all-reduce-start", "all-reduce-done",
+                             "collective-permute-start", "collective-permute-done",
+                             "copy-start", "copy-done", "send-done", "recv-done"})
+    if (op == n) return true;
+  return false;
+}
+
+// `X-start`, `X-update`, `X-done` for an X without async opcodes of its own: XLA's syntax
+// for async-start/-update/-done wrapping X. Sets *wrapped to X.
+Async async_sugar(std::string_view op, std::string_view* wrapped) {
+  if (op.empty() || op.back() < 'a' || is_native_async_name(op)) return Async::kNone;
+  Async kind = Async::kNone;
+  if (ends_with(op, "-start")) kind = Async::kStart, op.remove_suffix(6);
+  else if (ends_with(op, "-update")) kind = Async::kUpdate, op.remove_suffix(7);
+  else if (ends_with(op, "-done")) kind = Async::kDone, op.remove_suffix(5);
+  *wrapped = op;
+  return kind;
+}
+
+// X whose async forms are opcodes of their own (or none): `X-update`, `send-start`, ... are
+// unknown opcodes to XLA.
+bool has_own_async_forms(std::string_view x) {
+  for (std::string_view n : {"all-gather", "all-reduce", "collective-permute", "copy", "send",
+                             "recv", "async"})
+    if (x == n) return true;
+  return false;
+}
+
+Async async_kind(std::string_view op) {
+  if (op == "async-start") return Async::kStart;
+  if (op == "async-update") return Async::kUpdate;
+  if (op == "async-done") return Async::kDone;
+  return Async::kNone;
+}
+
+// The async result form ((operands), outputs, state...).
+bool is_async_shape(const Shape& s) {
+  return s.is_tuple() && s.tuple.size() >= 2 && s.tuple[0].is_tuple();
+}
+
+// Same element types and dimensions (layouts aside).
+bool same_shape(const Shape& a, const Shape& b) {
+  if (a.type != b.type || a.dims != b.dims || a.tuple.size() != b.tuple.size()) return false;
+  for (size_t i = 0; i < a.tuple.size(); ++i)
+    if (!same_shape(a.tuple[i], b.tuple[i])) return false;
+  return true;
+}
+
+std::string_view unquoted(std::string_view v) {
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') return v.substr(1, v.size() - 2);
+  return v;
 }
 
 class Parser {
@@ -53,10 +117,12 @@ class Parser {
   bool inline_body_at(size_t brace) const;
   Result<int> add(Scope& scope, Instruction ins, size_t name_pos);
   std::string_view made_up(std::string name);
+  Result<bool> async_op(Scope& scope, Instruction& ins, Async kind, bool sugar, size_t at);
 
   Lexer lx_;
   HloModule m_;
   std::unordered_map<std::string_view, int> computations_;  // by name, as defined so far
+  std::vector<bool> async_called_;  // computations an async-start already wraps
 };
 
 std::string_view Parser::made_up(std::string name) {
@@ -203,6 +269,15 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
     lx_.advance();
   ins.opcode = lx_.text().substr(ob, lx_.pos() - ob);
   if (ins.opcode.empty()) return lx_.expected("an opcode", ob);
+  // `slice-start(...)` is XLA's way of writing an async-start that wraps a slice: read it so.
+  Async async = async_sugar(ins.opcode, &ins.async_wrapped);
+  const bool sugar = async != Async::kNone;
+  if (sugar) {
+    if (ins.async_wrapped.empty() || has_own_async_forms(ins.async_wrapped))
+      return lx_.error_at("unknown opcode '" + std::string(ins.opcode) + "'", ob);
+  } else {
+    async = async_kind(ins.opcode);
+  }
   if (!has_shape && !can_infer_shape(ins.opcode))
     return lx_.error_at("the result shape of '" + std::string(ins.opcode) +
                             "' cannot be inferred (XLA does not either): write it", ob);
@@ -213,6 +288,12 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   if (attributes) {
     auto a = this->attributes(ins, depth);
     if (!a.ok()) return a.error();
+  }
+  if (async != Async::kNone) {
+    ins.opcode = async == Async::kStart ? "async-start"
+                 : async == Async::kUpdate ? "async-update" : "async-done";
+    auto r = async_op(scope, ins, async, sugar, ob);
+    if (!r.ok()) return r.error();
   }
   if (!has_shape) {
     auto shape = infer_shape(ins, scope.comp, m_);
@@ -227,6 +308,85 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   }
   ins.name = name;
   return add(scope, std::move(ins), name_pos);
+}
+
+// Checks an async-start/-update/-done as XLA's parser does and, for `X-start(operands)`,
+// builds the computation it wraps: a parameter per operand and X (with the attributes
+// written on the start) as root, named "async_wrapped" as XLA names it. `at` is the opcode.
+Result<bool> Parser::async_op(Scope& scope, Instruction& ins, Async kind, bool sugar,
+                              size_t at) {
+  auto fail = [&](const std::string& message) -> Result<bool> {
+    return lx_.error_at(message, at);
+  };
+  if (kind == Async::kStart) {
+    if (!is_async_shape(ins.shape))
+      return fail("an async start's shape must be ((operands), outputs, state)");
+    if (sugar) {
+      Computation wrapped;
+      wrapped.name = "async_wrapped";
+      for (size_t k = 0; k < ins.operands.size(); ++k) {
+        Instruction p;
+        p.name = k == 0 ? std::string_view("async_param")
+                        : made_up("async_param." + std::to_string(k));
+        p.opcode = "parameter";
+        p.line = ins.line;
+        p.shape = scope.comp.instructions[ins.operands[k]].shape;
+        p.raw_operands = made_up(std::to_string(k));
+        wrapped.instructions.push_back(std::move(p));
+      }
+      Instruction op;
+      op.name = ins.async_wrapped;
+      op.opcode = ins.async_wrapped;
+      op.line = ins.line;
+      op.shape = ins.shape.tuple[1];
+      op.is_root = true;
+      op.attribute_text = ins.attribute_text;
+      op.called = std::move(ins.called);
+      op.called_keys = std::move(ins.called_keys);
+      for (size_t k = 0; k < ins.operands.size(); ++k) op.operands.push_back(static_cast<int>(k));
+      wrapped.root = static_cast<int>(wrapped.instructions.size());
+      wrapped.instructions.push_back(std::move(op));
+      m_.computations.push_back(std::move(wrapped));
+      ins.called = {static_cast<int>(m_.computations.size()) - 1};
+      ins.called_keys = {"calls"};
+      return true;
+    }
+    const int c = ins.callee("calls");
+    if (c < 0) return fail("async-start needs calls=");
+    if (async_called_.size() < m_.computations.size()) async_called_.resize(m_.computations.size());
+    if (async_called_[c])
+      return fail("computation '" + std::string(m_.computations[c].name) +
+                  "' is already wrapped by another async-start");
+    async_called_[c] = true;
+    const Computation& callee = m_.computations[c];
+    ins.async_wrapped = callee.instructions[callee.root].opcode;
+    return true;
+  }
+  // -update, -done: one operand, the async-start or -update they continue.
+  const Instruction* prev = ins.operands.size() == 1 ? &scope.comp.instructions[ins.operands[0]]
+                                                     : nullptr;
+  if (prev == nullptr || (prev->opcode != "async-start" && prev->opcode != "async-update"))
+    return fail("an async update or done takes one operand, the async op it continues");
+  if (sugar && prev->async_wrapped != ins.async_wrapped)
+    return fail("expected the async wrapped opcode '" + std::string(prev->async_wrapped) +
+                "', found '" + std::string(ins.async_wrapped) + "'");
+  ins.async_wrapped = prev->async_wrapped;
+  if (kind == Async::kUpdate && !same_shape(ins.shape, prev->shape))
+    return fail("an async update's shape must be its operand's");
+  const int c = ins.callee("calls");
+  if (c >= 0 && (prev->called.empty() || prev->called[0] != c))
+    return fail("calls= names another computation than the async op's");
+  const std::string_view thread = ins.attr("async_execution_thread");
+  if (!thread.empty()) {
+    const Instruction* start = prev;
+    while (start->opcode == "async-update") start = &scope.comp.instructions[start->operands[0]];
+    std::string_view want = unquoted(start->attr("async_execution_thread"));
+    if (want.empty()) want = "main";
+    if (unquoted(thread) != want)
+      return fail("async_execution_thread differs from the async-start's ('" +
+                  std::string(want) + "')");
+  }
+  return true;
 }
 
 Result<bool> Parser::instruction(Scope& scope) {
