@@ -273,6 +273,38 @@ TEST(HloParser, AcceptsWhatXlaAccepts) {
   EXPECT_EQ(entry(*layout).instructions[0].shape.layout_text, "0, 1");
 }
 
+// An attribute value is one token: what follows it on its line after a space is the next
+// attribute or instruction (XLA needs no newline between instructions), not part of it.
+TEST(HloParser, AValueEndsAtASpaceAndTheLineGoesOn) {
+  auto m = parse_hlo_module(R"(HloModule m
+Sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT add = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[2,2,3]{2,1,0} parameter(0)
+  i = f32[] constant(0)
+  r = f32[2,3]{1,0} reduce(p, i), dimensions={1},
+  to_apply=Sum t = f32[2,3]{1,0} transpose(r),
+  dimensions={0,1} ROOT b = f32[2,3]{1,0} bitcast(t)
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Computation& e = entry(*m);
+  ASSERT_EQ(e.instructions.size(), 5u);
+  EXPECT_EQ(e.instructions[3].attr("dimensions"), "{0,1}");
+  EXPECT_EQ(e.instructions[4].opcode, "bitcast");
+  EXPECT_EQ(e.root, 4);
+  auto mesh = parse_hlo_module(
+      "HloModule m, num_partitions=8\nadd {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+      " ROOT s = f32[] add(x, y)\n}\nENTRY e {\n p = f32[8] parameter(0)\n"
+      " ROOT r = f32[8] all-reduce(p), channel_id=1, replica_groups=mesh['x'=2,'y'=4] {'y'}, "
+      "use_global_device_ids=true, to_apply=add\n}\n");
+  ASSERT_TRUE(mesh.ok()) << mesh.error().to_string();
+  EXPECT_EQ(entry(*mesh).instructions[1].attr("replica_groups"), "mesh['x'=2,'y'=4] {'y'}");
+}
+
 // And what XLA's parser refuses, with the line of the fault.
 TEST(HloParser, RefusesWhatXlaRefuses) {
   const std::pair<const char*, int> texts[] = {
@@ -369,6 +401,62 @@ ENTRY e {
     ASSERT_FALSE(r.ok()) << t;
     EXPECT_EQ(r.error().line, line + 3) << t << "\n" << r.error().to_string();
   }
+}
+
+// What XLA's parser checks of each instruction (opcode_table.h): a known opcode, its operand
+// count, the attributes it allows (each once), the one it requires, and the form of the
+// values the planner reads. Each text is refused at its line; the same texts with the fault
+// mended are accepted.
+TEST(HloParser, RefusesWhatXlaRefusesOfAnInstruction) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"f32[8] negat(p)", "f32[8] negate(p)"},                              // unknown opcode
+      {"f32[8] add(p)", "f32[8] add(p, p)"},                                // operand count
+      {"(f32[8], f32[8]) tuple(p)", "(f32[8], f32[8]) tuple(p, p)"},
+      {"f32[8] negate(p), dimensions={0}", "f32[8] negate(p), metadata={op_name=\"n\"}"},
+      {"f32[8] all-reduce(p), to_apply=add, channel_id=1, channel_id=2",
+       "f32[8] all-reduce(p), to_apply=add, channel_id=2"},                 // given twice
+      {"f32[8] all-reduce(p), to_apply=add, channel_id=x",
+       "f32[8] all-reduce(p), to_apply=add, channel_id=-1"},
+      {"f32[8] all-reduce(p), to_apply=add, replica_groups={{0,1},{2,x}}",
+       "f32[8] all-reduce(p), to_apply=add, replica_groups={{0,1}, {2,3}}"},
+      {"f32[8] all-reduce(p), to_apply=add, replica_groups={0,1}",
+       "f32[8] all-reduce(p), to_apply=add, replica_groups=[2,2]<=[2,2]T(1,0)"},
+      {"f32[8] all-reduce(p), to_apply=add, channel_id=1, use_global_device_ids=1",
+       "f32[8] all-reduce(p), to_apply=add, channel_id=1, use_global_device_ids=true"},
+      {"f32[8] collective-permute(p), source_target_pairs={{0,1,2}}",
+       "f32[8] collective-permute(p), source_target_pairs={{0,1},{1,0}}"},
+      {"f32[8,2] broadcast(p), dimensions=0", "f32[8,2] broadcast(p), dimensions={ 0 }"},
+      {"f32[8] get-tuple-element(t), index={1}", "f32[8] get-tuple-element(t), index=1"},
+      {"f32[8] get-tuple-element(t)", "f32[8] get-tuple-element(t), index=0"},  // required
+      {"pred[8] compare(p, p), direction=lt", "pred[8] compare(p, p), direction=LT"},
+      {"f32[8] custom-call(p), custom_call_target=foo",
+       "f32[8] custom-call(p), custom_call_target=\"foo\""},
+      {"f32[8] fusion(p), kind=kBogus, calls=neg", "f32[8] fusion(p), kind=kLoop, calls=neg"},
+      {"f32[8] add(p, f32[8] get-tuple-element(t))", "f32[8] add(p, f32[8] negate(p))"},
+  };
+  for (const auto& [bad, good] : cases) {
+    auto text = [](const char* root) {
+      return std::string(
+                 "HloModule m\nadd {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+                 " ROOT s = f32[] add(x, y)\n}\nneg {\n a = f32[8] parameter(0)\n"
+                 " ROOT n = f32[8] negate(a)\n}\nENTRY e {\n p = f32[8] parameter(0)\n"
+                 " t = (f32[8], f32[8]) parameter(1)\n ROOT r = ") +
+             root + "\n}\n";
+    };
+    auto refused = parse_hlo_module(text(bad));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error().line, 14) << bad << "\n" << refused.error().to_string();
+    auto accepted = parse_hlo_module(text(good));
+    EXPECT_TRUE(accepted.ok()) << good << "\n"
+                               << (accepted.ok() ? "" : accepted.error().to_string());
+  }
+  auto unknown = parse_hlo_module(
+      "HloModule m\nENTRY e {\n p = f32[8] parameter(0)\n ROOT r = f32[8] negate(p), foo=1\n}\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("unexpected attribute 'foo' for 'negate'"),
+            std::string::npos)
+      << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("backend_config"), std::string::npos);
 }
 
 TEST(HloParser, InfersTheResultShapesXlaInfers) {

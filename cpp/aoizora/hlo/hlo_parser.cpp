@@ -7,6 +7,7 @@
 
 #include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/hlo_lexer.h"
+#include "aoizora/hlo/opcode_table.h"
 #include "aoizora/hlo/shape_inference.h"
 #include "aoizora/hlo/shape_parser.h"
 
@@ -111,7 +112,9 @@ class Parser {
                   int depth);
   Result<bool> operands(Scope& scope, Instruction& ins, int depth);
   Result<int> operand(Scope& scope, int depth);
-  Result<bool> attributes(Instruction& ins, int depth);
+  // Checks the names against `allowed` (each at most once) and the values' forms when given.
+  Result<bool> attributes(Instruction& ins, int depth, const AttributeSet* allowed = nullptr,
+                          int required = -1, std::string_view opcode = {});
   Result<bool> call_value(Instruction& ins, std::string_view key, int depth);
   Result<int> callee(int depth);
   bool inline_body_at(size_t brace) const;
@@ -272,12 +275,19 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   // `slice-start(...)` is XLA's way of writing an async-start that wraps a slice: read it so.
   Async async = async_sugar(ins.opcode, &ins.async_wrapped);
   const bool sugar = async != Async::kNone;
-  if (sugar) {
-    if (ins.async_wrapped.empty() || has_own_async_forms(ins.async_wrapped))
-      return lx_.error_at("unknown opcode '" + std::string(ins.opcode) + "'", ob);
-  } else {
-    async = async_kind(ins.opcode);
-  }
+  const OpcodeRules* rules = find_opcode(sugar ? ins.async_wrapped : ins.opcode);
+  if (rules == nullptr || (sugar && (has_own_async_forms(ins.async_wrapped) ||
+                                     is_native_async_name(ins.async_wrapped))))
+    return lx_.error_at("unknown opcode '" + std::string(ins.opcode) + "'", ob);
+  if (!sugar) async = async_kind(ins.opcode);
+  // The attributes XLA allows: an X-start's are X's (it parses them as the wrapped op's), an
+  // X-update's or X-done's only the generic ones; all may name the async execution thread.
+  static const int kThread = attribute_id("async_execution_thread");
+  static const int kAliasing = attribute_id("output_to_operand_aliasing");
+  AttributeSet allowed = sugar && async != Async::kStart ? generic_attributes() : rules->allowed;
+  if (sugar) allowed.set(kThread);
+  if (sugar && async == Async::kStart) allowed.set(kAliasing);  // the async-start's own
+  int required = sugar && async != Async::kStart ? -1 : rules->required;
   if (!has_shape && !can_infer_shape(ins.opcode))
     return lx_.error_at("the result shape of '" + std::string(ins.opcode) +
                             "' cannot be inferred (XLA does not either): write it", ob);
@@ -285,9 +295,31 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   lx_.set_pos(lx_.pos() - 1);
   auto o = operands(scope, ins, depth);
   if (!o.ok()) return o.error();
+  // XLA insists on the operand count of most opcodes (not of a wrapped op: it gets the
+  // start's operands as they are), and on a tuple's matching its shape.
+  // A broadcast of a scalar needs no dimensions.
+  if (ins.opcode == "broadcast" && ins.operands.size() == 1 &&
+      scope.comp.instructions[ins.operands[0]].shape.dims.empty())
+    required = -1;
+  const int want_operands = sugar ? -1
+                            : ins.opcode == "tuple" && has_shape && ins.shape.is_tuple()
+                                ? static_cast<int>(ins.shape.tuple.size())
+                                : rules->operands;
+  if (want_operands >= 0 && static_cast<int>(ins.operands.size()) != want_operands)
+    return lx_.error_at("'" + std::string(ins.opcode) + "' takes " +
+                            std::to_string(want_operands) + " operand" +
+                            (want_operands == 1 ? "" : "s") + ", found " +
+                            std::to_string(ins.operands.size()),
+                        ob);
   if (attributes) {
-    auto a = this->attributes(ins, depth);
+    auto a = this->attributes(ins, depth, &allowed, required, ins.opcode);
     if (!a.ok()) return a.error();
+  } else if (required >= 0) {
+    // A nested instruction has no attributes: one that needs an attribute is refused (XLA too).
+    return lx_.error_at("'" + std::string(ins.opcode) + "' needs attribute '" +
+                            std::string(attribute_name(required)) +
+                            "', which a nested instruction cannot have",
+                        ob);
   }
   if (async != Async::kNone) {
     ins.opcode = async == Async::kStart ? "async-start"
@@ -482,9 +514,11 @@ Result<bool> Parser::call_value(Instruction& ins, std::string_view key, int dept
 
 // ", key=value" pairs, over as many lines as they take (XLA's lexer sees no lines), with
 // comments between them; ins.attribute_text keeps their text.
-Result<bool> Parser::attributes(Instruction& ins, int depth) {
+Result<bool> Parser::attributes(Instruction& ins, int depth, const AttributeSet* allowed,
+                                int required, std::string_view opcode) {
   const size_t begin = lx_.pos();
   size_t end = begin;
+  AttributeSet seen;
   for (;;) {
     lx_.skip_ws();
     if (lx_.peek() != ',') break;
@@ -494,6 +528,18 @@ Result<bool> Parser::attributes(Instruction& ins, int depth) {
     const std::string_view key = lx_.name();
     if (key.empty()) return lx_.expected("an attribute name", kb);
     if (lx_.peek() != '=') return lx_.expected("'=' right after the attribute name", lx_.pos());
+    int id = -1;
+    if (allowed != nullptr) {
+      id = attribute_id(key);
+      if (id < 0 || !(*allowed)[id])
+        return lx_.error_at("unexpected attribute '" + std::string(key) + "' for '" +
+                                std::string(opcode) + "' (XLA allows " +
+                                attribute_names(*allowed) + ")",
+                            kb);
+      if (seen[id])
+        return lx_.error_at("attribute '" + std::string(key) + "' given twice", kb);
+      seen.set(id);
+    }
     lx_.advance();
     lx_.skip_ws();
     const size_t vb = lx_.pos();
@@ -503,12 +549,19 @@ Result<bool> Parser::attributes(Instruction& ins, int depth) {
       end = lx_.pos();
       continue;
     }
-    const ValueEnd ve = attribute_value_end(lx_.text(), vb);
+    const ValueEnd ve = attribute_value_end(lx_.text(), vb, key);
     if (!ve.ok) return lx_.expected("the end of the string or bracket opened here", ve.bad);
     if (ve.end == vb) return lx_.expected("a value for attribute '" + std::string(key) + "'", vb);
+    const char* what = "";
+    if (id >= 0 && !attribute_value_ok(id, lx_.text().substr(vb, ve.end - vb), &what))
+      return lx_.expected(std::string(what) + " as the value of '" + std::string(key) + "'", vb);
     lx_.set_pos(ve.end);
     end = ve.end;
   }
+  if (required >= 0 && !seen[required])
+    return lx_.error_at("'" + std::string(opcode) + "' needs attribute '" +
+                            std::string(attribute_name(required)) + "'",
+                        begin);
   lx_.set_pos(end);
   ins.attribute_text = lx_.text().substr(begin, end - begin);
   return true;
