@@ -552,9 +552,11 @@ TEST(HloDeviceCount, HeaderWithoutCountsInfersThemFromTheGroups) {
   ASSERT_EQ(g->collectives.size(), 1u);
   EXPECT_EQ(g->collectives[0].groups, (std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5, 6, 7}}));
 
-  // Cross-replica groups (no channel_id) need replicas, not partitions.
+  // Cross-replica groups (no channel_id, so no flattened ids either) need replicas, not
+  // partitions.
   std::string cross_replica = kNoCounts;
   cross_replica.replace(cross_replica.find("channel_id=1, "), 14, "");
+  cross_replica.replace(cross_replica.find(", use_global_device_ids=true"), 28, "");
   auto r = collective_graph_from_text(cross_replica);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->replica_count, 8);

@@ -105,6 +105,19 @@ TEST(HloParser, ErrorsCarryLineAndColumn) {
   EXPECT_GT(m.error().column, 20);
   EXPECT_NE(m.error().message.find("expected '('"), std::string::npos) << m.error().message;
 
+  // Names as XLA's lexer reads them; module attributes XLA knows (a misspelt num_partitions
+  // would read as one partition).
+  for (const char* t : {"HloModule te$st\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT %%p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT 1p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partition=8\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partitions=8, num_partitions=4\nENTRY e {\n"
+                        " ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, is_scheduled=yes\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n"})
+    EXPECT_FALSE(parse_hlo_module(t).ok()) << t;
+  EXPECT_TRUE(parse_hlo_module("HloModule m_1.b-c, is_scheduled=true, num_partitions=2\nENTRY "
+                               "_e.1 {\n ROOT %p.2-x = f32[8] parameter(0)\n}\n")
+                  .ok());
   auto unknown = parse_hlo_module("HloModule m\nENTRY e {\n  ROOT r = f32[] call(), to_apply=%nope\n}\n");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("nope"), std::string::npos);
@@ -433,6 +446,27 @@ TEST(HloParser, RefusesWhatXlaRefusesOfAnInstruction) {
        "f32[8] custom-call(p), custom_call_target=\"foo\""},
       {"f32[8] fusion(p), kind=kBogus, calls=neg", "f32[8] fusion(p), kind=kLoop, calls=neg"},
       {"f32[8] add(p, f32[8] get-tuple-element(t))", "f32[8] add(p, f32[8] negate(p))"},
+      {"f32[8] all-reduce(p), to_apply=add, use_global_device_ids=true, replica_groups={{0}}",
+       "f32[8] all-reduce(p), to_apply=add, use_global_device_ids=false, replica_groups={{0}}"},
+      {"f32[8] conditional(p, p, p), true_computation=neg, false_computation=neg",
+       "f32[8] conditional(pred[] constant(true), p, p), true_computation=neg, "
+       "false_computation=neg"},
+      {"f32[8] conditional(pred[] constant(true), p), branch_computations={neg}",
+       "f32[8] conditional(s32[] constant(0), p), branch_computations={neg}"},
+      {"f32[8] negate(p, p)", "f32[8] negate(p)"},
+      // literals: nesting and element counts as the shape says, integers in range
+      {"f32[8] add(p, f32[8] constant({1, 2}))",
+       "f32[8] add(p, f32[8] constant({1, 2 3, 4.5, -5e-3, inf, -nan, nan(0x1),}))"},
+      {"f32[8] add(p, f32[8] constant({{1, 2, 3, 4, 5, 6, 7, 8}}))",
+       "f32[8] add(p, f32[8] constant({...}))"},
+      {"f32[8] broadcast(s32[] constant({{LOOP_BOUND}})), dimensions={}",
+       "f32[8] broadcast(s32[] constant(-2147483648)), dimensions={}"},
+      {"f32[8] broadcast(u8[] constant(256)), dimensions={}",
+       "f32[8] broadcast(u8[] constant(255)), dimensions={}"},
+      {"f32[8] broadcast(s32[] constant(5.0)), dimensions={}",
+       "f32[8] broadcast(pred[] constant(true)), dimensions={}"},
+      {"f32[8] get-tuple-element((f32[8], s32[]) constant(({...}, $0))), index=0",
+       "f32[8] get-tuple-element((f32[8], c64[]) constant(({...}, (1, -2)))), index=0"},
   };
   for (const auto& [bad, good] : cases) {
     auto text = [](const char* root) {
@@ -450,6 +484,19 @@ TEST(HloParser, RefusesWhatXlaRefusesOfAnInstruction) {
     EXPECT_TRUE(accepted.ok()) << good << "\n"
                                << (accepted.ok() ? "" : accepted.error().to_string());
   }
+  // Names as XLA's lexer reads them; module attributes XLA knows (a misspelt num_partitions
+  // would read as one partition).
+  for (const char* t : {"HloModule te$st\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT %%p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT 1p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partition=8\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partitions=8, num_partitions=4\nENTRY e {\n"
+                        " ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, is_scheduled=yes\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n"})
+    EXPECT_FALSE(parse_hlo_module(t).ok()) << t;
+  EXPECT_TRUE(parse_hlo_module("HloModule m_1.b-c, is_scheduled=true, num_partitions=2\nENTRY "
+                               "_e.1 {\n ROOT %p.2-x = f32[8] parameter(0)\n}\n")
+                  .ok());
   auto unknown = parse_hlo_module(
       "HloModule m\nENTRY e {\n p = f32[8] parameter(0)\n ROOT r = f32[8] negate(p), foo=1\n}\n");
   ASSERT_FALSE(unknown.ok());

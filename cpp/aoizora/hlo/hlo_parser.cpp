@@ -7,6 +7,7 @@
 
 #include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/hlo_lexer.h"
+#include "aoizora/hlo/literal.h"
 #include "aoizora/hlo/opcode_table.h"
 #include "aoizora/hlo/shape_inference.h"
 #include "aoizora/hlo/shape_parser.h"
@@ -61,6 +62,25 @@ bool has_own_async_forms(std::string_view x) {
   for (std::string_view n : {"all-gather", "all-reduce", "collective-permute", "copy", "send",
                              "recv", "async"})
     if (x == n) return true;
+  return false;
+}
+
+// XLA's identifiers: a letter or '_', then letters, digits, '_', '.', '-' (after one '%').
+bool valid_name(std::string_view n) {
+  if (n.empty() || !(is_alpha(n[0]) || n[0] == '_')) return false;
+  for (char c : n)
+    if (c == '%' || c == '$') return false;
+  return true;
+}
+
+// The header attributes XLA's parser allows (`HloModule m, key=value, ...`).
+bool is_header_attribute(std::string_view key) {
+  for (std::string_view k : {"alias_passthrough_params", "allow_spmd_sharding_propagation_to_output",
+                             "allow_spmd_sharding_propagation_to_parameters", "buffer_donor",
+                             "entry_computation_layout", "frontend_attributes",
+                             "input_output_alias", "is_scheduled", "num_partitions",
+                             "origin_recovery_table", "replica_count"})
+    if (key == k) return true;
   return false;
 }
 
@@ -148,15 +168,26 @@ Result<bool> Parser::header() {
   lx_.skip_ws();
   const size_t b = lx_.pos();
   m_.name = lx_.name();
-  if (m_.name.empty()) return lx_.expected("the module name", b);
+  if (!valid_name(strip_percent(m_.name))) return lx_.expected("the module name", b);
   if (lx_.peek() == ':') lx_.advance();  // `HloModule name:` (XLA's lexer reads `name:`)
   Instruction holder;
   auto r = attributes(holder, 0);
   if (!r.ok()) return r;
   for (const Attribute& a : holder.attributes()) {
+    const size_t at = a.key.data() - lx_.text().data();
+    // A misspelt num_partitions would leave one partition: refused, as XLA refuses it.
+    if (!is_header_attribute(a.key))
+      return lx_.error_at("unexpected module attribute '" + std::string(a.key) + "'", at);
+    for (const Attribute& before : m_.attributes)
+      if (before.key == a.key)
+        return lx_.error_at("module attribute '" + std::string(a.key) + "' given twice", at);
     m_.attributes.push_back(a);
     if (a.key != "num_partitions" && a.key != "replica_count") {
-      if (a.key == "is_scheduled") m_.is_scheduled = a.value == "true";
+      if (a.key == "is_scheduled") {
+        if (a.value != "true" && a.value != "false")
+          return lx_.expected("true or false", a.value.data() - lx_.text().data());
+        m_.is_scheduled = a.value == "true";
+      }
       continue;
     }
     int64_t v = 0;
@@ -297,6 +328,12 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   if (!o.ok()) return o.error();
   // XLA insists on the operand count of most opcodes (not of a wrapped op: it gets the
   // start's operands as they are), and on a tuple's matching its shape.
+  if (ins.opcode == "constant" && has_shape) {
+    size_t at = 0;
+    const std::string e = literal_error(ins.shape, ins.raw_operands, &at);
+    if (!e.empty())
+      return lx_.error_at(e, static_cast<size_t>(ins.raw_operands.data() - lx_.text().data()) + at);
+  }
   // A broadcast of a scalar needs no dimensions.
   if (ins.opcode == "broadcast" && ins.operands.size() == 1 &&
       scope.comp.instructions[ins.operands[0]].shape.dims.empty())
@@ -311,9 +348,27 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
                             (want_operands == 1 ? "" : "s") + ", found " +
                             std::to_string(ins.operands.size()),
                         ob);
+  if (ins.opcode == "conditional") {
+    // A pred selects true_/false_computation, an s32 one of branch_computations.
+    const Shape* index = ins.operands.empty() ? nullptr
+                                              : &scope.comp.instructions[ins.operands[0]].shape;
+    if (index == nullptr || !index->dims.empty() ||
+        (index->type != PrimitiveType::kPred && index->type != PrimitiveType::kS32))
+      return lx_.error_at("a conditional's first operand must be a pred or s32 scalar", ob);
+    static const int kTrue = attribute_id("true_computation");
+    static const int kFalse = attribute_id("false_computation");
+    static const int kBranches = attribute_id("branch_computations");
+    if (index->type == PrimitiveType::kPred) allowed.reset(kBranches);
+    else allowed.reset(kTrue), allowed.reset(kFalse);
+  }
   if (attributes) {
     auto a = this->attributes(ins, depth, &allowed, required, ins.opcode);
     if (!a.ok()) return a.error();
+    // Flattened ids need a channel (XLA refuses the text otherwise).
+    static const int kUgdi = attribute_id("use_global_device_ids");
+    if (allowed[kUgdi] && ins.attr("use_global_device_ids") == "true" &&
+        !ins.has_attr("channel_id"))
+      return lx_.error_at("use_global_device_ids=true needs a channel_id", ob);
   } else if (required >= 0) {
     // A nested instruction has no attributes: one that needs an attribute is refused (XLA too).
     return lx_.error_at("'" + std::string(ins.opcode) + "' needs attribute '" +
@@ -428,7 +483,7 @@ Result<bool> Parser::instruction(Scope& scope) {
   lx_.skip_ws();
   const size_t name_pos = lx_.pos();
   const std::string_view name = strip_percent(lx_.name());
-  if (name.empty()) return lx_.expected("an instruction name", name_pos);
+  if (!valid_name(name)) return lx_.expected("an instruction name", name_pos);
   if (!lx_.consume('=')) return lx_.expected("'=' after the instruction name", lx_.pos());
   auto index = rhs(scope, name, name_pos, /*attributes=*/true, 0);
   if (!index.ok()) return index.error();
@@ -579,7 +634,7 @@ Result<bool> Parser::computation() {
   }
   const size_t nb = lx_.pos();
   comp.name = strip_percent(lx_.name());
-  if (comp.name.empty()) return lx_.expected("a computation name or 'ENTRY'", nb);
+  if (!valid_name(comp.name)) return lx_.expected("a computation name or 'ENTRY'", nb);
   if (lx_.consume('(')) {
     lx_.set_pos(lx_.pos() - 1);
     auto r = lx_.skip_balanced();
