@@ -36,10 +36,11 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 // Opcodes of their own that end in -start/-update/-done (XLA's HloOpcode names).
 bool is_native_async_name(std::string_view op) {
-  for (std::string_view n : {"async-start", "async-update", "async-done", "all-gather-start",
-                             "all-gather-done", "all-reduce-start", "all-reduce-done",
-                             "collective-permute-start", "collective-permute-done",
-                             "copy-start", "copy-done", "send-done", "recv-done"})
+  static constexpr std::string_view kNames[] = {
+      "async-start", "async-update", "async-done", "all-gather-start", "all-gather-done",
+      "all-reduce-start", "all-reduce-done", "collective-permute-start",
+      "collective-permute-done", "copy-start", "copy-done", "send-done", "recv-done"};
+  for (std::string_view n : kNames)
     if (op == n) return true;
   return false;
 }
@@ -47,20 +48,23 @@ bool is_native_async_name(std::string_view op) {
 // `X-start`, `X-update`, `X-done` for an X without async opcodes of its own: XLA's syntax
 // for async-start/-update/-done wrapping X. Sets *wrapped to X.
 Async async_sugar(std::string_view op, std::string_view* wrapped) {
-  if (op.empty() || op.back() < 'a' || is_native_async_name(op)) return Async::kNone;
+  if (op.size() < 6 || (op.back() != 't' && op.back() != 'e')) return Async::kNone;
   Async kind = Async::kNone;
-  if (ends_with(op, "-start")) kind = Async::kStart, op.remove_suffix(6);
-  else if (ends_with(op, "-update")) kind = Async::kUpdate, op.remove_suffix(7);
-  else if (ends_with(op, "-done")) kind = Async::kDone, op.remove_suffix(5);
-  *wrapped = op;
+  std::string_view x = op;
+  if (ends_with(x, "-start")) kind = Async::kStart, x.remove_suffix(6);
+  else if (ends_with(x, "-update")) kind = Async::kUpdate, x.remove_suffix(7);
+  else if (ends_with(x, "-done")) kind = Async::kDone, x.remove_suffix(5);
+  if (kind == Async::kNone || is_native_async_name(op)) return Async::kNone;
+  *wrapped = x;
   return kind;
 }
 
 // X whose async forms are opcodes of their own (or none): `X-update`, `send-start`, ... are
 // unknown opcodes to XLA.
 bool has_own_async_forms(std::string_view x) {
-  for (std::string_view n : {"all-gather", "all-reduce", "collective-permute", "copy", "send",
-                             "recv", "async"})
+  static constexpr std::string_view kNames[] = {"all-gather", "all-reduce", "collective-permute",
+                                                "copy", "send", "recv", "async"};
+  for (std::string_view n : kNames)
     if (x == n) return true;
   return false;
 }
@@ -75,11 +79,12 @@ bool valid_name(std::string_view n) {
 
 // The header attributes XLA's parser allows (`HloModule m, key=value, ...`).
 bool is_header_attribute(std::string_view key) {
-  for (std::string_view k : {"alias_passthrough_params", "allow_spmd_sharding_propagation_to_output",
-                             "allow_spmd_sharding_propagation_to_parameters", "buffer_donor",
-                             "entry_computation_layout", "frontend_attributes",
-                             "input_output_alias", "is_scheduled", "num_partitions",
-                             "origin_recovery_table", "replica_count"})
+  static constexpr std::string_view kNames[] = {
+      "alias_passthrough_params", "allow_spmd_sharding_propagation_to_output",
+      "allow_spmd_sharding_propagation_to_parameters", "buffer_donor",
+      "entry_computation_layout", "frontend_attributes", "input_output_alias", "is_scheduled",
+      "num_partitions", "origin_recovery_table", "replica_count"};
+  for (std::string_view k : kNames)
     if (key == k) return true;
   return false;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
-#include <unordered_map>
+#include <cstdlib>
 #include <vector>
 
 #include "aoizora/hlo/hlo_lexer.h"
@@ -192,17 +192,55 @@ constexpr FormOf kForms[] = {
     {"direction", Form::kDirection}, {"kind", Form::kFusionKind},
 };
 
+// A fixed set of short names -> ints, looked up on every instruction and attribute: open
+// addressing on a hash of the length and three characters, then one comparison (cheaper than
+// std::hash's pass over every byte).
+class NameTable {
+ public:
+  int find(std::string_view name) const {
+    if (name.empty()) return -1;
+    for (size_t i = slot(name);; i = (i + 1) & kMask) {
+      const Entry& e = entries_[i];
+      if (e.value < 0) return -1;
+      if (e.name == name) return e.value;
+    }
+  }
+  void add(std::string_view name, int value) {
+    size_t i = slot(name);
+    while (entries_[i].value >= 0) i = (i + 1) & kMask;
+    entries_[i] = {name, value};
+  }
+
+ private:
+  static constexpr size_t kSize = 1024, kMask = kSize - 1;  // a quarter full at most
+  static size_t slot(std::string_view s) {
+    const size_t n = s.size();
+    return (n * 131 + static_cast<unsigned char>(s[0]) * 31 +
+            static_cast<unsigned char>(s[n / 2]) * 7 + static_cast<unsigned char>(s[n - 1])) &
+           kMask;
+  }
+  struct Entry {
+    std::string_view name;
+    int value = -1;
+  };
+  Entry entries_[kSize];
+};
+
 struct Tables {
   std::vector<std::string_view> names;  // by attribute id
-  std::unordered_map<std::string_view, int> ids;
+  NameTable ids;
   std::vector<Form> forms;              // by attribute id
-  std::unordered_map<std::string_view, OpcodeRules> opcodes;
+  std::vector<OpcodeRules> rules;
+  NameTable opcodes;                    // -> index into rules
   AttributeSet generic;
 
   int id(std::string_view name) {
-    auto [it, added] = ids.emplace(name, static_cast<int>(names.size()));
-    if (added) names.push_back(name);
-    return it->second;
+    const int have = ids.find(name);
+    if (have >= 0) return have;
+    const int made = static_cast<int>(names.size());
+    ids.add(name, made);
+    names.push_back(name);
+    return made;
   }
 
   Tables() {
@@ -219,12 +257,15 @@ struct Tables {
         a.remove_prefix(std::min(sp + 1, a.size()));
       }
       if (!r.required.empty()) rules.required = id(r.required);
-      opcodes.emplace(r.name, rules);
+      opcodes.add(r.name, static_cast<int>(this->rules.size()));
+      this->rules.push_back(rules);
     }
+    // (A table that outgrew the sets would be a build mistake: fail loudly in every test.)
+    if (names.size() > static_cast<size_t>(kMaxAttributeNames)) std::abort();
     forms.assign(names.size(), Form::kAny);
     for (const FormOf& f : kForms) {
-      auto it = ids.find(f.name);
-      if (it != ids.end()) forms[it->second] = f.form;
+      const int i = ids.find(f.name);
+      if (i >= 0) forms[i] = f.form;
     }
   }
 };
@@ -321,16 +362,12 @@ bool pairs_ok(std::string_view v) {
 }  // namespace
 
 const OpcodeRules* find_opcode(std::string_view opcode) {
-  const auto& t = tables().opcodes;
-  auto it = t.find(opcode);
-  return it == t.end() ? nullptr : &it->second;
+  const Tables& t = tables();
+  const int i = t.opcodes.find(opcode);
+  return i < 0 ? nullptr : &t.rules[i];
 }
 
-int attribute_id(std::string_view name) {
-  const auto& ids = tables().ids;
-  auto it = ids.find(name);
-  return it == ids.end() ? -1 : it->second;
-}
+int attribute_id(std::string_view name) { return tables().ids.find(name); }
 
 std::string_view attribute_name(int id) { return tables().names.at(id); }
 
