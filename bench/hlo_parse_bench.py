@@ -4,11 +4,16 @@ compiled HLO: a many-layer sharded transformer, unrolled (a Python loop, not sca
 for v5e:2x4 through libtpu (deviceless). Prints a table and the speed ratio.
 
     PYTHONPATH=build/hlo/pyroot:python .venv/bin/python bench/hlo_parse_bench.py [--layers 400]
+        [--baseline OTHER_PYROOT --rounds 5] [--no-xla]
 
 Each parser runs in its own subprocess so that its peak RSS (ru_maxrss) over the process's
 baseline after the text is in memory is the parser's own peak, not the other's. The C++ row
 parses and builds the whole CollectiveGraph (what `aoizora` uses), from the file
 (`load_hlo_file`, so its own copy of the text is counted in its peak); XLA's row only parses.
+
+`--baseline DIR` adds a row for the `_core` under DIR (another build's pyroot: the code before
+a change), and `--rounds N` runs every row N times, in turn, so that load on a shared machine
+falls on all of them alike; medians and bests are over all repetitions of all rounds.
 """
 
 from __future__ import annotations
@@ -89,17 +94,34 @@ times = []
 for _ in range(reps):
     t0 = time.perf_counter(); out = parse(); times.append(time.perf_counter() - t0); del out
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-times.sort()
-print(json.dumps({"best_s": times[0], "median_s": times[len(times) // 2], "peak_extra": peak - base}))
+print(json.dumps({"times": times, "peak_extra": peak - base}))
 """
 
 
-def run_worker(which: str, path: str, reps: int) -> dict:
+def run_worker(which: str, path: str, reps: int, pyroot: str | None = None) -> dict:
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if pyroot:  # that build's _core first, this checkout's Python package after it
+        env["PYTHONPATH"] = os.pathsep.join([pyroot, os.path.join(HERE, "..", "python")])
     out = subprocess.run([sys.executable, "-c", WORKER, which, path, str(reps)], env=env,
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def run_rows(rows: dict, path: str, reps: int, rounds: int) -> dict:
+    """rows: label -> (worker, pyroot). Each round runs every row once, in turn."""
+    times: dict = {label: [] for label in rows}
+    peak: dict = {label: 0 for label in rows}
+    for _ in range(rounds):
+        for label, (which, pyroot) in rows.items():
+            r = run_worker(which, path, reps, pyroot)
+            times[label] += r["times"]
+            peak[label] = max(peak[label], r["peak_extra"])
+    out = {}
+    for label, t in times.items():
+        t.sort()
+        out[label] = {"best_s": t[0], "median_s": t[len(t) // 2], "peak_extra": peak[label]}
+    return out
 
 
 def main() -> None:
@@ -107,19 +129,29 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=400)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--hlo", help="use this HLO file instead of compiling one")
+    ap.add_argument("--baseline", help="pyroot of another build of _core to compare with")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--no-xla", action="store_true", help="leave XLA's parser out")
     args = ap.parse_args()
     path = args.hlo or make_hlo(args.layers)
     size = os.path.getsize(path)
-    rows = {name: run_worker(name, path, args.reps) for name in ("aoizora", "xla")}
+    ours = "aoizora._core.load_hlo_file (C++)"
+    xla = "jaxlib._hlo.hlo_module_from_text"
+    spec = {ours: ("aoizora", None)}
+    if args.baseline:
+        spec["  same, baseline build"] = ("aoizora", os.path.abspath(args.baseline))
+    if not args.no_xla:
+        spec[xla] = ("xla", None)
+    rows = run_rows(spec, path, args.reps, args.rounds)
     mb = size / 1e6
-    print(f"HLO: {path} ({mb:.1f} MB, {sum(1 for _ in open(path))} lines)")
+    print(f"HLO: {path} ({mb:.1f} MB, {sum(1 for _ in open(path))} lines); "
+          f"{args.rounds} round(s) of {args.reps} repetitions")
     print(f"{'parser':<34} {'best s':>8} {'median s':>9} {'MB/s':>8} {'peak extra RSS':>15} {'x file':>7}")
-    labels = {"aoizora": "aoizora._core.load_hlo_file (C++)",
-              "xla": "jaxlib._hlo.hlo_module_from_text"}
-    for name, r in rows.items():
-        print(f"{labels[name]:<34} {r['best_s']:>8.3f} {r['median_s']:>9.3f} {mb / r['median_s']:>8.1f} "
+    for label, r in rows.items():
+        print(f"{label:<34} {r['best_s']:>8.3f} {r['median_s']:>9.3f} {mb / r['median_s']:>8.1f} "
               f"{r['peak_extra'] / 1e6:>12.1f} MB {r['peak_extra'] / size:>7.2f}")
-    print(f"speed ratio (XLA time / aoizora time): {rows['xla']['best_s'] / rows['aoizora']['best_s']:.1f}x")
+    if xla in rows:
+        print(f"speed ratio (XLA time / aoizora time): {rows[xla]['best_s'] / rows[ours]['best_s']:.1f}x")
 
 
 if __name__ == "__main__":

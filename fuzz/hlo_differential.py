@@ -131,8 +131,61 @@ def truncate(text: str, rng: random.Random) -> str:
     return text[:rng.randrange(1, max(2, len(text)))]
 
 
+def _instruction_lines(text: str) -> list[int]:
+    lines = text.split("\n")
+    return [k for k, line in enumerate(lines) if DEF.match(line)]
+
+
+def unknown_attribute(text: str, rng: random.Random) -> str:
+    """An attribute no opcode allows, after one instruction."""
+    lines = text.split("\n")
+    ks = _instruction_lines(text)
+    if not ks:
+        return text
+    k = rng.choice(ks)
+    lines[k] = re.sub(r"(\s*//.*)?$", r", no_such_attribute=1\1", lines[k], count=1)
+    return "\n".join(lines)
+
+
+def misspelt_opcode(text: str, rng: random.Random) -> str:
+    lines = text.split("\n")
+    ks = _instruction_lines(text)
+    if not ks:
+        return text
+    k = rng.choice(ks)
+    m = DEF.match(lines[k])
+    op = m.group(3)
+    lines[k] = lines[k].replace(" " + op + "(", " " + op + "x(", 1)
+    return "\n".join(lines)
+
+
+def bad_channel_id(text: str, rng: random.Random) -> str:
+    ids = list(re.finditer(r"channel_id=(\d+)", text))
+    if not ids:
+        return unknown_attribute(text, rng)
+    m = rng.choice(ids)
+    return text[:m.start(1)] + rng.choice(["x", "1.5", "{1}"]) + text[m.end(1):]
+
+
+def extra_operand(text: str, rng: random.Random) -> str:
+    """A second operand for an instruction whose opcode takes one. (Not for a nested one:
+    XLA's parser skips the operand count of an instruction nested in the operands of a
+    fusion or custom-call, which ours does not; docs/hlo.md.)"""
+    lines = text.split("\n")
+    unary = re.compile(r"= *\S+ (?:convert|bitcast|copy|negate|reshape|transpose|broadcast)"
+                       r"\(((?:[\w\[\]{},:()]+ )?%[\w.\-]+)\)")
+    ks = [k for k, line in enumerate(lines) if unary.search(line)]
+    if not ks:
+        return unknown_attribute(text, rng)
+    k = rng.choice(ks)
+    r = unary.search(lines[k])
+    lines[k] = lines[k][:r.end(1)] + ", " + r.group(1) + lines[k][r.end(1):]
+    return "\n".join(lines)
+
+
 ALLOWED = [wrap_attributes, add_comments, drop_shapes, nest_operand, entry_last]
-REFUSED = [unknown_name, duplicate_computation, truncate]
+REFUSED = [unknown_name, duplicate_computation, truncate, unknown_attribute, misspelt_opcode,
+           bad_channel_id, extra_operand]
 
 
 def variants(seeds: list[str], n: int, seed: int):

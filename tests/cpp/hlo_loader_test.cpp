@@ -254,6 +254,34 @@ ENTRY %e (p: f32[16]) -> f32[64] {
   EXPECT_EQ(g.collective_bytes(CollectiveKind::kAllGather), 64);
 }
 
+// `reduce-scatter-start(...)` is an async-start wrapping a reduce-scatter (XLA's parser
+// builds the wrapper): one async collective, started there and completed by its -done, with
+// the groups and sizes of the wrapped op.
+TEST(HloLoader, AsyncWrappedCollectiveIsOneAsyncCollective) {
+  std::string text = std::string("HloModule m, num_partitions=4\n") + kAdd + R"(
+ENTRY %e (p: f32[16]) -> f32[4] {
+  %p = f32[16]{0} parameter(0)
+  %rs = ((f32[16]{0}), f32[4]{0}, s32[]) reduce-scatter-start(%p), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, dimensions={0}, to_apply=%add
+  %n = f32[16]{0} negate(%p)
+  ROOT %d = f32[4]{0} reduce-scatter-done(%rs)
+}
+)";
+  CollectiveGraph g = load(text);
+  ASSERT_EQ(g.collectives.size(), 1u);
+  const Collective& rs = g.collectives[0];
+  EXPECT_EQ(rs.kind, CollectiveKind::kReduceScatter);
+  EXPECT_TRUE(rs.async);
+  EXPECT_EQ(rs.name, "rs");
+  EXPECT_EQ(rs.operand_bytes, 64);
+  EXPECT_EQ(rs.result_bytes, 16);
+  EXPECT_EQ(rs.groups, (std::vector<std::vector<int>>{{0, 1, 2, 3}}));
+  const Region& r = g.regions[0];
+  ASSERT_EQ(r.ops.size(), 4u);
+  EXPECT_EQ(r.ops[1].kind, OpKind::kCollectiveStart);
+  EXPECT_EQ(r.ops[3].kind, OpKind::kCollectiveDone);
+  EXPECT_EQ(rs.done_op, 3);
+}
+
 TEST(HloLoader, NestedWhilesCallsAndConditionals) {
   std::string text = std::string("HloModule m, num_partitions=2\n") + kAdd + R"(
 %inner_cond (s: (s32[], f32[4])) -> pred[] {
@@ -524,9 +552,11 @@ TEST(HloDeviceCount, HeaderWithoutCountsInfersThemFromTheGroups) {
   ASSERT_EQ(g->collectives.size(), 1u);
   EXPECT_EQ(g->collectives[0].groups, (std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5, 6, 7}}));
 
-  // Cross-replica groups (no channel_id) need replicas, not partitions.
+  // Cross-replica groups (no channel_id, so no flattened ids either) need replicas, not
+  // partitions.
   std::string cross_replica = kNoCounts;
   cross_replica.replace(cross_replica.find("channel_id=1, "), 14, "");
+  cross_replica.replace(cross_replica.find(", use_global_device_ids=true"), 28, "");
   auto r = collective_graph_from_text(cross_replica);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->replica_count, 8);

@@ -109,6 +109,17 @@ TEST(HloOpCost, AsyncSliceAndCopyMoveOnlyTheirBuffer) {
   ROOT %cd = bf16[256,512]{1,0} copy-done(%cs)
 })");
   EXPECT_DOUBLE_EQ(g.total_bytes(), 2.0 * (256 * 512 * 2) * 2);
+  // The same slice as an explicit async-start of a slice computation costs the same.
+  CollectiveGraph explicit_form = load(R"(sl {
+  %a = bf16[40,256,512]{2,1,0} parameter(0)
+  ROOT %s = bf16[1,256,512]{2,1,0} slice(%a), slice={[3:4], [0:256], [0:512]}
+}
+)", R"((w: bf16[40,256,512]) -> bf16[1,256,512] {
+  %w = bf16[40,256,512]{2,1,0} parameter(0)
+  %ss = ((bf16[40,256,512]{2,1,0}), bf16[1,256,512]{2,1,0}, s32[]) async-start(%w), calls=%sl
+  ROOT %sd = bf16[1,256,512]{2,1,0} async-done(%ss)
+})");
+  EXPECT_DOUBLE_EQ(explicit_form.total_bytes(), 2.0 * (256 * 512 * 2));
 }
 
 }  // namespace

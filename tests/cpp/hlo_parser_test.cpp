@@ -105,6 +105,19 @@ TEST(HloParser, ErrorsCarryLineAndColumn) {
   EXPECT_GT(m.error().column, 20);
   EXPECT_NE(m.error().message.find("expected '('"), std::string::npos) << m.error().message;
 
+  // Names as XLA's lexer reads them; module attributes XLA knows (a misspelt num_partitions
+  // would read as one partition).
+  for (const char* t : {"HloModule te$st\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT %%p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT 1p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partition=8\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partitions=8, num_partitions=4\nENTRY e {\n"
+                        " ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, is_scheduled=yes\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n"})
+    EXPECT_FALSE(parse_hlo_module(t).ok()) << t;
+  EXPECT_TRUE(parse_hlo_module("HloModule m_1.b-c, is_scheduled=true, num_partitions=2\nENTRY "
+                               "_e.1 {\n ROOT %p.2-x = f32[8] parameter(0)\n}\n")
+                  .ok());
   auto unknown = parse_hlo_module("HloModule m\nENTRY e {\n  ROOT r = f32[] call(), to_apply=%nope\n}\n");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("nope"), std::string::npos);
@@ -273,6 +286,38 @@ TEST(HloParser, AcceptsWhatXlaAccepts) {
   EXPECT_EQ(entry(*layout).instructions[0].shape.layout_text, "0, 1");
 }
 
+// An attribute value is one token: what follows it on its line after a space is the next
+// attribute or instruction (XLA needs no newline between instructions), not part of it.
+TEST(HloParser, AValueEndsAtASpaceAndTheLineGoesOn) {
+  auto m = parse_hlo_module(R"(HloModule m
+Sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT add = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[2,2,3]{2,1,0} parameter(0)
+  i = f32[] constant(0)
+  r = f32[2,3]{1,0} reduce(p, i), dimensions={1},
+  to_apply=Sum t = f32[2,3]{1,0} transpose(r),
+  dimensions={0,1} ROOT b = f32[2,3]{1,0} bitcast(t)
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Computation& e = entry(*m);
+  ASSERT_EQ(e.instructions.size(), 5u);
+  EXPECT_EQ(e.instructions[3].attr("dimensions"), "{0,1}");
+  EXPECT_EQ(e.instructions[4].opcode, "bitcast");
+  EXPECT_EQ(e.root, 4);
+  auto mesh = parse_hlo_module(
+      "HloModule m, num_partitions=8\nadd {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+      " ROOT s = f32[] add(x, y)\n}\nENTRY e {\n p = f32[8] parameter(0)\n"
+      " ROOT r = f32[8] all-reduce(p), channel_id=1, replica_groups=mesh['x'=2,'y'=4] {'y'}, "
+      "use_global_device_ids=true, to_apply=add\n}\n");
+  ASSERT_TRUE(mesh.ok()) << mesh.error().to_string();
+  EXPECT_EQ(entry(*mesh).instructions[1].attr("replica_groups"), "mesh['x'=2,'y'=4] {'y'}");
+}
+
 // And what XLA's parser refuses, with the line of the fault.
 TEST(HloParser, RefusesWhatXlaRefuses) {
   const std::pair<const char*, int> texts[] = {
@@ -296,6 +341,169 @@ TEST(HloParser, RefusesWhatXlaRefuses) {
     ASSERT_FALSE(m.ok()) << t;
     EXPECT_EQ(m.error().line, line) << t << "\n" << m.error().to_string();
   }
+}
+
+// `X-start` for an X without async opcodes of its own is XLA's syntax for an async-start
+// wrapping X: XLA's parser builds a computation of one parameter per operand and X, and
+// reads `X-update`/`X-done` as async-update/-done. Ours builds the same module (as many
+// computations, instructions and opcodes) and keeps X's attributes on the wrapped op.
+TEST(HloParser, AsyncWrappedOpcodesBecomeAsyncStartAndAComputation) {
+  auto m = parse_hlo_module(R"(HloModule m
+c {
+  a = f32[8] parameter(0)
+  ROOT n = f32[8] negate(a)
+}
+ENTRY e {
+  p = f32[8] parameter(0)
+  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}
+  u = ((f32[8]), f32[4], s32[]) slice-update(s)
+  d = f32[4] slice-done(u)
+  cs = ((f32[8], f32[8]), f32[8], s32[]) call-start(p, p), to_apply=c
+  cd = f32[8] async-done(cs)
+  as = ((f32[8]), f32[8], s32[]) async-start(p), calls=c
+  ROOT ad = f32[8] async-done(as)
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  ASSERT_EQ(m->computations.size(), 4u);  // c, slice's, call's, e
+  const Computation& e = entry(*m);
+  std::vector<std::string_view> ops;
+  for (const Instruction& i : e.instructions) ops.push_back(i.opcode);
+  EXPECT_EQ(ops, (std::vector<std::string_view>{"parameter", "async-start", "async-update",
+                                                 "async-done", "async-start", "async-done",
+                                                 "async-start", "async-done"}));
+  for (int i : {1, 2, 3}) EXPECT_EQ(e.instructions[i].async_wrapped, "slice");
+  EXPECT_EQ(e.instructions[5].async_wrapped, "call");
+  EXPECT_EQ(e.instructions[7].async_wrapped, "negate");
+  const Computation& sliced = m->computations[e.instructions[1].called.at(0)];
+  EXPECT_EQ(sliced.name, "async_wrapped");
+  ASSERT_EQ(sliced.instructions.size(), 2u);
+  EXPECT_EQ(sliced.instructions[0].opcode, "parameter");
+  EXPECT_EQ(sliced.instructions[0].raw_operands, "0");
+  const Instruction& slice = sliced.instructions[sliced.root];
+  EXPECT_EQ(slice.opcode, "slice");
+  EXPECT_EQ(slice.attr("slice"), "{[0:4]}");
+  EXPECT_EQ(slice.shape.dims, (std::vector<int64_t>{4}));
+  const Computation& called = m->computations[e.instructions[4].called.at(0)];
+  ASSERT_EQ(called.instructions.size(), 3u);  // two parameters and the call
+  EXPECT_EQ(called.instructions[2].callee("to_apply"), 0);
+
+  // What XLA refuses of them, at the line of the op.
+  const std::pair<const char*, int> bad[] = {
+      {"  s = ((f32[8]), f32[8], s32[]) copy-update(p)\n", 4},   // copy has its own
+      {"  s = ((f32[8]), f32[8], s32[]) send-start(p)\n", 4},
+      {"  s = (f32[8], f32[4], s32[]) slice-start(p), slice={[0:4]}\n", 4},  // not async form
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}\n"
+       "  g = f32[4] get-tuple-element(s), index=1\n  d = f32[4] slice-done(g)\n", 6},
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}\n"
+       "  d = f32[4] negate-done(s)\n", 5},                      // another wrapped opcode
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}\n"
+       "  u = ((f32[8]), f32[2], s32[]) slice-update(s)\n", 5},  // update's shape differs
+      {"  s = ((f32[8]), f32[4], s32[]) slice-start(p), slice={[0:4]}, "
+       "async_execution_thread=\"x\"\n  d = f32[4] slice-done(s), async_execution_thread=\"y\"\n",
+       5},
+      {"  s = ((f32[8]), f32[8], s32[]) async-start(p)\n", 4},  // calls= missing
+      {"  s = ((f32[8]), f32[8], s32[]) async-start(p), calls=c\n"
+       "  t = ((f32[8]), f32[8], s32[]) async-start(p), calls=c\n", 5},  // wrapped twice
+      {"  s = ((f32[8]), f32[8], s32[]) negate-start(p)\n  d = f32[8] negate-done(s, s)\n", 5},
+  };
+  for (const auto& [body, line] : bad) {
+    std::string t = std::string("HloModule m\nc {\n ROOT a = f32[8] parameter(0)\n}\n") +
+                    "ENTRY e {\n  p = f32[8] parameter(0)\n" + body + "  ROOT r = f32[8] negate(p)\n}\n";
+    auto r = parse_hlo_module(t);
+    ASSERT_FALSE(r.ok()) << t;
+    EXPECT_EQ(r.error().line, line + 3) << t << "\n" << r.error().to_string();
+  }
+}
+
+// What XLA's parser checks of each instruction (opcode_table.h): a known opcode, its operand
+// count, the attributes it allows (each once), the one it requires, and the form of the
+// values the planner reads. Each text is refused at its line; the same texts with the fault
+// mended are accepted.
+TEST(HloParser, RefusesWhatXlaRefusesOfAnInstruction) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"f32[8] negat(p)", "f32[8] negate(p)"},                              // unknown opcode
+      {"f32[8] add(p)", "f32[8] add(p, p)"},                                // operand count
+      {"(f32[8], f32[8]) tuple(p)", "(f32[8], f32[8]) tuple(p, p)"},
+      {"f32[8] negate(p), dimensions={0}", "f32[8] negate(p), metadata={op_name=\"n\"}"},
+      {"f32[8] all-reduce(p), to_apply=add, channel_id=1, channel_id=2",
+       "f32[8] all-reduce(p), to_apply=add, channel_id=2"},                 // given twice
+      {"f32[8] all-reduce(p), to_apply=add, channel_id=x",
+       "f32[8] all-reduce(p), to_apply=add, channel_id=-1"},
+      {"f32[8] all-reduce(p), to_apply=add, replica_groups={{0,1},{2,x}}",
+       "f32[8] all-reduce(p), to_apply=add, replica_groups={{0,1}, {2,3}}"},
+      {"f32[8] all-reduce(p), to_apply=add, replica_groups={0,1}",
+       "f32[8] all-reduce(p), to_apply=add, replica_groups=[2,2]<=[2,2]T(1,0)"},
+      {"f32[8] all-reduce(p), to_apply=add, channel_id=1, use_global_device_ids=1",
+       "f32[8] all-reduce(p), to_apply=add, channel_id=1, use_global_device_ids=true"},
+      {"f32[8] collective-permute(p), source_target_pairs={{0,1,2}}",
+       "f32[8] collective-permute(p), source_target_pairs={{0,1},{1,0}}"},
+      {"f32[8,2] broadcast(p), dimensions=0", "f32[8,2] broadcast(p), dimensions={ 0 }"},
+      {"f32[8] get-tuple-element(t), index={1}", "f32[8] get-tuple-element(t), index=1"},
+      {"f32[8] get-tuple-element(t)", "f32[8] get-tuple-element(t), index=0"},  // required
+      {"pred[8] compare(p, p), direction=lt", "pred[8] compare(p, p), direction=LT"},
+      {"f32[8] custom-call(p), custom_call_target=foo",
+       "f32[8] custom-call(p), custom_call_target=\"foo\""},
+      {"f32[8] fusion(p), kind=kBogus, calls=neg", "f32[8] fusion(p), kind=kLoop, calls=neg"},
+      {"f32[8] add(p, f32[8] get-tuple-element(t))", "f32[8] add(p, f32[8] negate(p))"},
+      {"f32[8] all-reduce(p), to_apply=add, use_global_device_ids=true, replica_groups={{0}}",
+       "f32[8] all-reduce(p), to_apply=add, use_global_device_ids=false, replica_groups={{0}}"},
+      {"f32[8] conditional(p, p, p), true_computation=neg, false_computation=neg",
+       "f32[8] conditional(pred[] constant(true), p, p), true_computation=neg, "
+       "false_computation=neg"},
+      {"f32[8] conditional(pred[] constant(true), p), branch_computations={neg}",
+       "f32[8] conditional(s32[] constant(0), p), branch_computations={neg}"},
+      {"f32[8] negate(p, p)", "f32[8] negate(p)"},
+      // literals: nesting and element counts as the shape says, integers in range
+      {"f32[8] add(p, f32[8] constant({1, 2}))",
+       "f32[8] add(p, f32[8] constant({1, 2 3, 4.5, -5e-3, inf, -nan, nan(0x1),}))"},
+      {"f32[8] add(p, f32[8] constant({{1, 2, 3, 4, 5, 6, 7, 8}}))",
+       "f32[8] add(p, f32[8] constant({...}))"},
+      {"f32[8] broadcast(s32[] constant({{LOOP_BOUND}})), dimensions={}",
+       "f32[8] broadcast(s32[] constant(-2147483648)), dimensions={}"},
+      {"f32[8] broadcast(u8[] constant(256)), dimensions={}",
+       "f32[8] broadcast(u8[] constant(255)), dimensions={}"},
+      {"f32[8] broadcast(s32[] constant(5.0)), dimensions={}",
+       "f32[8] broadcast(pred[] constant(true)), dimensions={}"},
+      {"f32[8] get-tuple-element((f32[8], s32[]) constant(({...}, $0))), index=0",
+       "f32[8] get-tuple-element((f32[8], c64[]) constant(({...}, (1, -2)))), index=0"},
+  };
+  for (const auto& [bad, good] : cases) {
+    auto text = [](const char* root) {
+      return std::string(
+                 "HloModule m\nadd {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+                 " ROOT s = f32[] add(x, y)\n}\nneg {\n a = f32[8] parameter(0)\n"
+                 " ROOT n = f32[8] negate(a)\n}\nENTRY e {\n p = f32[8] parameter(0)\n"
+                 " t = (f32[8], f32[8]) parameter(1)\n ROOT r = ") +
+             root + "\n}\n";
+    };
+    auto refused = parse_hlo_module(text(bad));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error().line, 14) << bad << "\n" << refused.error().to_string();
+    auto accepted = parse_hlo_module(text(good));
+    EXPECT_TRUE(accepted.ok()) << good << "\n"
+                               << (accepted.ok() ? "" : accepted.error().to_string());
+  }
+  // Names as XLA's lexer reads them; module attributes XLA knows (a misspelt num_partitions
+  // would read as one partition).
+  for (const char* t : {"HloModule te$st\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT %%p = f32[8] parameter(0)\n}\n",
+                        "HloModule m\nENTRY e {\n ROOT 1p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partition=8\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, num_partitions=8, num_partitions=4\nENTRY e {\n"
+                        " ROOT p = f32[8] parameter(0)\n}\n",
+                        "HloModule m, is_scheduled=yes\nENTRY e {\n ROOT p = f32[8] parameter(0)\n}\n"})
+    EXPECT_FALSE(parse_hlo_module(t).ok()) << t;
+  EXPECT_TRUE(parse_hlo_module("HloModule m_1.b-c, is_scheduled=true, num_partitions=2\nENTRY "
+                               "_e.1 {\n ROOT %p.2-x = f32[8] parameter(0)\n}\n")
+                  .ok());
+  auto unknown = parse_hlo_module(
+      "HloModule m\nENTRY e {\n p = f32[8] parameter(0)\n ROOT r = f32[8] negate(p), foo=1\n}\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("unexpected attribute 'foo' for 'negate'"),
+            std::string::npos)
+      << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("backend_config"), std::string::npos);
 }
 
 TEST(HloParser, InfersTheResultShapesXlaInfers) {

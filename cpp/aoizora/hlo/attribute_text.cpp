@@ -8,11 +8,13 @@ namespace {
 // Characters that end a run of ordinary value text.
 struct SpecialTable {
   bool special[256] = {};
-  constexpr SpecialTable() {
-    for (unsigned char c : std::string_view("\"(){}[],\n/")) special[c] = true;
+  constexpr explicit SpecialTable(std::string_view chars) {
+    for (unsigned char c : chars) special[c] = true;
   }
 };
-constexpr SpecialTable kSpecial;
+// Inside brackets; at the top level, where a space also ends the value (a value is one token).
+constexpr SpecialTable kSpecial("\"(){}[],\n/");
+constexpr SpecialTable kSpecialTop("\"(){}[],\n/ \t\r");
 
 // Past the string whose quote is at `p`; npos when unterminated.
 size_t past_string(std::string_view t, size_t p) {
@@ -38,12 +40,16 @@ size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t co
   return text.compare(q, 11, "device_ids=") == 0 ? q + 11 : std::string_view::npos;
 }
 
-ValueEnd attribute_value_end(std::string_view t, size_t vb) {
+ValueEnd attribute_value_end(std::string_view t, size_t vb, std::string_view key) {
   size_t p = vb;
   int depth = 0;
   size_t open = vb;  // the outermost open bracket, for errors
+  // The mesh form of replica_groups, `mesh['x'=2] {'x'}`, has a space between its parts, and
+  // so has a literal, `literal=s32[2]{0} {1, 2}`.
+  const bool mesh = t.compare(vb, 5, "mesh[") == 0 || key == "literal";
   while (p < t.size()) {
-    while (p < t.size() && !kSpecial.special[static_cast<unsigned char>(t[p])]) ++p;
+    const bool* special = depth == 0 && !mesh ? kSpecialTop.special : kSpecial.special;
+    while (p < t.size() && !special[static_cast<unsigned char>(t[p])]) ++p;
     if (p >= t.size()) break;
     const char c = t[p];
     if (c == '"') {
@@ -58,6 +64,7 @@ ValueEnd attribute_value_end(std::string_view t, size_t vb) {
       if (depth == 0) break;
       --depth;
     } else if (depth == 0) {
+      if (c == ' ' || c == '\t' || c == '\r') break;  // the token ends
       if (c == '/' && !(p + 1 < t.size() && (t[p + 1] == '/' || t[p + 1] == '*'))) {
         ++p;  // a slash that starts no comment is value text
         continue;

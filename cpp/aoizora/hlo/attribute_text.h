@@ -2,9 +2,11 @@
 // attribute lists) and Instruction::attr (which re-reads them on demand) share.
 //
 // A value starts at its first character (after `key=` and any spaces, newlines or comments)
-// and ends before a top-level ',', an unmatched closing bracket, a newline or a comment;
-// strings and bracketed groups (which may span lines) are skipped whole. The mesh form of
-// replica_groups keeps its ", device_ids=(...)".
+// and, being one token to XLA's lexer, ends before a top-level ',', space, unmatched closing
+// bracket, newline or comment: `dimensions={0} ROOT r = ...` is a value and the next
+// instruction. Strings and bracketed groups (which may span lines) are skipped whole. The
+// mesh form of replica_groups keeps its space and its ", device_ids=(...)", and a literal its
+// spaces.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +20,9 @@ struct ValueEnd {
   size_t bad = 0;  // where the unterminated string or bracket opened
 };
 
-ValueEnd attribute_value_end(std::string_view text, size_t value_begin);
+// `key` is the attribute's name: a custom-call's `literal=` (a shape, a space, its values)
+// is the one value that goes on after a top-level space.
+ValueEnd attribute_value_end(std::string_view text, size_t value_begin, std::string_view key);
 
 // An attribute value ends at a top-level ',' except the mesh form of replica_groups, which
 // keeps its ", device_ids=(...)": for a value starting at `value_begin` and a top-level comma

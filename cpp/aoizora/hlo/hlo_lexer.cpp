@@ -1,5 +1,7 @@
 #include "aoizora/hlo/hlo_lexer.h"
 
+#include <cstring>
+
 namespace aoizora::hlo {
 
 Result<bool> Lexer::skip_balanced() {
@@ -30,7 +32,15 @@ int Lexer::line_of(size_t pos) {
     line_pos_ = 0;
     line_ = 1;
   }
-  line_ += static_cast<int>(std::count(s_.data() + line_pos_, s_.data() + pos, '\n'));
+  // memchr skips from newline to newline (a byte-wise count cost a sixth of the parse).
+  const char* p = s_.data() + line_pos_;
+  const char* const end = s_.data() + pos;
+  while (p < end) {
+    p = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+    if (p == nullptr) break;
+    ++line_;
+    ++p;
+  }
   line_pos_ = pos;
   return line_;
 }

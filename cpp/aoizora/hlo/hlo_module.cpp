@@ -36,7 +36,7 @@ bool next_attribute(std::string_view t, size_t* pos, Attribute* out) {
   out->value = {};
   if (p < t.size() && t[p] == '=') {
     size_t vb = skip_space_and_comments(t, p + 1);
-    ValueEnd ve = attribute_value_end(t, vb);
+    ValueEnd ve = attribute_value_end(t, vb, out->key);
     out->value = t.substr(vb, ve.end - vb);
     p = ve.ok ? ve.end : t.size();
   }

@@ -31,6 +31,11 @@ std::optional<int64_t> backend_config_int(std::string_view config, std::string_v
 struct Instruction {
   std::string_view name;    // without the leading '%'; "<opcode>.anon[.N]" when nested
   std::string_view opcode;  // "fusion", "all-gather-start", "async-start", ...
+  // For async-start/-update/-done: the opcode of the op they wrap ("slice" for a printed
+  // `slice-start`, which the parser reads as XLA does: an async-start calling a computation
+  // of parameters and that slice), or the root opcode of the computation an explicit
+  // async-start `calls`. Empty for every other opcode.
+  std::string_view async_wrapped;
   Shape shape;
   bool is_root = false;
   int line = 0;                            // 1-based line of the instruction in the text

@@ -1,10 +1,14 @@
 #include "aoizora/hlo/hlo_parser.h"
 
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/hlo_lexer.h"
+#include "aoizora/hlo/literal.h"
+#include "aoizora/hlo/opcode_table.h"
 #include "aoizora/hlo/shape_inference.h"
 #include "aoizora/hlo/shape_parser.h"
 
@@ -22,6 +26,92 @@ bool is_call_attribute(std::string_view key) {
 // Opcodes whose parentheses hold no operands: a literal, a parameter number.
 bool has_raw_operands(std::string_view opcode) {
   return opcode == "constant" || opcode == "parameter";
+}
+
+enum class Async { kNone, kStart, kUpdate, kDone };
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Opcodes of their own that end in -start/-update/-done (XLA's HloOpcode names).
+bool is_native_async_name(std::string_view op) {
+  static constexpr std::string_view kNames[] = {
+      "async-start", "async-update", "async-done", "all-gather-start", "all-gather-done",
+      "all-reduce-start", "all-reduce-done", "collective-permute-start",
+      "collective-permute-done", "copy-start", "copy-done", "send-done", "recv-done"};
+  for (std::string_view n : kNames)
+    if (op == n) return true;
+  return false;
+}
+
+// `X-start`, `X-update`, `X-done` for an X without async opcodes of its own: XLA's syntax
+// for async-start/-update/-done wrapping X. Sets *wrapped to X.
+Async async_sugar(std::string_view op, std::string_view* wrapped) {
+  if (op.size() < 6 || (op.back() != 't' && op.back() != 'e')) return Async::kNone;
+  Async kind = Async::kNone;
+  std::string_view x = op;
+  if (ends_with(x, "-start")) kind = Async::kStart, x.remove_suffix(6);
+  else if (ends_with(x, "-update")) kind = Async::kUpdate, x.remove_suffix(7);
+  else if (ends_with(x, "-done")) kind = Async::kDone, x.remove_suffix(5);
+  if (kind == Async::kNone || is_native_async_name(op)) return Async::kNone;
+  *wrapped = x;
+  return kind;
+}
+
+// X whose async forms are opcodes of their own (or none): `X-update`, `send-start`, ... are
+// unknown opcodes to XLA.
+bool has_own_async_forms(std::string_view x) {
+  static constexpr std::string_view kNames[] = {"all-gather", "all-reduce", "collective-permute",
+                                                "copy", "send", "recv", "async"};
+  for (std::string_view n : kNames)
+    if (x == n) return true;
+  return false;
+}
+
+// XLA's identifiers: a letter or '_', then letters, digits, '_', '.', '-' (after one '%').
+bool valid_name(std::string_view n) {
+  if (n.empty() || !(is_alpha(n[0]) || n[0] == '_')) return false;
+  for (char c : n)
+    if (c == '%' || c == '$') return false;
+  return true;
+}
+
+// The header attributes XLA's parser allows (`HloModule m, key=value, ...`).
+bool is_header_attribute(std::string_view key) {
+  static constexpr std::string_view kNames[] = {
+      "alias_passthrough_params", "allow_spmd_sharding_propagation_to_output",
+      "allow_spmd_sharding_propagation_to_parameters", "buffer_donor",
+      "entry_computation_layout", "frontend_attributes", "input_output_alias", "is_scheduled",
+      "num_partitions", "origin_recovery_table", "replica_count"};
+  for (std::string_view k : kNames)
+    if (key == k) return true;
+  return false;
+}
+
+Async async_kind(std::string_view op) {
+  if (op == "async-start") return Async::kStart;
+  if (op == "async-update") return Async::kUpdate;
+  if (op == "async-done") return Async::kDone;
+  return Async::kNone;
+}
+
+// The async result form ((operands), outputs, state...).
+bool is_async_shape(const Shape& s) {
+  return s.is_tuple() && s.tuple.size() >= 2 && s.tuple[0].is_tuple();
+}
+
+// Same element types and dimensions (layouts aside).
+bool same_shape(const Shape& a, const Shape& b) {
+  if (a.type != b.type || a.dims != b.dims || a.tuple.size() != b.tuple.size()) return false;
+  for (size_t i = 0; i < a.tuple.size(); ++i)
+    if (!same_shape(a.tuple[i], b.tuple[i])) return false;
+  return true;
+}
+
+std::string_view unquoted(std::string_view v) {
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') return v.substr(1, v.size() - 2);
+  return v;
 }
 
 class Parser {
@@ -47,16 +137,20 @@ class Parser {
                   int depth);
   Result<bool> operands(Scope& scope, Instruction& ins, int depth);
   Result<int> operand(Scope& scope, int depth);
-  Result<bool> attributes(Instruction& ins, int depth);
+  // Checks the names against `allowed` (each at most once) and the values' forms when given.
+  Result<bool> attributes(Instruction& ins, int depth, const AttributeSet* allowed = nullptr,
+                          int required = -1, std::string_view opcode = {});
   Result<bool> call_value(Instruction& ins, std::string_view key, int depth);
   Result<int> callee(int depth);
   bool inline_body_at(size_t brace) const;
   Result<int> add(Scope& scope, Instruction ins, size_t name_pos);
   std::string_view made_up(std::string name);
+  Result<bool> async_op(Scope& scope, Instruction& ins, Async kind, bool sugar, size_t at);
 
   Lexer lx_;
   HloModule m_;
   std::unordered_map<std::string_view, int> computations_;  // by name, as defined so far
+  std::vector<bool> async_called_;  // computations an async-start already wraps
 };
 
 std::string_view Parser::made_up(std::string name) {
@@ -79,15 +173,26 @@ Result<bool> Parser::header() {
   lx_.skip_ws();
   const size_t b = lx_.pos();
   m_.name = lx_.name();
-  if (m_.name.empty()) return lx_.expected("the module name", b);
+  if (!valid_name(strip_percent(m_.name))) return lx_.expected("the module name", b);
   if (lx_.peek() == ':') lx_.advance();  // `HloModule name:` (XLA's lexer reads `name:`)
   Instruction holder;
   auto r = attributes(holder, 0);
   if (!r.ok()) return r;
   for (const Attribute& a : holder.attributes()) {
+    const size_t at = a.key.data() - lx_.text().data();
+    // A misspelt num_partitions would leave one partition: refused, as XLA refuses it.
+    if (!is_header_attribute(a.key))
+      return lx_.error_at("unexpected module attribute '" + std::string(a.key) + "'", at);
+    for (const Attribute& before : m_.attributes)
+      if (before.key == a.key)
+        return lx_.error_at("module attribute '" + std::string(a.key) + "' given twice", at);
     m_.attributes.push_back(a);
     if (a.key != "num_partitions" && a.key != "replica_count") {
-      if (a.key == "is_scheduled") m_.is_scheduled = a.value == "true";
+      if (a.key == "is_scheduled") {
+        if (a.value != "true" && a.value != "false")
+          return lx_.expected("true or false", a.value.data() - lx_.text().data());
+        m_.is_scheduled = a.value == "true";
+      }
       continue;
     }
     int64_t v = 0;
@@ -203,6 +308,22 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
     lx_.advance();
   ins.opcode = lx_.text().substr(ob, lx_.pos() - ob);
   if (ins.opcode.empty()) return lx_.expected("an opcode", ob);
+  // `slice-start(...)` is XLA's way of writing an async-start that wraps a slice: read it so.
+  Async async = async_sugar(ins.opcode, &ins.async_wrapped);
+  const bool sugar = async != Async::kNone;
+  const OpcodeRules* rules = find_opcode(sugar ? ins.async_wrapped : ins.opcode);
+  if (rules == nullptr || (sugar && (has_own_async_forms(ins.async_wrapped) ||
+                                     is_native_async_name(ins.async_wrapped))))
+    return lx_.error_at("unknown opcode '" + std::string(ins.opcode) + "'", ob);
+  if (!sugar) async = async_kind(ins.opcode);
+  // The attributes XLA allows: an X-start's are X's (it parses them as the wrapped op's), an
+  // X-update's or X-done's only the generic ones; all may name the async execution thread.
+  static const int kThread = attribute_id("async_execution_thread");
+  static const int kAliasing = attribute_id("output_to_operand_aliasing");
+  AttributeSet allowed = sugar && async != Async::kStart ? generic_attributes() : rules->allowed;
+  if (sugar) allowed.set(kThread);
+  if (sugar && async == Async::kStart) allowed.set(kAliasing);  // the async-start's own
+  int required = sugar && async != Async::kStart ? -1 : rules->required;
   if (!has_shape && !can_infer_shape(ins.opcode))
     return lx_.error_at("the result shape of '" + std::string(ins.opcode) +
                             "' cannot be inferred (XLA does not either): write it", ob);
@@ -210,9 +331,61 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   lx_.set_pos(lx_.pos() - 1);
   auto o = operands(scope, ins, depth);
   if (!o.ok()) return o.error();
+  // XLA insists on the operand count of most opcodes (not of a wrapped op: it gets the
+  // start's operands as they are), and on a tuple's matching its shape.
+  if (ins.opcode == "constant" && has_shape) {
+    size_t at = 0;
+    const std::string e = literal_error(ins.shape, ins.raw_operands, &at);
+    if (!e.empty())
+      return lx_.error_at(e, static_cast<size_t>(ins.raw_operands.data() - lx_.text().data()) + at);
+  }
+  // A broadcast of a scalar needs no dimensions.
+  if (ins.opcode == "broadcast" && ins.operands.size() == 1 &&
+      scope.comp.instructions[ins.operands[0]].shape.dims.empty())
+    required = -1;
+  const int want_operands = sugar ? -1
+                            : ins.opcode == "tuple" && has_shape && ins.shape.is_tuple()
+                                ? static_cast<int>(ins.shape.tuple.size())
+                                : rules->operands;
+  if (want_operands >= 0 && static_cast<int>(ins.operands.size()) != want_operands)
+    return lx_.error_at("'" + std::string(ins.opcode) + "' takes " +
+                            std::to_string(want_operands) + " operand" +
+                            (want_operands == 1 ? "" : "s") + ", found " +
+                            std::to_string(ins.operands.size()),
+                        ob);
+  if (ins.opcode == "conditional") {
+    // A pred selects true_/false_computation, an s32 one of branch_computations.
+    const Shape* index = ins.operands.empty() ? nullptr
+                                              : &scope.comp.instructions[ins.operands[0]].shape;
+    if (index == nullptr || !index->dims.empty() ||
+        (index->type != PrimitiveType::kPred && index->type != PrimitiveType::kS32))
+      return lx_.error_at("a conditional's first operand must be a pred or s32 scalar", ob);
+    static const int kTrue = attribute_id("true_computation");
+    static const int kFalse = attribute_id("false_computation");
+    static const int kBranches = attribute_id("branch_computations");
+    if (index->type == PrimitiveType::kPred) allowed.reset(kBranches);
+    else allowed.reset(kTrue), allowed.reset(kFalse);
+  }
   if (attributes) {
-    auto a = this->attributes(ins, depth);
+    auto a = this->attributes(ins, depth, &allowed, required, ins.opcode);
     if (!a.ok()) return a.error();
+    // Flattened ids need a channel (XLA refuses the text otherwise).
+    static const int kUgdi = attribute_id("use_global_device_ids");
+    if (allowed[kUgdi] && ins.attr("use_global_device_ids") == "true" &&
+        !ins.has_attr("channel_id"))
+      return lx_.error_at("use_global_device_ids=true needs a channel_id", ob);
+  } else if (required >= 0) {
+    // A nested instruction has no attributes: one that needs an attribute is refused (XLA too).
+    return lx_.error_at("'" + std::string(ins.opcode) + "' needs attribute '" +
+                            std::string(attribute_name(required)) +
+                            "', which a nested instruction cannot have",
+                        ob);
+  }
+  if (async != Async::kNone) {
+    ins.opcode = async == Async::kStart ? "async-start"
+                 : async == Async::kUpdate ? "async-update" : "async-done";
+    auto r = async_op(scope, ins, async, sugar, ob);
+    if (!r.ok()) return r.error();
   }
   if (!has_shape) {
     auto shape = infer_shape(ins, scope.comp, m_);
@@ -229,6 +402,85 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   return add(scope, std::move(ins), name_pos);
 }
 
+// Checks an async-start/-update/-done as XLA's parser does and, for `X-start(operands)`,
+// builds the computation it wraps: a parameter per operand and X (with the attributes
+// written on the start) as root, named "async_wrapped" as XLA names it. `at` is the opcode.
+Result<bool> Parser::async_op(Scope& scope, Instruction& ins, Async kind, bool sugar,
+                              size_t at) {
+  auto fail = [&](const std::string& message) -> Result<bool> {
+    return lx_.error_at(message, at);
+  };
+  if (kind == Async::kStart) {
+    if (!is_async_shape(ins.shape))
+      return fail("an async start's shape must be ((operands), outputs, state)");
+    if (sugar) {
+      Computation wrapped;
+      wrapped.name = "async_wrapped";
+      for (size_t k = 0; k < ins.operands.size(); ++k) {
+        Instruction p;
+        p.name = k == 0 ? std::string_view("async_param")
+                        : made_up("async_param." + std::to_string(k));
+        p.opcode = "parameter";
+        p.line = ins.line;
+        p.shape = scope.comp.instructions[ins.operands[k]].shape;
+        p.raw_operands = made_up(std::to_string(k));
+        wrapped.instructions.push_back(std::move(p));
+      }
+      Instruction op;
+      op.name = ins.async_wrapped;
+      op.opcode = ins.async_wrapped;
+      op.line = ins.line;
+      op.shape = ins.shape.tuple[1];
+      op.is_root = true;
+      op.attribute_text = ins.attribute_text;
+      op.called = std::move(ins.called);
+      op.called_keys = std::move(ins.called_keys);
+      for (size_t k = 0; k < ins.operands.size(); ++k) op.operands.push_back(static_cast<int>(k));
+      wrapped.root = static_cast<int>(wrapped.instructions.size());
+      wrapped.instructions.push_back(std::move(op));
+      m_.computations.push_back(std::move(wrapped));
+      ins.called = {static_cast<int>(m_.computations.size()) - 1};
+      ins.called_keys = {"calls"};
+      return true;
+    }
+    const int c = ins.callee("calls");
+    if (c < 0) return fail("async-start needs calls=");
+    if (async_called_.size() < m_.computations.size()) async_called_.resize(m_.computations.size());
+    if (async_called_[c])
+      return fail("computation '" + std::string(m_.computations[c].name) +
+                  "' is already wrapped by another async-start");
+    async_called_[c] = true;
+    const Computation& callee = m_.computations[c];
+    ins.async_wrapped = callee.instructions[callee.root].opcode;
+    return true;
+  }
+  // -update, -done: one operand, the async-start or -update they continue.
+  const Instruction* prev = ins.operands.size() == 1 ? &scope.comp.instructions[ins.operands[0]]
+                                                     : nullptr;
+  if (prev == nullptr || (prev->opcode != "async-start" && prev->opcode != "async-update"))
+    return fail("an async update or done takes one operand, the async op it continues");
+  if (sugar && prev->async_wrapped != ins.async_wrapped)
+    return fail("expected the async wrapped opcode '" + std::string(prev->async_wrapped) +
+                "', found '" + std::string(ins.async_wrapped) + "'");
+  ins.async_wrapped = prev->async_wrapped;
+  if (kind == Async::kUpdate && !same_shape(ins.shape, prev->shape))
+    return fail("an async update's shape must be its operand's");
+  const int c = ins.callee("calls");
+  if (c >= 0 && (prev->called.empty() || prev->called[0] != c))
+    return fail("calls= names another computation than the async op's");
+  const std::string_view thread = ins.attr("async_execution_thread");
+  if (!thread.empty()) {
+    const Instruction* start = prev;
+    while (start->opcode == "async-update") start = &scope.comp.instructions[start->operands[0]];
+    std::string_view want = unquoted(start->attr("async_execution_thread"));
+    if (want.empty()) want = "main";
+    if (unquoted(thread) != want)
+      return fail("async_execution_thread differs from the async-start's ('" +
+                  std::string(want) + "')");
+  }
+  return true;
+}
+
 Result<bool> Parser::instruction(Scope& scope) {
   lx_.skip_ws();
   const size_t start = lx_.pos();
@@ -236,7 +488,7 @@ Result<bool> Parser::instruction(Scope& scope) {
   lx_.skip_ws();
   const size_t name_pos = lx_.pos();
   const std::string_view name = strip_percent(lx_.name());
-  if (name.empty()) return lx_.expected("an instruction name", name_pos);
+  if (!valid_name(name)) return lx_.expected("an instruction name", name_pos);
   if (!lx_.consume('=')) return lx_.expected("'=' after the instruction name", lx_.pos());
   auto index = rhs(scope, name, name_pos, /*attributes=*/true, 0);
   if (!index.ok()) return index.error();
@@ -322,9 +574,11 @@ Result<bool> Parser::call_value(Instruction& ins, std::string_view key, int dept
 
 // ", key=value" pairs, over as many lines as they take (XLA's lexer sees no lines), with
 // comments between them; ins.attribute_text keeps their text.
-Result<bool> Parser::attributes(Instruction& ins, int depth) {
+Result<bool> Parser::attributes(Instruction& ins, int depth, const AttributeSet* allowed,
+                                int required, std::string_view opcode) {
   const size_t begin = lx_.pos();
   size_t end = begin;
+  AttributeSet seen;
   for (;;) {
     lx_.skip_ws();
     if (lx_.peek() != ',') break;
@@ -334,6 +588,18 @@ Result<bool> Parser::attributes(Instruction& ins, int depth) {
     const std::string_view key = lx_.name();
     if (key.empty()) return lx_.expected("an attribute name", kb);
     if (lx_.peek() != '=') return lx_.expected("'=' right after the attribute name", lx_.pos());
+    int id = -1;
+    if (allowed != nullptr) {
+      id = attribute_id(key);
+      if (id < 0 || !(*allowed)[id])
+        return lx_.error_at("unexpected attribute '" + std::string(key) + "' for '" +
+                                std::string(opcode) + "' (XLA allows " +
+                                attribute_names(*allowed) + ")",
+                            kb);
+      if (seen[id])
+        return lx_.error_at("attribute '" + std::string(key) + "' given twice", kb);
+      seen.set(id);
+    }
     lx_.advance();
     lx_.skip_ws();
     const size_t vb = lx_.pos();
@@ -343,12 +609,19 @@ Result<bool> Parser::attributes(Instruction& ins, int depth) {
       end = lx_.pos();
       continue;
     }
-    const ValueEnd ve = attribute_value_end(lx_.text(), vb);
+    const ValueEnd ve = attribute_value_end(lx_.text(), vb, key);
     if (!ve.ok) return lx_.expected("the end of the string or bracket opened here", ve.bad);
     if (ve.end == vb) return lx_.expected("a value for attribute '" + std::string(key) + "'", vb);
+    const char* what = "";
+    if (id >= 0 && !attribute_value_ok(id, lx_.text().substr(vb, ve.end - vb), &what))
+      return lx_.expected(std::string(what) + " as the value of '" + std::string(key) + "'", vb);
     lx_.set_pos(ve.end);
     end = ve.end;
   }
+  if (required >= 0 && !seen[required])
+    return lx_.error_at("'" + std::string(opcode) + "' needs attribute '" +
+                            std::string(attribute_name(required)) + "'",
+                        begin);
   lx_.set_pos(end);
   ins.attribute_text = lx_.text().substr(begin, end - begin);
   return true;
@@ -366,7 +639,7 @@ Result<bool> Parser::computation() {
   }
   const size_t nb = lx_.pos();
   comp.name = strip_percent(lx_.name());
-  if (comp.name.empty()) return lx_.expected("a computation name or 'ENTRY'", nb);
+  if (!valid_name(comp.name)) return lx_.expected("a computation name or 'ENTRY'", nb);
   if (lx_.consume('(')) {
     lx_.set_pos(lx_.pos() - 1);
     auto r = lx_.skip_balanced();

@@ -245,20 +245,22 @@ OpCost CostModel::cost(int c, int i) {
   const Computation& comp = m_.computations[c];
   const Instruction& ins = comp.instructions[i];
   r.flops = flops(c, i);
-  r.opaque = ins.opcode == "custom-call";
-  if (r.opaque) {
+  const bool async_start = ins.opcode == "async-start";
+  r.opaque = ins.opcode == "custom-call" || (async_start && ins.async_wrapped == "custom-call");
+  if (ins.opcode == "custom-call") {
     if (auto kernel = attention_kernel_cost(comp, ins)) {  // a modelled Pallas kernel
       r.bytes = kernel->bytes;
       r.opaque = false;
       return r;
     }
   }
-  if (is_free(ins.opcode) || ins.opcode == "slice-done") return r;
-  // An async copy or slice (a DMA, e.g. a layer's weights into another memory space) reads
-  // and writes the buffer it moves: element 1 of its result tuple. Its operand may be the
-  // whole array it slices, and its -done only waits.
-  if ((ins.opcode == "copy-start" || ins.opcode == "slice-start") && ins.shape.is_tuple() &&
-      ins.shape.tuple.size() > 1) {
+  if (is_free(ins.opcode)) return r;
+  // An async copy or slice (a DMA, e.g. a layer's weights into another memory space; a
+  // `slice-start` is an async-start wrapping a slice) reads and writes the buffer it moves:
+  // element 1 of its result tuple. Its operand may be the whole array it slices, and its
+  // -done only waits.
+  if ((ins.opcode == "copy-start" || (async_start && ins.async_wrapped == "slice")) &&
+      ins.shape.is_tuple() && ins.shape.tuple.size() > 1) {
     r.bytes = 2.0 * static_cast<double>(ins.shape.tuple[1].byte_size());
     return r;
   }
