@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "aoizora/cost/splash_kernel.h"
+
 namespace aoizora::hlo {
 namespace {
 
@@ -22,28 +24,6 @@ bool is_float(PrimitiveType t) {
     default:
       return false;
   }
-}
-
-// The integer after `key` in the kernel's block-size JSON, printed escaped inside a string:
-// \"block_q\": 512. The key must be followed by a closing quote, so block_q does not match
-// block_q_dkv. 0 when absent or null.
-int64_t block_size(std::string_view text, std::string_view key) {
-  size_t at = 0;
-  while ((at = text.find(key, at)) != std::string_view::npos) {
-    const size_t start = at;
-    size_t i = at + key.size();
-    at = i;
-    if (start == 0 || text[start - 1] != '"') continue;  // part of a longer key
-    if (i < text.size() && text[i] == '\\') ++i;
-    if (i >= text.size() || text[i] != '"') continue;
-    ++i;
-    while (i < text.size() && (text[i] == ':' || text[i] == ' ')) ++i;
-    int64_t v = 0;
-    if (std::from_chars(text.data() + i, text.data() + text.size(), v).ec == std::errc())
-      return v;
-    return 0;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -82,21 +62,26 @@ std::optional<KernelCost> attention_kernel_cost(const Computation& comp, const I
   k.head_dim_v = v.dims[n - 1];
 
   const std::string_view meta = ins.attr("frontend_attributes");
-  k.block_q = block_size(meta, "block_q");
-  k.block_kv = block_size(meta, "block_kv");
-  k.block_kv_compute = block_size(meta, "block_kv_compute");
+  k.block_q = cost::kernel_block_size(meta, "block_q");
+  k.block_kv = cost::kernel_block_size(meta, "block_kv");
+  k.block_kv_compute = cost::kernel_block_size(meta, "block_kv_compute");
   if (k.block_q <= 0 && ins.shape.is_tuple() && !ins.shape.tuple.empty()) {
     const Shape& m_scratch = ins.shape.tuple[0];  // [.., block_q, 128]
     if (m_scratch.dims.size() >= 2) k.block_q = m_scratch.dims[m_scratch.dims.size() - 2];
   }
   if (k.block_q <= 0 || k.block_q > k.q_len) k.block_q = k.q_len;
 
-  const double bh = static_cast<double>(k.batch_heads);
-  const double sq = static_cast<double>(k.q_len), skv = static_cast<double>(k.kv_len);
-  k.flops = 2 * bh * sq * skv * static_cast<double>(k.head_dim + k.head_dim_v);
-  const double q_blocks = std::ceil(sq / static_cast<double>(k.block_q));
-  const double kv_bytes = static_cast<double>(kk.byte_size() + v.byte_size());
-  k.bytes = operand_bytes + (q_blocks - 1) * kv_bytes + static_cast<double>(ins.shape.byte_size());
+  cost::SplashCall call;
+  call.batch_heads = static_cast<double>(k.batch_heads);
+  call.q_len = static_cast<double>(k.q_len);
+  call.kv_len = static_cast<double>(k.kv_len);
+  call.head_dim = static_cast<double>(k.head_dim);
+  call.head_dim_v = static_cast<double>(k.head_dim_v);
+  call.block_q = static_cast<double>(k.block_q);
+  call.kv_bytes = static_cast<double>(kk.byte_size() + v.byte_size());
+  call.io_bytes = operand_bytes + static_cast<double>(ins.shape.byte_size());
+  k.flops = cost::splash_flops(call);
+  k.bytes = cost::splash_bytes(call);
   return k;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "aoizora/shlo/kernel_call.h"
 #include "aoizora/shlo/propagate.h"
 #include "aoizora/shlo/reshard.h"
 
@@ -438,6 +439,10 @@ class Builder {
       if (n == "dot_general") flops = dot_flops(op, nullptr);
       if (n == "reduce") flops = static_cast<double>(type(op.operands[0]).num_elements());
       if (!is_elementwise(n) && n != "dot_general" && n != "reduce") flops = 0;
+      if (auto call = splash_call(op, [&](int v) -> const TensorType& { return type(v); })) {
+        flops = cost::splash_flops(*call);  // a Pallas attention kernel (shlo/kernel_call.h)
+        bytes = cost::splash_bytes(*call);
+      }
       int node = compute(op, repeat, flops, bytes);
       for (int r : op.results) {
         ShardState s;
