@@ -76,6 +76,19 @@ def _check_explicit(d: dict) -> None:
             raise ValueError(f"links[{i}].bidirectional must be true or false")
 
 
+def _check_cores(spec: dict) -> None:
+    """cores_per_chip 1 or 2; two cores need the link between them (TPU7x)."""
+    cores = spec.get("cores_per_chip", 1)
+    if cores not in (1, 2) or isinstance(cores, bool):
+        raise ValueError(f"spec.cores_per_chip must be 1 or 2, got {cores!r}")
+    link = spec.get("intra_chip_link")
+    if link is not None:
+        if not isinstance(link, dict) or set(link) - {"bandwidth", "latency"}:
+            raise ValueError("spec.intra_chip_link must be {\"bandwidth\": ..., \"latency\": ...}")
+        _figure(link.get("bandwidth"), "spec.intra_chip_link.bandwidth", 0, True)
+        _figure(link.get("latency", 0), "spec.intra_chip_link.latency", 0, False)
+
+
 def check(d) -> None:
     """Raises ValueError naming the first field that is wrong."""
     if not isinstance(d, dict):
@@ -89,6 +102,7 @@ def check(d) -> None:
     for key, (lo, strict) in _SPEC.items():
         if key in spec:
             _figure(spec[key], f"spec.{key}", lo, strict)
+    _check_cores(spec)
     if "dims" in d:
         _check_grid(d)
     else:

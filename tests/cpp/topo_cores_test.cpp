@@ -176,3 +176,38 @@ TEST(Cores, JaxDefaultOrderOnTpu7xIsTheTrayRing) {
 
 }  // namespace
 }  // namespace aoizora::topo
+
+namespace aoizora::topo {
+namespace {
+
+TEST(Cores, JsonTopologiesTakeTwoCoresPerChip) {
+  const std::string grid =
+      R"({"name": "two-core line", "dims": [2], "spec": {"link_bandwidth": 1e9,
+          "cores_per_chip": 2, "intra_chip_link": {"bandwidth": 6e9, "latency": 0}}})";
+  Result<Topology> t = topology_from_json(grid, "t.json");
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_EQ(t->num_devices(), 4);
+  ASSERT_EQ(t->route(2, 3).size(), 1u);
+  EXPECT_EQ(t->links[static_cast<size_t>(t->route(2, 3)[0])].bandwidth, 6e9);
+  // An explicit fabric too: the cores' link inside a chip, fewest hops between chips.
+  const std::string explicit_form =
+      R"({"name": "pair", "spec": {"link_bandwidth": 1e9, "cores_per_chip": 2,
+          "intra_chip_link": {"bandwidth": 6e9, "latency": 0}},
+          "chips": [[0, 0, 0], [1, 0, 0]], "links": [{"src": 0, "dst": 1}]})";
+  Result<Topology> e = topology_from_json(explicit_form, "e.json");
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  EXPECT_FALSE(e->is_grid());
+  EXPECT_EQ(e->route(0, 1).size(), 1u);
+  EXPECT_EQ(e->links[static_cast<size_t>(e->route(0, 1)[0])].dim, kCoreAxis);
+  // Both cores share the chip's link.
+  ASSERT_EQ(e->route(1, 2).size(), 1u);
+  EXPECT_EQ(e->route(1, 2)[0], e->route(0, 3)[0]);
+  // Two cores without the link between them is an error.
+  Result<Topology> bad = topology_from_json(
+      R"({"dims": [2], "spec": {"link_bandwidth": 1e9, "cores_per_chip": 2}})", "b.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("intra_chip_link"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aoizora::topo

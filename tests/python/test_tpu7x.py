@@ -109,3 +109,18 @@ def test_cli_emits_the_plan_for_maxdiffusion(result, cache_dir, tmp_path):
         [sys.executable, "-m", "aoizora.cli", "plan", "--emit", "vllm", str(tmp_path / "x")],
         capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--emit maxdiffusion" in bad.stderr
+
+
+def test_topology_command_shows_the_cores(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "aoizora.cli", "topology", SLICE],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "8 devices (2 TensorCores per chip)" in out.stdout
+    assert "between the cores of a chip" in out.stdout and "1:0,0,0,1" in out.stdout
+    # A JSON fabric with two cores per chip needs the link between them: one line.
+    bad = tmp_path / "t.json"
+    bad.write_text('{"dims": [2], "spec": {"link_bandwidth": 1e9, "cores_per_chip": 3}}')
+    err = subprocess.run([sys.executable, "-m", "aoizora.cli", "topology", str(bad)],
+                         capture_output=True, text=True, timeout=120)
+    assert err.returncode == 2 and err.stderr.count("\n") == 1
+    assert "cores_per_chip must be 1 or 2" in err.stderr

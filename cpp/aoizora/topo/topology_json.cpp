@@ -5,8 +5,9 @@
 //              "links": [{"src": 0, "dst": 1, "bandwidth": 4.5e10, "latency": 1e-6,
 //                         "bidirectional": true}, ...]}
 // "spec" (all optional, defaulting to "generation"'s figures, else zero): device_kind,
-// peak_flops, hbm_bytes, hbm_bandwidth, link_bandwidth, hop_latency. Explicit links route by
-// fewest hops.
+// peak_flops, hbm_bytes, hbm_bandwidth, link_bandwidth, hop_latency, cores_per_chip (1 or 2)
+// and intra_chip_link {"bandwidth", "latency"} (required with two cores). Explicit links
+// route by fewest hops.
 #include <algorithm>
 
 #include "aoizora/topo/json.h"
@@ -62,7 +63,16 @@ Result<Topology> topology_from_json(const std::string& text, const std::string& 
     spec.hbm_bandwidth = number_or(s, "hbm_bandwidth", spec.hbm_bandwidth);
     spec.link_bandwidth = number_or(s, "link_bandwidth", spec.link_bandwidth);
     spec.hop_latency = number_or(s, "hop_latency", spec.hop_latency);
+    // Two TensorCores per chip need the link between them (topo/topology.h).
+    spec.cores_per_chip = static_cast<int>(number_or(s, "cores_per_chip", spec.cores_per_chip));
+    if (const json::Value* l = s->find("intra_chip_link"); l != nullptr && l->is_object())
+      spec.intra_chip_link = IntraChipLink{number_or(l, "bandwidth", 0), number_or(l, "latency", 0)};
+    if (spec.cores_per_chip == 1) spec.intra_chip_link.reset();
   }
+  if (spec.cores_per_chip != 1 && spec.cores_per_chip != 2)
+    return Error{"spec.cores_per_chip must be 1 or 2", name};
+  if (spec.cores_per_chip == 2 && (!spec.intra_chip_link || spec.intra_chip_link->bandwidth <= 0))
+    return Error{"spec.cores_per_chip is 2: spec.intra_chip_link needs a positive bandwidth", name};
   std::string topo_name = name;
   if (const json::Value* n = root.find("name"); n != nullptr && !n->string.empty())
     topo_name = n->string;
