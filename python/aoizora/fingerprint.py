@@ -14,14 +14,16 @@ def package_files() -> list[str]:
     """Every .py file of the loaded aoizora package and the _core extension, sorted."""
     import aoizora
 
+    # Real paths: one folder reached twice (sys.path holding "python" and "bench/../python")
+    # must count once, or the same code would get another fingerprint and miss the cache.
     files = set()
     for root in aoizora.__path__:
         for folder, dirs, names in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            files.update(os.path.join(folder, n) for n in names if n.endswith(".py"))
+            files.update(os.path.realpath(os.path.join(folder, n)) for n in names if n.endswith(".py"))
     from aoizora import _core
 
-    files.add(os.path.abspath(_core.__file__))
+    files.add(os.path.realpath(_core.__file__))
     return sorted(files)
 
 

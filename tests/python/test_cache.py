@@ -132,7 +132,25 @@ def test_compile_key_fingerprints_every_package_file_and_the_core():
     for rel in ("cli.py", "planner.py", "stage1.py", "stage2.py", "cache.py", "validate.py",
                 os.path.join("commands", "plan.py"), os.path.join("models", "wan.py")):
         assert rel in names, rel
-    assert os.path.abspath(_core.__file__) in files
+    assert os.path.realpath(_core.__file__) in files
+
+
+def test_a_package_folder_reached_twice_counts_once(monkeypatch):
+    """sys.path holding python/ and bench/../python must not change the fingerprint (it
+    did: a bench run missed every cache entry of the plan it reads)."""
+    import aoizora
+
+    fingerprint.code_fingerprint.cache_clear()
+    try:
+        before = fingerprint.code_fingerprint()
+        root = aoizora.__path__[0]
+        twice = os.path.join(root, "..", os.path.basename(root))
+        monkeypatch.setattr(aoizora, "__path__", [*aoizora.__path__, twice])
+        fingerprint.code_fingerprint.cache_clear()
+        assert len(fingerprint.package_files()) == len(set(fingerprint.package_files()))
+        assert fingerprint.code_fingerprint() == before
+    finally:
+        fingerprint.code_fingerprint.cache_clear()
 
 
 def test_compile_key_changes_when_any_package_file_changes(tmp_path, monkeypatch):
