@@ -4,8 +4,9 @@ for the whole forward and for one transformer block.
 Exposed communication is the time the simulator's critical path spends in a collective:
 communication that no compute hides. The critical path of a run covers it end to end
 (`SimResult.critical_path_seconds == step_seconds`), so compute plus every kind adds up to
-the simulated step. Simulate with `top_contributors=-1` to keep every contributor; a split
-built from a truncated critical path is refused (it would not add up).
+the simulated step. Simulate with `top_contributors=-1` to keep every contributor. Where the
+critical path falls short of the step (seen on a 16-device TPU7x run of Wan 14B: 0.981 s of
+0.994 s, not yet explained), the gap is recorded as "unattributed" with a note.
 
 A block is one trip of the block loop: the outermost while loop with the most trips (the
 transformer blocks under `lax.scan`). Its figures are the critical path time of the ops in
@@ -24,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 COMPUTE = "compute"
+UNATTRIBUTED = "unattributed"
 
 
 def block_loop(graph) -> int | None:
@@ -52,16 +54,19 @@ def _by_kind(contributors, keep=lambda name: True) -> dict[str, float]:
 
 
 def split(sim, graph) -> dict[str, Any]:
-    """The split of one simulation (see the module docstring). Raises ValueError when the
-    critical path does not cover the step (a truncated contributor list)."""
+    """The split of one simulation (see the module docstring). When the critical path does
+    not cover the step (a truncated contributor list, or a gap in the simulator's critical
+    path), the difference is its own entry, UNATTRIBUTED, and "note" says so: the split still
+    adds up to the step, and the gap is shown, not hidden or fatal."""
     forward = _by_kind(sim.critical_path)
     total = sum(forward.values())
     step = sim.step_seconds
-    if abs(total - step) > 1e-6 * max(step, 1e-12):
-        raise ValueError(f"the critical path covers {total:.6g} s of a {step:.6g} s step: "
-                         "simulate with top_contributors=-1")
     out: dict[str, Any] = {"forward_s": forward, "step_s": step, "block_s": None,
                            "blocks": None, "block_loop": None}
+    if abs(total - step) > 1e-6 * max(step, 1e-12):
+        forward[UNATTRIBUTED] = step - total
+        out["note"] = (f"the simulator's critical path covers {total:.6g} s of the "
+                       f"{step:.6g} s step; the rest is shown as {UNATTRIBUTED!r}")
     i = block_loop(graph)
     if i is not None:
         lp = graph.loops[i]
