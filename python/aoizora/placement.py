@@ -98,7 +98,9 @@ def axis_groups_on_chips(mesh_shape: Sequence[int], axis_names: Sequence[str],
                 kinds.add("within one chip" if n > 1 else "one device")
             elif chips == n:
                 kinds.add(f"one device on each of {chips} chips")
-            else:
+            elif n % chips == 0 and all(list(g).count(c) == n // chips for c in set(g.tolist())):
                 kinds.add(f"{n // chips} devices on each of {chips} chips")
+            else:
+                kinds.add(f"{n} devices on {chips} chips, unevenly")
         out[name] = " / ".join(sorted(kinds))
     return out

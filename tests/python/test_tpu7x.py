@@ -75,6 +75,10 @@ def test_axis_groups_in_words():
     keys = [(x, y, 0, c) for c in range(2) for y in range(2) for x in range(2)]
     assert axis_groups_on_chips([2, 4], ["a", "b"], keys) == {
         "a": "within one chip", "b": "one device on each of 4 chips"}
+    # A group of 4 with both cores of one chip and one core of two others is uneven.
+    keys = [(0, 0, 0, 0), (0, 0, 0, 1), (1, 0, 0, 0), (0, 1, 0, 0),
+            (1, 0, 0, 1), (0, 1, 0, 1), (1, 1, 0, 0), (1, 1, 0, 1)]
+    assert axis_groups_on_chips([2, 4], ["a", "b"], keys)["b"] == "4 devices on 3 chips, unevenly"
 
 
 def test_report_draws_both_cores_of_each_chip(result):
