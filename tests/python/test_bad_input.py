@@ -470,12 +470,11 @@ def _alive(pid: int) -> bool:
                                            (signal.SIGINT, 130, "interrupted")])
 def test_signal_stops_the_workers_and_exits_in_one_line(sig, code, word, tmp_path):
     env = {**os.environ, "AOIZORA_CACHE": str(tmp_path / "cache")}
-    # A plan that runs for minutes (the tiny one could finish within the 2 s below on a fast
-    # run, and then there was nothing left to interrupt).
+    # --oracle compiles every candidate, so the workers run for many seconds: without it the
+    # tiny plan could finish within the 2 s below, leaving nothing to interrupt.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aoizora.cli", "plan", "--model", "wan2.1-t2v-1.3b",
-         "--video", "480p", "--frames", "21", "--topology", "v5e:2x2",
-         "--workers", "2", "--quiet", "--out", str(tmp_path / "plan.json")],
+        [sys.executable, "-m", "aoizora.cli", "plan", *TINY, "--topology", "v5e:2x2",
+         "--oracle", "--workers", "2", "--out", str(tmp_path / "plan.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     deadline = time.time() + 120
     workers: list[int] = []
