@@ -475,6 +475,9 @@ def test_signal_stops_the_workers_and_exits_in_one_line(sig, code, word, tmp_pat
     proc = subprocess.Popen(
         [sys.executable, "-m", "aoizora.cli", "plan", *TINY, "--topology", "v5e:2x2",
          "--oracle", "--workers", "2", "--out", str(tmp_path / "plan.json")],
+        # A shell that starts the tests in the background (no job control) leaves SIGINT
+        # ignored, and an ignored signal is inherited: give the plan the default handler.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     deadline = time.time() + 120
     workers: list[int] = []
