@@ -93,7 +93,7 @@ def main() -> None:
         jobs = [C.Job("compile", by[x], model, workload, topo) for x in chosen]
         if args.splash:
             base = S.baseline_candidates(model, workload, n)[S.MAXDIFFUSION_CFG]
-            jobs.append(C.Job("compile", kernels.with_kernel(base, model, workload, "tpu"),
+            jobs.append(C.Job("compile", kernels.with_kernel(base, model, workload, "tpu", topo),
                               model, workload, topo))
         with tempfile.TemporaryDirectory() as root:
             cache = Cache(root)

@@ -78,10 +78,9 @@ def baseline_candidates(model, workload, n_chips: int, stage1_results: list,
     fits = {r.candidate.name: r for r in stage1_results if r.fits}
     # A function spec (the generic path) has no hand-tuned deployment to compare with. Each
     # tag's candidate is the planned one (with the attention kernel and blocks it was lowered
-    # with), not the bare sharding.
-    hand = ({} if isinstance(model, FunctionSpec)
-            else strategies.baseline_candidates(model, workload, n_chips))
-    out = {tag: fits[c.name].candidate for tag, c in hand.items() if c.name in fits}
+    # with: a MaxDiffusion recipe runs its published blocks, planner._published_recipes).
+    out = {} if isinstance(model, FunctionSpec) else {
+        tag: r.candidate for r in fits.values() for tag in r.candidate.baselines}
     if fits:
         best = min(fits.values(), key=lambda r: (alpa_cost(r, link_bandwidth, alpha),
                                                  r.candidate.name))

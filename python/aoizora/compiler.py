@@ -215,7 +215,7 @@ def job_key(job: Job) -> dict[str, Any]:
             "candidate": job.candidate.key(), "target": job.target,
             "order": None if order is None else [list(c) for c in order][:job.candidate.n_chips],
             "versions": _versions(), "code": code_fingerprint(), "xla_flags": os.environ.get(
-                "XLA_FLAGS", "")}
+                "XLA_FLAGS", ""), "libtpu_flags": os.environ.get("LIBTPU_INIT_ARGS", "")}
 
 
 def run_job(job: Job) -> Outcome:

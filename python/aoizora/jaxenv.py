@@ -22,6 +22,14 @@ def _configure() -> None:
         # Deviceless compiles hold no chip: let several processes (pytest, parallel
         # compile workers) load libtpu at once instead of failing on its lockfile.
         os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    # TPU compiles run with MaxDiffusion's scoped VMEM limit (kernels.SCOPED_VMEM_KIB): the
+    # attention block search assumes it, and MaxDiffusion's tuned blocks need it. A limit the
+    # user set is kept (kernels.scoped_vmem_bytes reads it back).
+    from aoizora.kernels import SCOPED_VMEM_FLAG, SCOPED_VMEM_KIB
+
+    libtpu = os.environ.get("LIBTPU_INIT_ARGS", "")
+    if SCOPED_VMEM_FLAG not in libtpu:
+        os.environ["LIBTPU_INIT_ARGS"] = f"{libtpu} --{SCOPED_VMEM_FLAG}={SCOPED_VMEM_KIB}".strip()
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:
         os.environ["XLA_FLAGS"] = (

@@ -2,8 +2,8 @@
 
     kernel_for_platform("tpu") -> "splash"       ("cpu" -> "blockwise")
     attention_shapes(candidate, model, workload) -> KernelShape   (what one kernel call sees)
-    legal_blocks(n) -> [128, 256, ...]            (multiples of 128 dividing n)
-    with_kernel(candidate, model, workload, platform) -> Candidate  (kernel and blocks set)
+    choose_blocks(shape, device) -> (BlockCost, legal count)   (the block-size search)
+    with_kernel(candidate, model, workload, platform, device) -> Candidate  (kernel, blocks)
         raises KernelUnsupported with a one-line reason when a shard cannot run the kernel
 
 On TPU targets every candidate runs the Pallas splash-attention kernel
@@ -13,9 +13,20 @@ where Mosaic kernels do not lower. The choice is made here, from the compile tar
 recorded on the Candidate (kernel, block_q, block_kv, block_kv_compute), so a plan names the
 kernel and block sizes it was compiled and priced with. Nothing falls back silently.
 
-Block sizes: the kernel tiles its query and key sequences by block_q and block_kv, which must
-be multiples of 128 dividing the (padded) lengths one call sees. The default is the largest
-legal block not above MaxDiffusion's default of 512 (`flash_block_sizes` in base_wan_14b.yml).
+Block sizes are searched (choose_blocks). The kernel tiles its query and key sequences by
+block_q and block_kv (multiples of 128); a call pads its lengths up to multiples of them and
+masks the padded keys (models/splash.py, as MaxDiffusion's _pad_data_for_flash does). The
+legal set per call shape is a ladder: for each block count k (1..32), the smallest multiple
+of the MXU tile that covers the length in exactly k blocks (the least padding for k blocks),
+and 512, 1024, 2048 and 4096; block_kv_compute is 512 or block_kv. A triple is legal when the kernel's scoped VMEM
+(vmem_bytes) fits the limit we compile with (scoped_vmem_bytes, set in jaxenv). Each legal
+triple is priced with the kernel model Stage 1 and the simulator use (cost/splash_kernel.h
+through _core.splash_kernel_cost: FLOPs on the padded lengths, K/V streamed once per query
+block) at the device's roofline; the cheapest wins, ties to the larger blocks. The model has
+no per-grid-step overhead, so among blocks that pad nothing and stay compute-bound it is
+indifferent: it rewards less padding and, where a small block_q leaves the kernel HBM-bound,
+larger query blocks. MaxDiffusion's default is 512 for each block (`flash_block_sizes` in
+base_wan_14b.yml); its published tuned profiles are in PUBLISHED_BLOCKS.
 """
 
 from __future__ import annotations
@@ -27,6 +38,34 @@ from dataclasses import dataclass
 KERNELS = ("blockwise", "splash")
 LANE = 128                 # the kernel's sequence tile (TPU lane width)
 DEFAULT_BLOCK = 512        # MaxDiffusion's default block_q / block_kv / block_kv_compute
+MAX_BLOCKS = 32            # the block-count ladder's depth (choose_blocks)
+COMMON_BLOCKS = (512, 1024, 2048, 4096)   # also tried: MaxDiffusion's default and its powers
+
+# The scoped VMEM limit our TPU compiles run with: MaxDiffusion's deployment flag
+# --xla_tpu_scoped_vmem_limit_kib=65536 (its README and run scripts), without which its
+# tuned blocks do not compile (libtpu's default is 16 MiB on v5e, 32 MiB on v6e and TPU7x).
+SCOPED_VMEM_FLAG = "xla_tpu_scoped_vmem_limit_kib"
+SCOPED_VMEM_KIB = 65536
+
+
+def scoped_vmem_bytes() -> int:
+    """The scoped VMEM limit of this process's TPU compiles: the flag in LIBTPU_INIT_ARGS
+    (jaxenv sets SCOPED_VMEM_KIB unless the user set another)."""
+    import os
+    import re
+
+    m = re.search(SCOPED_VMEM_FLAG + r"=(\d+)", os.environ.get("LIBTPU_INIT_ARGS", ""))
+    return (int(m.group(1)) if m else SCOPED_VMEM_KIB) * 1024
+
+# MaxDiffusion's published block sizes (block_q, block_kv, block_kv_compute) for a baseline
+# recipe on a slice: (generation, devices, baseline tag) -> blocks. v6e-8 Ulysses 4 and
+# TPU7x-8 Ulysses 2 x ring 2 are its tuned serving profiles (issue 16; MaxDiffusion PRs);
+# the TPU7x profile's kernel computes in 1024-key sub-tiles (block_kv_compute_in), which is
+# what block_kv_compute means for jax's splash kernel. Every other recipe runs the default.
+PUBLISHED_BLOCKS = {
+    ("v6e", 8, "maxdiffusion-data2-ulysses"): (9472, 1024, 512),
+    ("tpu7x", 8, "maxdiffusion-data2-ulysses2-ring"): (6400, 2048, 1024),
+}
 
 
 class KernelUnsupported(ValueError):
@@ -73,22 +112,140 @@ def attention_shapes(candidate, model, workload, kernel: str = "splash") -> Kern
     return KernelShape(heads, s, s, d)
 
 
-def legal_blocks(n: int) -> list[int]:
-    """Block sizes the kernel accepts for a length n: multiples of 128 that divide n."""
-    return [b for b in range(LANE, n + 1, LANE) if n % b == 0]
+def round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
 
 
-def default_block(n: int, target: int = DEFAULT_BLOCK) -> int:
-    """The largest legal block of n not above target (n itself must be a multiple of 128)."""
-    fits = [b for b in legal_blocks(n) if b <= target]
-    if not fits:
-        raise KernelUnsupported(f"length {n} is not a multiple of {LANE}")
-    return fits[-1]
+def block_ladder(n: int, align: int, max_blocks: int = MAX_BLOCKS) -> list[int]:
+    """The block sizes tried on a length n, ascending: for each block count k =
+    1..max_blocks, the smallest multiple of `align` that covers n in exactly k blocks (counts
+    with no such block are left out), and the usual hand-tuned sizes COMMON_BLOCKS (smaller
+    than n / max_blocks on long sequences)."""
+    out = {b for b in COMMON_BLOCKS if b % align == 0 and b < round_up(n, align)}
+    for k in range(1, max_blocks + 1):
+        b = round_up(-(-n // k), align)
+        if -(-n // b) == k:
+            out.add(b)
+    return sorted(out)
 
 
-def with_kernel(candidate, model, workload, platform: str, *, block: int = DEFAULT_BLOCK):
-    """The candidate with the attention kernel of `platform` and its block sizes set. Raises
-    KernelUnsupported (one line, naming the candidate) when its shards cannot run it."""
+def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int,
+               dtype_bytes: int = 2) -> int:
+    """The splash forward kernel's scoped VMEM, modelled on what libtpu reports for it
+    (docs/simulator.md, "Block sizes"): per query row, q and o double-buffered, the f32
+    accumulator and the m, l rows (128 lanes of f32 each); per key row, k and v
+    double-buffered; and the score tile block_q x block_kv_compute at 6 bytes an element
+    (f32 scores and bf16 probabilities)."""
+    per_q_row = 2 * 2 * head_dim * dtype_bytes + 4 * head_dim + 2 * LANE * 4
+    per_kv_row = 2 * 2 * head_dim * dtype_bytes
+    return block_q * per_q_row + block_kv * per_kv_row + block_q * block_kv_compute * 6
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    """What the block search needs of one device (one TensorCore): peak FLOP/s, HBM
+    bandwidth, the MXU tile edge."""
+
+    peak_flops: float
+    hbm_bandwidth: float
+    mxu_size: int
+
+    @classmethod
+    def of(cls, spec: dict) -> "DeviceFigures":
+        """From a topology's chip figures (Topology.spec), shared out between its cores."""
+        cores = spec.get("cores_per_chip", 1)
+        return cls(spec["peak_flops"] / cores, spec["hbm_bandwidth"] / cores,
+                   int(spec.get("mxu_size", LANE)))
+
+    @classmethod
+    def of_topology(cls, name: str) -> "DeviceFigures":
+        """From a catalog slice name such as "v6e:2x4" (its generation's shipped profile)."""
+        from aoizora import _core
+
+        return cls.of(_core.make_topology(name).spec)
+
+
+@dataclass(frozen=True)
+class BlockCost:
+    """One block triple priced on one call shape: padded lengths, the kernel model's FLOPs,
+    HBM bytes and seconds for all `calls` of one sample on one device, its scoped VMEM."""
+
+    block_q: int
+    block_kv: int
+    block_kv_compute: int
+    q_pad: int
+    kv_pad: int
+    flops: float
+    bytes: float
+    seconds: float
+    vmem: int
+
+    @property
+    def blocks(self) -> tuple[int, int, int]:
+        return self.block_q, self.block_kv, self.block_kv_compute
+
+
+def clamp_blocks(shape: KernelShape, blocks: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Blocks no longer than the (128-padded) lengths they tile, block_kv_compute <= block_kv,
+    as the kernel call clamps them (models/splash.py)."""
+    bq = min(blocks[0], round_up(shape.q_len, LANE))
+    bkv = min(blocks[1], round_up(shape.kv_len, LANE))
+    return bq, bkv, min(blocks[2], bkv)
+
+
+def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
+                 device: DeviceFigures) -> BlockCost:
+    """The kernel model's cost of `blocks` on `shape` (lengths padded to the blocks)."""
+    from aoizora import _core
+
+    bq, bkv, bkc = clamp_blocks(shape, blocks)
+    q_pad, kv_pad = round_up(shape.q_len, bq), round_up(shape.kv_len, bkv)
+    c = _core.splash_kernel_cost(shape.heads, q_pad, kv_pad, shape.head_dim, shape.head_dim,
+                                 bq, 2)
+    seconds = shape.calls * max(c["flops"] / device.peak_flops,
+                                c["bytes"] / device.hbm_bandwidth)
+    return BlockCost(bq, bkv, bkc, q_pad, kv_pad, shape.calls * c["flops"],
+                     shape.calls * c["bytes"], seconds, vmem_bytes(bq, bkv, bkc, shape.head_dim))
+
+
+def legal_triples(shape: KernelShape, align: int):
+    """Every (block_q, block_kv, block_kv_compute) of the ladders whose VMEM fits."""
+    limit = scoped_vmem_bytes()
+    for bq in block_ladder(shape.q_len, align):
+        for bkv in block_ladder(shape.kv_len, align):
+            for bkc in sorted({min(DEFAULT_BLOCK, bkv), bkv}):
+                if (bkv % bkc == 0
+                        and vmem_bytes(bq, bkv, bkc, shape.head_dim) <= limit):
+                    yield bq, bkv, bkc
+
+
+def choose_blocks(shape: KernelShape, device: DeviceFigures) -> tuple[BlockCost, int]:
+    """The cheapest legal block triple for `shape` by the kernel model (ties to larger
+    block_q, then larger block_kv, then smaller block_kv_compute), and how many were legal.
+    Raises KernelUnsupported when none fits VMEM."""
+    align = max(LANE, device.mxu_size)
+    priced = [price_blocks(shape, t, device) for t in legal_triples(shape, align)]
+    if not priced:
+        raise KernelUnsupported(f"no splash block sizes fit {scoped_vmem_bytes() >> 10} KiB of VMEM "
+                                f"for q {shape.q_len}, kv {shape.kv_len}")
+    best = min(priced, key=lambda c: (c.seconds, -c.block_q, -c.block_kv, c.block_kv_compute))
+    return best, len(priced)
+
+
+def published_blocks(generation: str, n_devices: int, tag: str) -> tuple[int, int, int]:
+    """MaxDiffusion's blocks for a baseline recipe: its tuned profile where one is
+    published for the slice, else its default of 512 each."""
+    return PUBLISHED_BLOCKS.get((generation, n_devices, tag), (DEFAULT_BLOCK,) * 3)
+
+
+def with_kernel(candidate, model, workload, platform: str,
+                device: DeviceFigures | str | None = None, *,
+                blocks: tuple[int, int, int] | None = None):
+    """The candidate with the attention kernel of `platform` and its block sizes: `blocks`
+    when given (a published recipe), else choose_blocks on `device` (DeviceFigures, or a
+    catalog slice name; needed on TPU).
+    Raises KernelUnsupported (one line, naming the candidate) when its shards cannot run
+    the kernel."""
     kernel = kernel_for_platform(platform)
     if kernel == "blockwise" or not hasattr(model, "padded_len"):
         return dataclasses.replace(candidate, kernel="blockwise", block_q=0, block_kv=0,
@@ -97,9 +254,21 @@ def with_kernel(candidate, model, workload, platform: str, *, block: int = DEFAU
     if shape.q_len % LANE or shape.kv_len % LANE:
         raise KernelUnsupported(f"{candidate.name}: splash needs sequence lengths that are "
                                 f"multiples of {LANE}, got q {shape.q_len}, kv {shape.kv_len}")
-    bq, bkv = default_block(shape.q_len, block), default_block(shape.kv_len, block)
+    if blocks is None:
+        if device is None:
+            raise ValueError("with_kernel on a TPU target needs the device figures")
+        if isinstance(device, str):
+            device = DeviceFigures.of_topology(device)
+        try:
+            blocks = choose_blocks(shape, device)[0].blocks
+        except KernelUnsupported as e:
+            raise KernelUnsupported(f"{candidate.name}: {e}") from None
+    bq, bkv, bkc = clamp_blocks(shape, blocks)
+    if vmem_bytes(bq, bkv, bkc, shape.head_dim) > scoped_vmem_bytes():
+        raise KernelUnsupported(f"{candidate.name}: splash blocks q {bq} kv {bkv}/{bkc} need "
+                                f"more than {scoped_vmem_bytes() >> 10} KiB of VMEM")
     return dataclasses.replace(candidate, kernel="splash", block_q=bq, block_kv=bkv,
-                               block_kv_compute=bkv)
+                               block_kv_compute=bkc)
 
 
 def describe(candidate) -> dict:

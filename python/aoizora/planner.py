@@ -15,6 +15,8 @@ Figures are predicted (Q1, Q2) or simulated; wall-clock planning time is measure
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import time
 from dataclasses import dataclass, field
@@ -156,14 +158,46 @@ def _enumerate(run: _Run, model: str) -> list:
 
 
 def _with_kernels(run: _Run, candidates: list) -> list:
-    """Each candidate with the attention kernel of the compile target and its block sizes
-    (kernels.py); one whose shards cannot run the kernel is reported and skipped."""
+    """Each candidate with the attention kernel of the compile target and its searched block
+    sizes (kernels.py), plus, for a MaxDiffusion recipe whose published blocks differ, the
+    recipe as MaxDiffusion runs it (its blocks, its baseline tags). A candidate whose shards
+    cannot run the kernel is reported and skipped."""
+    platform = run.target.platform
+    spec = run.stage2.topology.spec
+    device = kernels.DeviceFigures.of(spec) if platform == "tpu" else None
     out = []
     for c in candidates:
         try:
-            out.append(kernels.with_kernel(c, run.cfg, run.wl, run.target.platform))
+            searched = kernels.with_kernel(c, run.cfg, run.wl, platform, device)
+            recipes = _published_recipes(run, c, searched, spec["generation"])
         except kernels.KernelUnsupported as e:
             run.skip(c.name, str(e))
+            continue
+        moved = {t for r in recipes for t in r.baselines}
+        out.append(dataclasses.replace(
+            searched, baselines=tuple(t for t in c.baselines if t not in moved)))
+        out.extend(recipes)
+    return out
+
+
+def _published_recipes(run: _Run, bare, searched, generation: str) -> list:
+    """The MaxDiffusion recipes among `bare`'s baseline tags whose published blocks
+    (kernels.published_blocks) differ from the searched ones: one candidate per block
+    triple, named <sharding>-b<q>x<kv>x<kv_compute>, carrying those tags."""
+    if searched.kernel != "splash":
+        return []
+    tags_of: dict[tuple, list[str]] = {}
+    for tag in bare.baselines:
+        if tag.startswith("maxdiffusion"):
+            blocks = kernels.published_blocks(generation, bare.n_chips, tag)
+            tags_of.setdefault(blocks, []).append(tag)
+    out = []
+    for blocks, tags in tags_of.items():
+        recipe = kernels.with_kernel(bare, run.cfg, run.wl, run.target.platform, blocks=blocks)
+        b = (recipe.block_q, recipe.block_kv, recipe.block_kv_compute)
+        if b != (searched.block_q, searched.block_kv, searched.block_kv_compute):
+            out.append(dataclasses.replace(recipe, name=f"{bare.name}-b{b[0]}x{b[1]}x{b[2]}",
+                                           baselines=tuple(tags)))
     return out
 
 

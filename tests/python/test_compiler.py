@@ -130,7 +130,7 @@ def test_generic_function_spec_lowers_and_compiles_on_cpu():
 
 def test_splash_kernel_lowers_for_tpu_as_an_opaque_custom_call(proxy):
     cfg, w, by = proxy
-    splash = kernels.with_kernel(by["dp2-ag4w"], cfg, w, "tpu")
+    splash = kernels.with_kernel(by["dp2-ag4w"], cfg, w, "tpu", "v5e:2x4")
     text = C.lower(splash, cfg, w, TARGET)
     assert 'stablehlo.custom_call @tpu_custom_call' in text
     assert cfg.padded_len(w, 4, kernel="splash") % (4 * 128) == 0  # shards tiled by 128

@@ -24,13 +24,69 @@ def test_kernel_follows_the_compile_platform():
         kernels.kernel_for_platform("gpu")
 
 
-def test_legal_blocks_are_multiples_of_128_dividing_the_length():
-    assert kernels.legal_blocks(1536) == [128, 256, 384, 512, 768, 1536]
-    assert kernels.default_block(1536) == 512
-    assert kernels.default_block(384) == 384
-    assert kernels.default_block(640) == 128   # 640 = 5 x 128: no legal block 256..512
-    with pytest.raises(kernels.KernelUnsupported, match="multiple of 128"):
-        kernels.default_block(200)
+def test_block_ladder_gives_the_least_padding_for_each_block_count():
+    # 75,776 = 296 x 256: k blocks of the smallest 256-multiple covering it.
+    ladder = kernels.block_ladder(75776, 256)
+    assert 9472 in ladder and 18944 in ladder and 75776 in ladder   # 8, 4, 1 blocks: no pad
+    assert 12800 in ladder                                            # 6 blocks: 76,800
+    assert {512, 1024, 2048, 4096} <= set(ladder)                     # the common sizes too
+    assert all(b % 256 == 0 for b in ladder)
+    assert kernels.block_ladder(384, 128) == [128, 256, 384]          # short: every count
+
+
+# libtpu 0.0.42.1 reports the splash forward kernel's own scoped VMEM when a compile
+# exceeds the limit (bench/splash_vmem.py prints these): (q, kv, kv_compute) -> MiB, D 128.
+LIBTPU_KERNEL_SCRATCH_MIB = {(512, 512, 512): 1.75, (2048, 512, 512): 5.5,
+                             (512, 2048, 2048): 3.25, (4096, 2048, 512): 12.0,
+                             (9472, 1024, 512): 24.12}
+# ... and the whole kernel (scratch and score tiles) where the scratch alone fit:
+LIBTPU_KERNEL_TOTAL_MIB = {("v6e", 9472, 1024, 512): 46.95, ("tpu7x", 9472, 1024, 512): 45.98}
+
+
+def test_vmem_model_matches_libtpu_and_bounds_the_whole_kernel():
+    for (bq, bkv, bkc), mib in LIBTPU_KERNEL_SCRATCH_MIB.items():
+        scratch = kernels.vmem_bytes(bq, bkv, bkc, 128) - bq * bkc * 6
+        assert scratch / 2**20 == pytest.approx(mib, rel=0.01), (bq, bkv, bkc)
+    for (_, bq, bkv, bkc), mib in LIBTPU_KERNEL_TOTAL_MIB.items():
+        model = kernels.vmem_bytes(bq, bkv, bkc, 128) / 2**20
+        assert mib <= model <= 1.15 * mib      # an upper bound, within 15 %
+
+
+def test_block_search_beats_the_default_where_512_is_hbm_bound():
+    """v6e per device: 918 TFLOP/s over 1.64 TB/s = 560 FLOP/byte; a 512-query block of
+    128-dim heads does 512 FLOP per K/V byte, so it is HBM-bound and larger blocks pay."""
+    shape = kernels.KernelShape(heads=10, q_len=75776, kv_len=75776, head_dim=128)
+    v6e = kernels.DeviceFigures.of_topology("v6e:2x4")
+    best, legal = kernels.choose_blocks(shape, v6e)
+    default = kernels.price_blocks(shape, (512, 512, 512), v6e)
+    assert legal > 100 and best.q_pad == best.kv_pad == 75776          # pads nothing
+    assert default.bytes > default.flops / v6e.peak_flops * v6e.hbm_bandwidth   # HBM-bound
+    assert best.seconds < 0.92 * default.seconds
+    assert best.vmem <= kernels.scoped_vmem_bytes()
+    # Every legal triple was priced: none beats the choice.
+    for t in kernels.legal_triples(shape, 256):
+        assert kernels.price_blocks(shape, t, v6e).seconds >= best.seconds
+
+
+def test_padding_costs_flops_and_vmem_caps_the_blocks():
+    shape = kernels.KernelShape(heads=20, q_len=37888, kv_len=37888, head_dim=128)
+    dev = kernels.DeviceFigures.of_topology("tpu7x:2x2x1")
+    tuned = kernels.price_blocks(shape, (6400, 2048, 1024), dev)      # MaxDiffusion's v7x-8
+    assert (tuned.q_pad, tuned.kv_pad) == (38400, 38912)
+    exact = kernels.price_blocks(shape, (9472, 1024, 512), dev)
+    assert tuned.flops == pytest.approx(exact.flops * 38400 * 38912 / 37888**2)
+    assert kernels.vmem_bytes(6400, 2048, 2048, 128) > kernels.scoped_vmem_bytes()
+    assert all(kernels.vmem_bytes(*t, 128) <= kernels.scoped_vmem_bytes()
+               for t in kernels.legal_triples(shape, 256))
+
+
+def test_published_blocks_and_a_too_large_recipe_is_refused(tiny):
+    assert kernels.published_blocks("v6e", 8, "maxdiffusion-data2-ulysses") == (9472, 1024, 512)
+    assert kernels.published_blocks("v6e", 16, "maxdiffusion-data2-ulysses") == (512, 512, 512)
+    cfg, w = get_model("wan2.1-t2v-14b", blocks=2), get_workload("720p", 81)
+    c = {c.name: c for c in S.enumerate_candidates(cfg, w, 8)}["dp2-uly4w"]
+    with pytest.raises(kernels.KernelUnsupported, match="dp2-uly4w: .*VMEM"):
+        kernels.with_kernel(c, cfg, w, "tpu", blocks=(9472, 2048, 2048))
 
 
 def test_14b_720p_shapes_and_blocks_per_form():
@@ -42,20 +98,21 @@ def test_14b_720p_shapes_and_blocks_per_form():
     cases = {"dp2-ag4w": (40, s // 4, s, 1), "dp2-uly4": (10, s, s, 1),
              "dp2-ring4w": (40, s // 4, s // 4, 4), "dp2-usp2x2": (20, s // 2, s // 2, 2)}
     for name, (h, sq, skv, calls) in cases.items():
-        c = kernels.with_kernel(by[name], cfg, w, "tpu")
+        c = kernels.with_kernel(by[name], cfg, w, "tpu", "v5e:2x4")
         shape = kernels.attention_shapes(c, cfg, w)
         assert (shape.heads, shape.q_len, shape.kv_len, shape.calls) == (h, sq, skv, calls)
         assert c.kernel == "splash" and shape.head_dim == 128
-        assert shape.q_len % c.block_q == 0 and shape.kv_len % c.block_kv == 0
-        assert c.block_q <= 512 and c.block_kv <= 512 and c.block_q % 128 == 0
+        assert c.block_q % 128 == 0 and c.block_kv % 128 == 0
+        assert kernels.vmem_bytes(c.block_q, c.block_kv, c.block_kv_compute, 128) \
+            <= kernels.scoped_vmem_bytes()
     cpu = kernels.with_kernel(by["dp2-ag4w"], cfg, w, "cpu")
     assert (cpu.kernel, cpu.block_q) == ("blockwise", 0)
-    assert cpu.key() != kernels.with_kernel(by["dp2-ag4w"], cfg, w, "tpu").key()  # cache
+    assert cpu.key() != kernels.with_kernel(by["dp2-ag4w"], cfg, w, "tpu", "v5e:2x4").key()  # cache
 
 
 def test_candidate_with_kernel_round_trips_through_its_dict(tiny):
     cfg, w, by = tiny
-    c = kernels.with_kernel(by["dp2-ring4"], cfg, w, "tpu")
+    c = kernels.with_kernel(by["dp2-ring4"], cfg, w, "tpu", "v5e:2x4")
     assert S.Candidate.from_dict(c.to_dict()) == c
     assert kernels.describe(c) == {"kernel": "splash", "block_sizes": {
         "block_q": c.block_q, "block_kv": c.block_kv, "block_kv_compute": c.block_kv_compute}}
@@ -68,7 +125,7 @@ FORMS = {"tp8": 1, "dp2-ag4": 1, "dp2-uly4": 1, "dp2-ring4": 4, "dp2-usp2x2": 2}
 @pytest.mark.parametrize("name", sorted(FORMS))
 def test_tpu_compile_holds_the_pallas_kernel_in_every_form(tiny, name):
     cfg, w, by = tiny
-    c = kernels.with_kernel(by[name], cfg, w, "tpu")
+    c = kernels.with_kernel(by[name], cfg, w, "tpu", "v5e:2x4")
     hlo = C.compile(c, cfg, w, "v5e:2x4")
     assert hlo.count(MOSAIC) == FORMS[name]
     assert f'\\"block_q\\": {c.block_q}, \\"block_kv\\": {c.block_kv}' in hlo  # its blocks
@@ -82,4 +139,28 @@ def test_cpu_compile_stays_blockwise(tiny):
     hlo = C.compile(c, cfg, w, "cpu:8")
     assert "tpu_custom_call" not in hlo and "collective-permute" in hlo
     with pytest.raises(C.CompileError, match="lowering failed"):  # Mosaic has no CPU lowering
-        C.lower(kernels.with_kernel(by["dp2-ring4"], cfg, w, "tpu"), cfg, w, "cpu:8")
+        C.lower(kernels.with_kernel(by["dp2-ring4"], cfg, w, "tpu", "v5e:2x4"), cfg, w, "cpu:8")
+
+
+def test_maxdiffusion_recipes_run_their_published_blocks_beside_the_searched_ones():
+    """v6e-8, Wan 14B 720p 81f: the Ulysses recipe runs MaxDiffusion's tuned 9472/1024/512
+    and the default recipe its 512s, each a candidate of its own carrying the baseline tag;
+    the searched candidates keep the other tags (Wan FSDP + Ulysses, xDiT USP)."""
+    from types import SimpleNamespace
+
+    from aoizora import _core, planner
+
+    cfg, w = get_model("wan2.1-t2v-14b", blocks=2), get_workload("720p", 81)
+    skipped = []
+    run = SimpleNamespace(cfg=cfg, wl=w, target=SimpleNamespace(platform="tpu"),
+                          stage2=SimpleNamespace(topology=_core.make_topology("v6e:2x4")),
+                          skip=lambda name, why: skipped.append(name))
+    out = {c.name: c for c in planner._with_kernels(run, S.enumerate_candidates(cfg, w, 8))}
+    tuned = out["dp2-uly4w-b9472x1024x512"]
+    assert tuned.baselines == ("maxdiffusion-data2-ulysses",)
+    assert (tuned.block_q, tuned.block_kv, tuned.block_kv_compute) == (9472, 1024, 512)
+    assert "maxdiffusion-data2-ulysses" not in out["dp2-uly4w"].baselines
+    assert out["ag8w-b512x512x512"].baselines == ("maxdiffusion-default",)
+    assert out["uly8w"].baselines == ("wan-fsdp-ulysses",) and out["uly8w"].block_q > 512
+    tags = [t for c in out.values() for t in c.baselines]
+    assert len(tags) == len(set(tags)) and not skipped      # each tag on one candidate

@@ -30,7 +30,7 @@ def test_a_tpu_candidate_carries_its_splash_block_sizes_as_flash_block_sizes():
     from aoizora import kernels
 
     for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8):
-        k = kernels.with_kernel(c, MODEL, WORKLOAD, "tpu")
+        k = kernels.with_kernel(c, MODEL, WORKLOAD, "tpu", "v5e:2x4")
         o = maxdiffusion.overrides(k)
         assert o["flash_block_sizes"] == {"block_q": k.block_q, "block_kv": k.block_kv,
                                           "block_kv_compute": k.block_kv_compute}

@@ -128,7 +128,7 @@ def test_plan_compiles_the_14b_two_block_proxy_for_the_tpu(result):
     plan = result.plan
     model, w = get_model("wan2.1-t2v-14b", blocks=2), get_workload("480p", 21)
     # The same sharding, with the kernel's block sizes for this model's shards.
-    c = kernels.with_kernel(plan.candidate(), model, w, "tpu")
+    c = kernels.with_kernel(plan.candidate(), model, w, "tpu", "v5e:2x4")
     hlo = compiler.compile(c, model, w, "v5e:2x4",
                            order=[tuple(x) for x in plan.choice.device_coords])
     assert "num_partitions=8" in hlo and 'custom_call_target="tpu_custom_call"' in hlo

@@ -175,6 +175,9 @@ def test_report_is_a_pure_function_of_the_saved_plan(result, tmp_path):
     assert placements == result.placements and len(placements) > 1
     table = text.split('<section id="placements">')[1]
     assert table.count("<tr><td><code>") == len(placements)
+    s = result.plan.choice.strategy      # the kernel and its blocks, as compiled
+    assert s["kernel"] == "splash"
+    assert f"splash q {s['block_q']}, kv {s['block_kv']} / {s['block_kv_compute']}" in text
 
 
 def _chromium() -> str | None:

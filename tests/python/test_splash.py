@@ -81,3 +81,23 @@ def test_interpreted_kernel_in_every_form_matches_naive_attention(form):
     body = partial(body, kv_valid=450, blocks=BLOCKS, interpret=True)
     np.testing.assert_allclose(_sharded(body, mesh, q, k, v), A.reference(q, k, v, 450),
                                atol=5e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kv_valid", [None, 300])
+def test_blocks_that_do_not_tile_the_lengths_pad_and_mask(kv_valid):
+    """q 384 and kv 384 under blocks q 256, kv 256 (the lengths pad to 512): the padded
+    keys are masked, the padded queries dropped, as MaxDiffusion pads for its kernel."""
+    q, k, v = (x[:, :384] for x in _qkv(5))
+    assert K.tiling(384, 384, K.Blocks(256, 256, 128)) == (K.Blocks(256, 256, 128), 512, 512)
+    out = K.local(q, k, v, kv_valid=kv_valid, blocks=K.Blocks(256, 256, 128), interpret=True)
+    assert out.shape == q.shape
+    np.testing.assert_allclose(out, A.reference(q, k, v, kv_valid), atol=5e-5, rtol=1e-4)
+
+
+def test_padded_ring_step_returns_the_logsumexp_of_the_real_queries():
+    q, k, v = (K._heads_major(x[:, :384]) for x in _qkv(6))
+    o, (lse,) = K.call(q, k, v, blocks=K.Blocks(256, 256, 256), residuals=True, interpret=True)
+    ref_o, ref_lse = K.reference_step(q, k, v, 0, None)
+    assert o.shape == q.shape and lse.shape == q.shape[:3]
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(o, ref_o, atol=5e-5, rtol=1e-4)

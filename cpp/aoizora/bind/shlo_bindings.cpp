@@ -8,6 +8,7 @@
 #include <string>
 
 #include "aoizora/bind/bind.h"
+#include "aoizora/cost/splash_kernel.h"
 #include "aoizora/shlo/stage1.h"
 
 namespace nb = nanobind;
@@ -125,6 +126,31 @@ void bind_shlo(nb::module_& m) {
       "Options: topology ('v5e:4x4', sets chip figures, dims, wrap), peak_flops, hbm_bandwidth,\n"
       "hbm_bytes, link_bandwidth, alpha, hardware (a profile file), slice_dims, slice_wrap, hbm_usable_fraction,\n"
       "nodes (include the prediction DAG). Raises CoreError with line:column on bad text.");
+  m.def(
+      "splash_kernel_cost",
+      [](double batch_heads, double q_len, double kv_len, double head_dim, double head_dim_v,
+         double block_q, double dtype_bytes) {
+        // Operands q [BH, Sq, D], k [BH, Skv, D], v [BH, Skv, Dv], result o [BH, Sq, Dv]:
+        // the shapes one kernel call sees (the block search prices its candidates with the
+        // formula Stage 1 and the compiled-HLO model use).
+        cost::SplashCall c;
+        c.batch_heads = batch_heads;
+        c.q_len = q_len;
+        c.kv_len = kv_len;
+        c.head_dim = head_dim;
+        c.head_dim_v = head_dim_v;
+        c.block_q = block_q;
+        c.kv_bytes = batch_heads * kv_len * (head_dim + head_dim_v) * dtype_bytes;
+        c.io_bytes = c.kv_bytes + batch_heads * q_len * (head_dim + head_dim_v) * dtype_bytes;
+        nb::dict d;
+        d["flops"] = cost::splash_flops(c);
+        d["bytes"] = cost::splash_bytes(c);
+        return d;
+      },
+      nb::arg("batch_heads"), nb::arg("q_len"), nb::arg("kv_len"), nb::arg("head_dim"),
+      nb::arg("head_dim_v"), nb::arg("block_q"), nb::arg("dtype_bytes") = 2,
+      "FLOPs and HBM bytes of one splash-attention forward call (cost/splash_kernel.h) on\n"
+      "lengths already padded to the blocks.");
   m.def("select_top_k", &shlo::select_top_k, nb::arg("q1"), nb::arg("k"),
         "Indices of the k lowest finite, non-negative Q1 values (stable); k <= 0 keeps all.");
   m.def("k_from_recall", &shlo::k_from_recall, nb::arg("winner_ranks"), nb::arg("min_k") = 1,

@@ -16,8 +16,9 @@ Tensors are [batch, seq, heads, head_dim] at the boundary, as in attention.py; t
 takes [heads, seq, head_dim] per batch element (vmapped). Queries are scaled by
 head_dim^-0.5 before the kernel (splash does not scale). Padded keys (global position >=
 kv_valid) are masked with segment ids (padding 1, real keys and all queries 0), so the kernel
-visits every block (a FullMask: no block is skipped). Lengths and blocks must be multiples of
-128 (kernels.py pads and picks them). `interpret=True` runs the kernel's Pallas interpreter
+visits every block (a FullMask: no block is skipped). Lengths are multiples of 128 (the
+model pads its shards); a call pads them further to multiples of its blocks (kernels.py
+picks the blocks). `interpret=True` runs the kernel's Pallas interpreter
 (CPU tests of the numerics); otherwise it lowers only for TPU (a Mosaic `tpu_custom_call`).
 """
 
@@ -40,32 +41,58 @@ class Blocks:
 def _kernel(heads: int, sq: int, sk: int, blocks: Blocks, residuals: bool, interpret: bool):
     from jax.experimental.pallas.ops.tpu import splash_attention as sa
 
-    bq, bkv = min(blocks.q, sq), min(blocks.kv, sk)
-    bkc = min(blocks.kv_compute, bkv)
-    if sq % bq or sk % bkv or bkv % bkc:
+    if sq % blocks.q or sk % blocks.kv or blocks.kv % blocks.kv_compute:
         raise ValueError(f"splash blocks q {blocks.q} kv {blocks.kv}/{blocks.kv_compute} do not "
                          f"tile lengths q {sq}, kv {sk}")
     mask = sa.MultiHeadMask([sa.FullMask((sq, sk)) for _ in range(heads)])
-    sizes = sa.BlockSizes(block_q=bq, block_kv=bkv, block_kv_compute=bkc)
+    sizes = sa.BlockSizes(block_q=blocks.q, block_kv=blocks.kv,
+                          block_kv_compute=blocks.kv_compute)
     return sa.make_splash_mha(mask, head_shards=1, q_seq_shards=1, block_sizes=sizes,
                               save_residuals=residuals, interpret=interpret)
+
+
+def tiling(sq: int, sk: int, blocks: Blocks) -> tuple[Blocks, int, int]:
+    """The blocks a call runs with and its lengths padded to multiples of them (the rule
+    kernels.py prices: kernels.clamp_blocks)."""
+    from aoizora.kernels import KernelShape, clamp_blocks, round_up
+
+    bq, bkv, bkc = clamp_blocks(KernelShape(1, sq, sk, 0), (blocks.q, blocks.kv,
+                                                            blocks.kv_compute))
+    return Blocks(bq, bkv, bkc), round_up(sq, bq), round_up(sk, bkv)
+
+
+def _pad_seq(x, n: int):
+    return x if x.shape[2] == n else jnp.pad(x, ((0, 0), (0, 0), (0, n - x.shape[2]), (0, 0)))
 
 
 def call(q, k, v, *, blocks: Blocks, kv_start=0, kv_valid: int | None = None,
          residuals: bool = False, interpret: bool = False):
     """One kernel call: q [B,H,Sq,D] (already scaled), k, v [B,H,Sk,D] -> o [B,H,Sq,D], and
     with `residuals` also lse [B,H,Sq] (float32). Keys at kv_start + i >= kv_valid are masked
-    (kv_start may be traced)."""
+    (kv_start may be traced). Lengths are padded up to multiples of the blocks (padded keys
+    masked, padded query rows dropped), as MaxDiffusion pads for its flash kernel."""
     from jax.experimental.pallas.ops.tpu import splash_attention as sa
 
     b, h, sq, d = q.shape
     sk = k.shape[2]
-    kernel = _kernel(h, sq, sk, blocks, residuals, interpret)
-    if kv_valid is None:
-        return jax.vmap(kernel)(q, k, v)
-    seg = sa.SegmentIds(q=jnp.zeros((sq,), jnp.int32),
-                        kv=(kv_start + jnp.arange(sk) >= kv_valid).astype(jnp.int32))
-    return jax.vmap(lambda q1, k1, v1: kernel(q1, k1, v1, segment_ids=seg))(q, k, v)
+    used, sq_pad, sk_pad = tiling(sq, sk, blocks)
+    q, k, v = _pad_seq(q, sq_pad), _pad_seq(k, sk_pad), _pad_seq(v, sk_pad)
+    kernel = _kernel(h, sq_pad, sk_pad, used, residuals, interpret)
+    if kv_valid is None and sk_pad == sk:
+        out = jax.vmap(kernel)(q, k, v)
+    else:
+        pos = jnp.arange(sk_pad)
+        padding = pos >= sk
+        if kv_valid is not None:
+            padding = padding | (kv_start + pos >= kv_valid)
+        seg = sa.SegmentIds(q=jnp.zeros((sq_pad,), jnp.int32), kv=padding.astype(jnp.int32))
+        out = jax.vmap(lambda q1, k1, v1: kernel(q1, k1, v1, segment_ids=seg))(q, k, v)
+    if sq_pad == sq:
+        return out
+    if residuals:
+        o, (lse,) = out
+        return o[:, :, :sq], (lse[:, :, :sq],)
+    return out[:, :, :sq]
 
 
 def _heads_major(x):

@@ -2,6 +2,7 @@
 predicted (Q1, Q2) or simulated, never measured.
 
     choice_rows([(label, Choice)], best_simulated_s) -> rows of the comparison tables
+    kernel_text(Choice) -> the attention kernel and its block sizes
     axis_rows(Choice) -> where each mesh axis runs (groups on chips, shape on the slice)
     shared_chip_rows(Choice) -> on two-core chips: which logical devices share each chip
     placement_rows(placements) -> the chosen sharding's placements by Q2
@@ -16,8 +17,8 @@ from typing import Any, Sequence
 from aoizora.plan import Choice
 from aoizora.report.slices import logical_coords
 
-CHOICE_HEADER = ("<tr><th></th><th>sharding</th><th>mesh</th><th>placement</th>"
-                 "<th>Q1 ms</th><th>Q2 ms</th><th>simulated ms</th><th>vs the plan</th></tr>")
+CHOICE_HEADER = ("<tr><th></th><th>sharding</th><th>mesh</th><th>attention kernel</th>"
+                 "<th>placement</th><th>Q1 ms</th><th>Q2 ms</th><th>simulated ms</th><th>vs the plan</th></tr>")
 
 
 def ms(s: float | None) -> str:
@@ -26,6 +27,14 @@ def ms(s: float | None) -> str:
 
 def mesh_text(c: Choice) -> str:
     return f"{'x'.join(map(str, c.mesh_shape))} ({', '.join(c.axis_names)})"
+
+
+def kernel_text(c: Choice) -> str:
+    """The attention kernel and its block sizes (block_q, block_kv / block_kv_compute)."""
+    s = c.strategy
+    if s.get("kernel") != "splash":
+        return s.get("kernel", "-")
+    return f"splash q {s['block_q']}, kv {s['block_kv']} / {s['block_kv_compute']}"
 
 
 def placement_cell(c: Choice) -> str:
@@ -42,7 +51,8 @@ def choice_rows(rows: Sequence[tuple[str, Choice]], best_sim: float | None) -> s
                  else f"{c.simulated_s / best_sim:.3f}x")
         out.append(
             f"<tr><td>{html.escape(label)}</td><td>{html.escape(c.candidate)}</td>"
-            f"<td>{mesh_text(c)}</td><td>{placement_cell(c)}</td><td>{ms(c.q1_s)}</td>"
+            f"<td>{mesh_text(c)}</td><td>{html.escape(kernel_text(c))}</td>"
+            f"<td>{placement_cell(c)}</td><td>{ms(c.q1_s)}</td>"
             f"<td>{ms(c.q2_s)}</td><td>{ms(c.simulated_s)}</td><td>{ratio}</td></tr>")
     return "\n".join(out)
 
