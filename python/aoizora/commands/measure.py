@@ -1,0 +1,184 @@
+"""`aoizora measure`, for the user who has a TPU (issue 14 part 4):
+
+    aoizora measure collectives -o m.json [--platform tpu|cpu] [--devices N] [--kinds ...]
+        [--sizes 1KiB..64MiB] [--repeats R] [--json]
+    aoizora measure plan plan.json [--platform tpu|cpu] [--repeats R] [--trace DIR] [--json]
+
+`collectives` times each collective kind on each group shape of the local slice and writes
+the measurements file `aoizora calibrate` fits a profile to; `plan` runs a plan's forward
+step and each of its baselines with random weights and sets the measured time beside the
+simulated one. With --platform cpu the same code runs on CPU devices: a check of the harness,
+not a TPU measurement, and the output says so (docs/hardware-profiles.md).
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def register(sub) -> None:
+    from aoizora.measurements import KINDS
+    from aoizora.validate import int_arg
+
+    p = sub.add_parser("measure", help="time collectives or a plan on this machine's devices "
+                                       "(a TPU; CPU devices as a harness check)")
+    what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
+    c = what.add_parser("collectives", help="time each collective on each group shape of the "
+                                            "local slice; writes what `aoizora calibrate` reads")
+    c.add_argument("-o", "--out", required=True, metavar="FILE",
+                   help="where to write the measurements (aoizora.measurements/1)")
+    c.add_argument("--devices", type=int_arg("--devices", 1, 4096), default=None,
+                   help="devices to use (CPU: 4, 8, 16, 32 or 64, default 8; TPU: the slice)")
+    c.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), metavar="KIND",
+                   help=f"collectives to time (default all: {', '.join(KINDS)})")
+    c.add_argument("--sizes", default=None,
+                   help="bytes per device: a range of powers of 4 such as 1KiB..64MiB, or a "
+                        "list such as 1KiB,16MiB (default 1KiB..64MiB on a TPU, 1KiB..4MiB on "
+                        "CPU)")
+    c.set_defaults(run=run_collectives, repeats_default=10)
+    pl = what.add_parser("plan", help="run a plan's forward step and each baseline with random "
+                                      "weights: measured beside simulated")
+    pl.add_argument("plan", metavar="PLAN", help="a plan.json written by `aoizora plan`")
+    pl.add_argument("--trace", metavar="DIR", default=None,
+                    help="write a jax.profiler (XProf) trace of the run into this folder")
+    pl.set_defaults(run=run_plan, repeats_default=5)
+    for q in (c, pl):
+        q.add_argument("--platform", choices=("tpu", "cpu"), default="tpu",
+                       help="the devices: this machine's TPU (default), or CPU devices (a "
+                            "harness check, not a TPU measurement)")
+        q.add_argument("--repeats", type=int_arg("--repeats", 1, 100_000), default=None,
+                       help="timed calls after one warm-up; the median is reported "
+                            f"(default {q.get_default('repeats_default')})")
+        q.add_argument("--json", action="store_true", help="print the result as JSON")
+        q.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def _progress(args):
+    from aoizora.progress import RichProgress
+
+    return RichProgress(enabled=not args.quiet)
+
+
+def run_collectives(args) -> int:
+    from aoizora import validate
+    from aoizora.measure import platform, sizes
+
+    validate.output_files({"-o": args.out})
+    size_list = sizes.parse_sizes(args.sizes or (sizes.DEFAULT_TPU if args.platform == "tpu"
+                                                 else sizes.DEFAULT_CPU))
+    platform.prepare(args.platform, args.devices)
+    from aoizora.atomic import write_atomic
+    from aoizora.measure import collectives, local_slice
+
+    devs = platform.devices(args.platform, args.devices)
+    n = args.devices or (len(devs) if args.platform == "tpu" else platform.CPU_DEFAULT_DEVICES)
+    sl = local_slice.local_slice(args.platform, devs[:n])
+    if not local_slice.group_shapes(sl):
+        from aoizora.errors import UserError
+
+        raise UserError(f"{sl.topology} has one device: there is no collective to time")
+    prov = platform.provenance(args.platform, list(sl.devices), sl.topology)
+    kinds = list(dict.fromkeys(args.kinds))
+    with _progress(args) as progress:
+        result = collectives.sweep(sl, kinds, size_list, args.repeats or args.repeats_default,
+                                   progress)
+    doc = collectives.document(sl, result, prov)
+    write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
+    if args.json:
+        print(json.dumps({"out": args.out, **doc}, indent=1))
+    else:
+        _print_collectives(doc, args.out)
+    return 0
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:10.1f}"
+
+
+def _print_collectives(doc: dict, out: str) -> None:
+    from aoizora.measure.sizes import fmt
+
+    prov = doc["provenance"]
+    print(f"measured on {prov['measured_on']}; jax {prov['jax']}, jaxlib {prov['jaxlib']}, "
+          f"libtpu {prov['libtpu'] or '-'}; {prov['date']}")
+    if prov["platform"] != "tpu":
+        print(f"CPU timings are a harness check, not a TPU measurement: do not fit a TPU "
+              f"profile to them")
+    print(f"median over {prov['repeats']} calls after a warm-up, dispatch included (an "
+          f"elementwise call: {prov['dispatch_floor_s'] * 1e6:.1f} us)")
+    print(f"\n{'kind':19} {'group':7} {'bytes/dev':>9} {'median us':>10} {'min us':>10} "
+          f"{'max us':>10}")
+    for p in doc["points"]:
+        print(f"{p['kind']:19} {p['group']['name']:7} {fmt(p['bytes_per_device']):>9} {_us(p['seconds'])} "
+              f"{_us(p['min_seconds'])} {_us(p['max_seconds'])}")
+    for s in doc["skipped"]:
+        print(f"skipped {s['id']}: {s['why']}")
+    print(f"wrote {out} ({len(doc['points'])} points; `aoizora calibrate {out}` fits a "
+          "profile to them)")
+
+
+def run_plan(args) -> int:
+    from aoizora import plan_schema, validate
+    from aoizora.measure import platform
+
+    plan = plan_schema.load(args.plan, "PLAN")
+    if args.trace:
+        validate.output_folder(args.trace, "--trace")
+    need = len(plan.choice.device_coords)
+    platform.prepare(args.platform, need)
+    devs = platform.devices(args.platform, need,
+                            f"the plan ({plan.topology.get('name', '?')}, {need} devices)")
+    from aoizora.measure import plan_run
+
+    with _progress(args) as progress:
+        result = plan_run.run(plan, args.platform, devs,
+                              args.repeats or args.repeats_default, args.trace, progress)
+    prov = platform.provenance(args.platform, devs[:need], plan.topology.get("name", "?"))
+    repeats = args.repeats or args.repeats_default
+    if args.json:
+        print(json.dumps({"plan": args.plan, "repeats": repeats, "provenance": prov, "trace": args.trace,
+                          "kernel_substitutions": result.substitutions, "notes": result.notes,
+                          "rows": [r.to_dict() for r in result.rows]}, indent=1))
+    else:
+        _print_plan(plan, prov, result, repeats, args.trace)
+    return 0
+
+
+def _ms(s) -> str:
+    return "-" if s is None else f"{s * 1e3:.3f}"
+
+
+def _print_plan(plan, prov: dict, result, repeats: int, trace: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    gen = plan.topology.get("generation", "?")
+    t = Table(title=f"{plan.model.get('name')}, {plan.workload_text()} on "
+                    f"{plan.topology.get('name')}: measured on {prov['measured_on']}; "
+                    f"simulated on the {gen} model")
+    for col in ("", "sharding", "placement", "kernel run", "simulated ms", "measured ms",
+                "measured / simulated", "compile s"):
+        t.add_column(col)
+    for r in result.rows:
+        m = r.measured.median_s if r.measured else None
+        ratio = f"{m / r.simulated_s:.2f}" if m and r.simulated_s else "-"
+        comp = "-" if r.compile_s is None else f"{r.compile_s:.1f}"
+        t.add_row(r.label, r.candidate, r.placement, r.kernel, _ms(r.simulated_s),
+                  _ms(m) if not r.error else "failed", ratio, comp)
+    Console(width=160).print(t)
+    print(f"measured: median of {repeats} calls after a warm-up, random weights; "
+          f"jax {prov['jax']}, jaxlib {prov['jaxlib']}, libtpu {prov['libtpu'] or '-'}")
+    if prov["platform"] != "tpu":
+        print(f"{prov['measured_on']}: CPU timings are a harness check, not a TPU measurement")
+    for s in result.substitutions:
+        print(f"substituted: {s}")
+    for n in result.notes:
+        print(f"note: {n}")
+    for r in result.rows:
+        if r.same_as:
+            print(f"{r.label}: the same program on the same devices as {r.same_as}, run once")
+        if r.error:
+            print(f"{r.label} failed: {r.error}")
+    if trace:
+        print(f"wrote an XProf trace to {trace} (open with xprof or TensorBoard's profile "
+              "plugin)")
