@@ -130,17 +130,21 @@ def run_plan(args) -> int:
                             f"the plan ({plan.topology.get('name', '?')}, {need} devices)")
     from aoizora.measure import plan_run
 
-    with _progress(args) as progress:
-        result = plan_run.run(plan, args.platform, devs,
-                              args.repeats or args.repeats_default, args.trace, progress)
-    prov = platform.provenance(args.platform, devs[:need], plan.topology.get("name", "?"))
     repeats = args.repeats or args.repeats_default
+    with _progress(args) as progress:
+        result = plan_run.run(plan, args.platform, devs, repeats, args.trace, progress)
+    report = {
+        "plan": args.plan, "model": plan.model.get("name"), "workload": plan.workload_text(),
+        "topology": plan.topology.get("name"), "generation": plan.topology.get("generation"),
+        "repeats": repeats, "trace": args.trace,
+        "provenance": platform.provenance(args.platform, devs[:need],
+                                          plan.topology.get("name", "?")),
+        "kernel_substitutions": result.substitutions, "notes": result.notes,
+        "rows": [r.to_dict() for r in result.rows]}
     if args.json:
-        print(json.dumps({"plan": args.plan, "repeats": repeats, "provenance": prov, "trace": args.trace,
-                          "kernel_substitutions": result.substitutions, "notes": result.notes,
-                          "rows": [r.to_dict() for r in result.rows]}, indent=1))
+        print(json.dumps(report, indent=1))
     else:
-        _print_plan(plan, prov, result, repeats, args.trace)
+        print_plan_report(report)
     return 0
 
 
@@ -148,37 +152,41 @@ def _ms(s) -> str:
     return "-" if s is None else f"{s * 1e3:.3f}"
 
 
-def _print_plan(plan, prov: dict, result, repeats: int, trace: str | None) -> None:
+def print_plan_report(report: dict) -> None:
+    """The table of `measure plan`: each pair measured beside simulated, then what ran
+    instead of the plan, notes, and where the trace went."""
     from rich.console import Console
     from rich.table import Table
 
-    gen = plan.topology.get("generation", "?")
-    t = Table(title=f"{plan.model.get('name')}, {plan.workload_text()} on "
-                    f"{plan.topology.get('name')}: measured on {prov['measured_on']}; "
-                    f"simulated on the {gen} model")
+    prov = report["provenance"]
+    t = Table(title=f"{report['model']}, {report['workload']} on {report['topology']}: "
+                    f"measured on {prov['measured_on']}; simulated on the "
+                    f"{report['generation']} model")
     for col in ("", "sharding", "placement", "kernel run", "simulated ms", "measured ms",
                 "measured / simulated", "compile s"):
         t.add_column(col)
-    for r in result.rows:
-        m = r.measured.median_s if r.measured else None
-        ratio = f"{m / r.simulated_s:.2f}" if m and r.simulated_s else "-"
-        comp = "-" if r.compile_s is None else f"{r.compile_s:.1f}"
-        t.add_row(r.label, r.candidate, r.placement, r.kernel, _ms(r.simulated_s),
-                  _ms(m) if not r.error else "failed", ratio, comp)
+    for r in report["rows"]:
+        ratio = r["measured_over_simulated"]
+        t.add_row(r["label"], r["candidate"], r["placement"], r["kernel"],
+                  _ms(r["simulated_s"]), "failed" if r["error"] else _ms(r["measured_s"]),
+                  "-" if ratio is None else f"{ratio:.2f}",
+                  "-" if r["compile_s"] is None else f"{r['compile_s']:.1f}")
     Console(width=160).print(t)
-    print(f"measured: median of {repeats} calls after a warm-up, random weights; "
+    print(f"measured: median of {report['repeats']} calls after a warm-up, random weights; "
           f"jax {prov['jax']}, jaxlib {prov['jaxlib']}, libtpu {prov['libtpu'] or '-'}")
     if prov["platform"] != "tpu":
-        print(f"{prov['measured_on']}: CPU timings are a harness check, not a TPU measurement")
-    for s in result.substitutions:
+        print("CPU timings are a harness check, not a TPU measurement: they time XLA's CPU "
+              "runtime, not the chips the plan was simulated on")
+    for s in report["kernel_substitutions"]:
         print(f"substituted: {s}")
-    for n in result.notes:
+    for n in report["notes"]:
         print(f"note: {n}")
-    for r in result.rows:
-        if r.same_as:
-            print(f"{r.label}: the same program on the same devices as {r.same_as}, run once")
-        if r.error:
-            print(f"{r.label} failed: {r.error}")
-    if trace:
-        print(f"wrote an XProf trace to {trace} (open with xprof or TensorBoard's profile "
-              "plugin)")
+    for r in report["rows"]:
+        if r["same_run_as"]:
+            print(f"{r['label']}: the same program on the same devices as "
+                  f"{r['same_run_as']}, run once")
+        if r["error"]:
+            print(f"{r['label']} failed: {r['error']}")
+    if report["trace"]:
+        print(f"wrote an XProf trace to {report['trace']} (open it with xprof, or "
+              "TensorBoard's profile plugin)")

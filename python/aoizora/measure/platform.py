@@ -48,7 +48,7 @@ def devices(platform: str, want: int | None = None, purpose: str = "--devices") 
     try:
         devs = list(jax.devices(platform))
     except RuntimeError as e:   # no backend for the platform
-        first = (str(e).strip().splitlines() or [""])[0][:160]
+        first = (str(e).strip().splitlines() or [""])[0].split(" (set JAX_PLATFORMS")[0][:160]
         raise UserError(f"--platform {platform}: jax finds no {platform.upper()} devices "
                         f"({first}); on a machine without a TPU, --platform cpu runs the "
                         "harness on CPU devices") from None
