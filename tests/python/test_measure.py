@@ -9,6 +9,7 @@ The plan under test is tests/data/plans/wan_tiny.v5e_2x2.json, the planner's own
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,39 @@ def test_cpu_devices_stand_in_for_a_v5e_slice_in_chip_order():
     assert permute["pairs"][:4] == [[0, 2], [2, 4], [4, 6], [6, 0]]
     with pytest.raises(UserError, match="stand in"):
         local_slice.local_slice("cpu", jax.devices("cpu")[:6])
+
+
+def _groups_in_hlo(text: str, key: str) -> list:
+    m = re.search(key + r"=\{(\{[\d,]+\}(?:,\{[\d,]+\})*)\}", text)
+    return [[int(v) for v in g.split(",")] for g in re.findall(r"\{([\d,]+)\}", m.group(1))]
+
+
+def test_tpu_devices_name_their_slice_and_xla_compiles_the_recorded_groups():
+    """Compile-only TPU devices (libtpu, no TPU) stand for a TPU VM's: the slice is named by
+    device kind and coordinates, and the groups a point records are the ones XLA compiles."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from aoizora import tpu
+
+    two_core = local_slice.local_slice("tpu", list(tpu.compile_only_devices("tpu7x:2x2x1")))
+    assert two_core.topology == "tpu7x:2x2x1" and not two_core.stand_in
+    shapes = {s.name: s for s in local_slice.group_shapes(two_core)}
+    assert list(shapes) == ["x", "y", "core", "slice"]
+    assert shapes["core"].groups == ((0, 1), (2, 3), (4, 5), (6, 7))   # core fastest
+    sl = local_slice.local_slice("tpu", list(tpu.compile_only_devices("v5e:2x4")))
+    assert (sl.topology, sl.generation) == ("v5e:2x4", "v5e")
+    mesh = local_slice.mesh(sl)
+    topo_id = {d.id: i for i, d in enumerate(sl.devices)}
+    x = jax.ShapeDtypeStruct((8 * 256,), jax.numpy.float32,
+                             sharding=NamedSharding(mesh, P(mesh.axis_names)))
+    for kind, shape, key, field in (("all-gather", "y", "replica_groups", "groups"),
+                                    ("collective-permute", "slice", "source_target_pairs",
+                                     "pairs")):
+        s = next(g for g in local_slice.group_shapes(sl) if g.name == shape)
+        body = collectives._body(kind, s.axes, len(s.groups[0]))
+        text = collectives._program(body, mesh).lower(x).compile().as_text()
+        compiled = [[topo_id[d] for d in g] for g in _groups_in_hlo(text, key)]
+        assert sorted(compiled) == sorted(collectives._group_record(kind, s)[field])
 
 
 # ---- the sweep and calibrate ----------------------------------------------------------------
