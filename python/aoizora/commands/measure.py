@@ -68,21 +68,11 @@ def run_collectives(args) -> int:
                                                  else sizes.DEFAULT_CPU))
     platform.prepare(args.platform, args.devices)
     from aoizora.atomic import write_atomic
-    from aoizora.measure import collectives, local_slice
+    from aoizora.measure import collectives
 
-    devs = platform.devices(args.platform, args.devices)
-    n = args.devices or (len(devs) if args.platform == "tpu" else platform.CPU_DEFAULT_DEVICES)
-    sl = local_slice.local_slice(args.platform, devs[:n])
-    if not local_slice.group_shapes(sl):
-        from aoizora.errors import UserError
-
-        raise UserError(f"{sl.topology} has one device: there is no collective to time")
-    prov = platform.provenance(args.platform, list(sl.devices), sl.topology)
-    kinds = list(dict.fromkeys(args.kinds))
     with _progress(args) as progress:
-        result = collectives.sweep(sl, kinds, size_list, args.repeats or args.repeats_default,
-                                   progress)
-    doc = collectives.document(sl, result, prov)
+        doc = collectives.measure(args.platform, args.devices, list(dict.fromkeys(args.kinds)),
+                                  size_list, args.repeats or args.repeats_default, progress)
     write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
     if args.json:
         print(json.dumps({"out": args.out, **doc}, indent=1))
@@ -102,15 +92,15 @@ def _print_collectives(doc: dict, out: str) -> None:
     print(f"measured on {prov['measured_on']}; jax {prov['jax']}, jaxlib {prov['jaxlib']}, "
           f"libtpu {prov['libtpu'] or '-'}; {prov['date']}")
     if prov["platform"] != "tpu":
-        print(f"CPU timings are a harness check, not a TPU measurement: do not fit a TPU "
-              f"profile to them")
+        print("CPU timings are a harness check, not a TPU measurement: do not fit a TPU "
+              "profile to them")
     print(f"median over {prov['repeats']} calls after a warm-up, dispatch included (an "
           f"elementwise call: {prov['dispatch_floor_s'] * 1e6:.1f} us)")
     print(f"\n{'kind':19} {'group':7} {'bytes/dev':>9} {'median us':>10} {'min us':>10} "
           f"{'max us':>10}")
     for p in doc["points"]:
-        print(f"{p['kind']:19} {p['group']['name']:7} {fmt(p['bytes_per_device']):>9} {_us(p['seconds'])} "
-              f"{_us(p['min_seconds'])} {_us(p['max_seconds'])}")
+        print(f"{p['kind']:19} {p['group']['name']:7} {fmt(p['bytes_per_device']):>9} "
+              f"{_us(p['seconds'])} {_us(p['min_seconds'])} {_us(p['max_seconds'])}")
     for s in doc["skipped"]:
         print(f"skipped {s['id']}: {s['why']}")
     print(f"wrote {out} ({len(doc['points'])} points; `aoizora calibrate {out}` fits a "

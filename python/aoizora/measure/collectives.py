@@ -9,6 +9,9 @@ local slice x each size, timed on the devices, written as aoizora.measurements/1
         A point that cannot run (it would not fit in memory, its size does not split into
         the group, XLA refuses it) is in Sweep.skipped with the reason, never dropped.
     document(sl, result, provenance) -> dict: the measurements file.
+    measure(platform, n, kinds, sizes, repeats, progress=None) -> dict: the file for the
+        first n devices of the platform (default: the TPU slice, or 8 CPU devices), swept;
+        UserError when they form no catalog slice or have nothing to group.
 
 Every program is a shard_map over local_slice.mesh(sl) of one collective on f32[n] per
 device (n = bytes / 4); a permute shifts by one around each group (the last member sends to
@@ -20,7 +23,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from aoizora.measure import local_slice, timing
+from aoizora.errors import UserError
+from aoizora.measure import local_slice, platform, timing
 from aoizora.measure.sizes import fmt
 from aoizora.measurements import SCHEMA
 
@@ -111,9 +115,11 @@ def _time_point(kind: str, shape, mesh, nbytes: int, repeats: int):
 
 
 def _group_record(kind: str, shape) -> dict:
-    rec = {"name": shape.name, "shape": shape.shape, "axes": list(shape.axes), "describe": shape.describe}
+    rec = {"name": shape.name, "shape": shape.shape, "axes": list(shape.axes),
+           "describe": shape.describe}
     if kind == "collective-permute":
-        rec["pairs"] = [[g[i], g[(i + 1) % len(g)]] for g in shape.groups for i in range(len(g))]
+        rec["pairs"] = [[g[i], g[(i + 1) % len(g)]]
+                        for g in shape.groups for i in range(len(g))]
     else:
         rec["groups"] = [list(g) for g in shape.groups]
     return rec
@@ -171,3 +177,14 @@ def document(sl, result: Sweep, provenance: dict) -> dict:
         "points": result.points,
         "skipped": [{"id": i, "why": w} for i, w in result.skipped],
     }
+
+
+def measure(platform_name: str, n: int | None, kinds, sizes, repeats: int,
+            progress=None) -> dict:
+    devs = platform.devices(platform_name, n)
+    n = n or (len(devs) if platform_name == "tpu" else platform.CPU_DEFAULT_DEVICES)
+    sl = local_slice.local_slice(platform_name, devs[:n])
+    if not local_slice.group_shapes(sl):
+        raise UserError(f"{sl.topology} has one device: there is no collective to time")
+    prov = platform.provenance(platform_name, list(sl.devices), sl.topology)
+    return document(sl, sweep(sl, kinds, sizes, repeats, progress), prov)
