@@ -59,7 +59,7 @@ def main() -> None:
     model = get_model(args.model, blocks=args.blocks)
     workload = get_workload(args.video)
     print(f"model {model.name}, workload {workload.name} "
-          f"({model.seq_len(workload)} tokens), jax {C._versions()}")
+          f"({model.seq_len(workload)} tokens), jax {C.versions()}")
     for topo in args.topology:
         n = 1
         for d in topo.split(":")[1].split("x"):

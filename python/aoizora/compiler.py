@@ -4,11 +4,14 @@ Public API (others code against this):
 
     lower(candidate, model, workload, devices, *, order=None) -> str      StableHLO (Shardy)
     compile(candidate, model, workload, devices, *, order=None) -> str    compiled HLO text
+    executable(candidate, model, workload, devices, *, order=None)
+        -> (jax.stages.Compiled, abstract args with shardings): what `compile` compiles,
+        ready to run on real devices (aoizora measure plan)
         devices: a target name ("v5e:2x4" -> compile-only TPU devices via libtpu; "cpu:8" ->
                  8 CPU devices) or a sequence of jax devices. The Mesh takes the devices in
                  the given order, or, with order=[coords, ...], device i of the mesh is the
                  one at chip coords order[i] (the placement; matched by .coords, never id).
-        Both raise CompileError (errors.py) with a one-line reason for the failures a
+        All three raise CompileError (errors.py) with a one-line reason for the failures a
         candidate may have (XLA's errors, out of memory, a sharding jax refuses); any other
         exception is a bug in aoizora and propagates.
     build(candidate, model, workload, devices, *, order=None) -> (jitted fn, abstract args)
@@ -135,9 +138,10 @@ def _failure(candidate, what: str, e: BaseException) -> CompileError:
 
 
 def _lowered(candidate, model, workload, devices, order):
+    """(the lowered step, its abstract arguments with shardings)."""
     try:
         fn, args = build(candidate, model, workload, devices, order=order)
-        return fn.lower(*args)
+        return fn.lower(*args), args
     except (CompileError, UserError):
         raise
     except _LOWERING_FAILURES + (MemoryError,) as e:
@@ -146,16 +150,22 @@ def _lowered(candidate, model, workload, devices, order):
 
 def lower(candidate: Candidate, model, workload, devices, *, order=None) -> str:
     """StableHLO text (with Shardy shardings) of one step under the candidate."""
-    return _lowered(candidate, model, workload, devices, order).as_text()
+    return _lowered(candidate, model, workload, devices, order)[0].as_text()
+
+
+def executable(candidate: Candidate, model, workload, devices, *, order=None):
+    """(compiled executable, abstract arguments with shardings) of one step: on real devices
+    it runs on arrays of those shapes and shardings."""
+    lowered, args = _lowered(candidate, model, workload, devices, order)
+    try:
+        return lowered.compile(), args
+    except (JaxRuntimeError, MemoryError) as e:  # XLA's compile errors, out of memory
+        raise _failure(candidate, "compilation", e) from e
 
 
 def compile(candidate: Candidate, model, workload, devices, *, order=None) -> str:  # noqa: A001
     """Compiled HLO text (TPU deviceless through libtpu, or CPU)."""
-    lowered = _lowered(candidate, model, workload, devices, order)
-    try:
-        return lowered.compile().as_text()
-    except (JaxRuntimeError, MemoryError) as e:  # XLA's compile errors, out of memory
-        raise _failure(candidate, "compilation", e) from e
+    return executable(candidate, model, workload, devices, order=order)[0].as_text()
 
 
 # ---- batches: worker processes and the cache ------------------------------------------------
@@ -188,7 +198,9 @@ class Outcome:
     key: str = ""
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
+    """Versions of jax, jaxlib and libtpu (those installed): what a compile or a measurement
+    depends on."""
     from importlib import metadata
 
     v = {"jax": jax.__version__}
@@ -214,7 +226,7 @@ def job_key(job: Job) -> dict[str, Any]:
             if hasattr(job.workload, "key") else repr(job.workload),
             "candidate": job.candidate.key(), "target": job.target,
             "order": None if order is None else [list(c) for c in order][:job.candidate.n_chips],
-            "versions": _versions(), "code": code_fingerprint(), "xla_flags": os.environ.get(
+            "versions": versions(), "code": code_fingerprint(), "xla_flags": os.environ.get(
                 "XLA_FLAGS", ""), "libtpu_flags": os.environ.get("LIBTPU_INIT_ARGS", "")}
 
 

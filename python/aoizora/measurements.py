@@ -11,6 +11,7 @@ fitted to (issue 14).
     Point.simulate(hardware=None) -> seconds: the point's collective simulated alone
         (single_collective.py) on the current profile of its generation, or on `hardware`.
 
+A file may say where its points were timed ("provenance": an object, kept as it is).
 Whole programs ("programs": id, generation, seconds or seconds_per_denoising_step, and
 optionally "hlo", a compiled HLO file) are read and kept, not simulated here.
 """
@@ -32,7 +33,8 @@ def _published() -> str:
 
 PUBLISHED = _published()
 SCHEMA = "aoizora.measurements/1"
-_KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
+KINDS = (  # the collective kinds a point may have (HLO spelling)
+    "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,9 @@ def _point(d: dict) -> Point:
     for key in ("id", "generation", "topology", "kind", "source"):
         if not isinstance(d[key], str) or not d[key]:
             raise ValueError(f"point {where}: '{key}' must be a non-empty string")
-    if d["kind"] not in _KINDS:
+    if d["kind"] not in KINDS:
         raise ValueError(f"point {where}: unknown kind {d['kind']!r} (one of "
-                         f"{', '.join(_KINDS)})")
+                         f"{', '.join(KINDS)})")
     g = d["group"]
     if not isinstance(g, dict):
         raise ValueError(f"point {where}: 'group' must be an object with 'groups' or 'pairs'")
@@ -120,6 +122,9 @@ class Program:
 class Measurements:
     points: list = field(default_factory=list)     # [Point]
     programs: list = field(default_factory=list)   # [Program]
+    # Where the file's own points were timed (`aoizora measure` writes platform,
+    # device_kind, versions, date, measured_on); {} when the file does not say.
+    provenance: dict = field(default_factory=dict)
 
 
 def _program(d) -> Program:
@@ -142,6 +147,8 @@ def _parse(doc) -> Measurements:
         raise ValueError("'points' must be a list of measured points")
     if not isinstance(doc.get("programs", []), list):
         raise ValueError("'programs' must be a list")
+    if not isinstance(doc.get("provenance", {}), dict):
+        raise ValueError("'provenance' must be an object")
     points = []
     for d in doc["points"]:
         if not isinstance(d, dict):
@@ -156,7 +163,8 @@ def _parse(doc) -> Measurements:
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise ValueError(f"point id {dup[0]!r} appears more than once")
-    return Measurements(points, [_program(d) for d in doc.get("programs", [])])
+    return Measurements(points, [_program(d) for d in doc.get("programs", [])],
+                        doc.get("provenance", {}))
 
 
 def load(path: str = PUBLISHED) -> list[Point]:

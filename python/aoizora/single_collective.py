@@ -44,7 +44,9 @@ def hlo_text(kind: str, num_partitions: int, bytes_per_device: int, groups=None,
         out, op = n // k, (f"reduce-scatter(%p), {common}, replica_groups={_groups(groups)}, "
                            "dimensions={0}, to_apply=%add")
     elif kind == "all-to-all":
-        out, op = n, f"all-to-all(%p), {common}, replica_groups={_groups(groups)}, dimensions={{0}}"
+        # XLA's all-to-all takes no use_global_device_ids: its groups are always ids.
+        out, op = n, (f"all-to-all(%p), channel_id=1, replica_groups={_groups(groups)}, "
+                      "dimensions={0}")
     elif kind == "collective-permute":
         out, op = n, f"collective-permute(%p), channel_id=1, source_target_pairs={_groups(pairs)}"
     else:
