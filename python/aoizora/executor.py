@@ -2,6 +2,7 @@
 
     executor = make_executor("local" | "ray" | "ray://HOST:PORT")   UserError on a bad name or
                                                                      an unreachable cluster
+    add_argument(parser); executor = from_args(args)                 --executor for a command
     executor.run(jobs, done, workers=None, fresh_process=False)      done(i, Outcome) per job,
                                                                      in completion order
     executor.description                                             "local processes", ...
@@ -44,6 +45,23 @@ def check_name(name: str) -> str:
         return name
     raise UserError(f"--executor {name!r}: use local, ray (a Ray on this machine's cores) "
                     "or ray://HOST:PORT (a Ray cluster's client address)")
+
+
+def add_argument(p) -> None:
+    p.add_argument("--executor", default="local", metavar="local|ray|ray://HOST:PORT",
+                   help="where lowering and compile jobs run: local processes (default), ray "
+                        "(a Ray started on this machine's cores) or ray://HOST:PORT (a Ray "
+                        "cluster); the cache stays on this machine")
+
+
+def from_args(args):
+    """The executor of --executor. UserError on a bad name, and beside --workers for Ray,
+    whose cluster CPUs decide how many jobs run at once."""
+    name = check_name(args.executor)
+    if name != "local" and getattr(args, "workers", None):
+        raise UserError(f"--workers sets local processes; with --executor {name} the "
+                        "cluster's CPUs decide how many jobs run at once: leave out --workers")
+    return make_executor(name)
 
 
 def make_executor(name: str, *, work: Callable[[Job], Outcome] = run_job):
