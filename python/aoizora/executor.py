@@ -247,5 +247,6 @@ def _init_ray(address: str | None, num_cpus: int) -> None:
         else:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except ConnectionError as e:
-        raise UserError(f"--executor {address}: cannot reach the Ray cluster: "
-                        f"{_one_line(e)}") from None
+        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {_one_line(e)} "
+                        "(is its client server up? a cluster with token authentication also "
+                        "needs RAY_AUTH_MODE=token and its token here)") from None
