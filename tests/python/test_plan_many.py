@@ -93,6 +93,19 @@ def test_a_plan_by_other_code_is_planned_again(fleet):
     assert json.loads(plan.read_text())["planning"]["plan_many"]["code"] != "0123456789abcdef"
 
 
+def test_settings_planned_at_once_on_ray_give_the_same_plans(fleet):
+    path, out, _ = fleet
+    before = {k: Plan.load(str(out / f"{k}.json")).choice for k in KEYS}
+    rc, stdout, stderr = main("plan-many", path, "--executor", "ray", "--concurrent", "2",
+                              "--force", "--out-dir", out, "--quiet", "--json")
+    assert rc == 0 and "2 settings, 2 at once" in stderr
+    assert [r["status"] for r in json.loads(stdout)] == ["planned", "planned"]
+    for k in KEYS:
+        after = Plan.load(str(out / f"{k}.json")).choice
+        assert (after.candidate, after.device_coords) == (before[k].candidate,
+                                                          before[k].device_coords)
+
+
 @pytest.mark.parametrize("text, words", [
     ("- {model: wan-huge, topology: v5e:2x4}\n", "setting 1 (line 1): unknown model 'wan-huge'"),
     ("- {model: wan-tiny, video: tiny, topology: v5e:2x4}\n- {model: wan-tiny, topology: "
