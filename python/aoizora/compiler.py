@@ -16,8 +16,9 @@ Public API (others code against this):
         exception is a bug in aoizora and propagates.
     build(candidate, model, workload, devices, *, order=None) -> (jitted fn, abstract args)
     Job(kind, candidate, model, workload, target, order=None)     kind "lower" | "compile"
-    run_jobs(jobs, *, workers=None, cache=Cache() | None, progress=None) -> list[Outcome]
-        in worker processes (spawn); cached on disk; an expected failure (CompileError) is
+    run_jobs(jobs, *, workers=None, cache=Cache() | None, progress=None, executor=None)
+        -> list[Outcome]: in worker processes (spawn), or on executor (executor.py: Ray);
+        cached on disk by this process; an expected failure (CompileError) is
         an Outcome with .error (.out_of_memory when it ran out of memory); a bug in our code
         propagates from run_jobs; progress(done, total, outcome) after each job.
     Outcome: job name, kind, ok, text, error, out_of_memory, seconds, cached, peak_rss_mb, key
@@ -31,13 +32,10 @@ candidates come from strategies.function_candidates).
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import functools
 import hashlib
-import multiprocessing
 import os
 import resource
-import signal
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -261,11 +259,12 @@ def _peak_rss_mb() -> float:
 
 def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | None = None,
              progress: Callable[[int, int, Outcome], None] | None = None,
-             fresh_process: bool = False) -> list[Outcome]:
-    """Runs jobs (cache first, then `workers` spawned processes; workers=0 runs in this
-    process). Results in job order. fresh_process: one process per job (exact per-job peak
-    memory, at the cost of a JAX start-up each). Ctrl-C cancels pending jobs; finished ones
-    are already in the cache."""
+             fresh_process: bool = False, executor=None) -> list[Outcome]:
+    """Runs jobs (cache first, then on `executor`, default local worker processes: `workers`
+    spawned processes; workers=0 runs in this process). Results in job order. fresh_process:
+    one process per job (exact per-job peak memory, at the cost of a JAX start-up each).
+    This process fills the cache from the results. Ctrl-C cancels pending jobs; finished
+    ones are already in the cache."""
     results: list[Outcome | None] = [None] * len(jobs)
     keys = [cache_key(job_key(j)) for j in jobs]
     done = 0
@@ -289,31 +288,21 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
                               seconds=time.perf_counter() - t))
         else:
             todo.append(i)
-    if workers is None:
-        workers = max(1, min(len(todo), (os.cpu_count() or 2) // 2))
-    if workers == 0 or any(_in_process(jobs[i].model) for i in todo):
+    in_process = [jobs[i].model for i in todo if _in_process(jobs[i].model)]
+    if in_process and getattr(executor, "remote", False):
+        raise UserError(f"{getattr(in_process[0], 'name', 'your model')} runs in this process "
+                        f"(a worker could not load it), not on {executor.description}: plan it "
+                        "without --executor")
+    if workers == 0 or in_process:
         for i in todo:
             finish(i, run_job(jobs[i]))
         return results
-    ctx = multiprocessing.get_context("spawn")
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                  initializer=_worker_signals,
-                                  max_tasks_per_child=1 if fresh_process else None)
-    try:
-        futures = {pool.submit(run_job, jobs[i]): i for i in todo}
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            try:
-                out = fut.result()
-            except cf.process.BrokenProcessPool as e:  # a worker was killed (out of memory)
-                out = Outcome(jobs[i].name, jobs[i].kind, False, out_of_memory=True,
-                              error=f"{jobs[i].candidate.name}: worker process died "
-                                    f"(most likely out of memory): {_one_line(e)}")
-            finish(i, out)
-    except BaseException:
-        _stop(pool)
-        raise
-    pool.shutdown()
+    if executor is None:
+        from aoizora.executor import LocalExecutor
+
+        executor = LocalExecutor()
+    executor.run([jobs[i] for i in todo], lambda k, out: finish(todo[k], out),
+                 workers=workers, fresh_process=fresh_process)
     return results
 
 
@@ -321,21 +310,3 @@ def _in_process(model) -> bool:
     """A FunctionSpec, or a model whose class lives outside aoizora (a user's module loaded
     from a file), runs in this process: a spawned worker could not unpickle it."""
     return isinstance(model, FunctionSpec) or type(model).__module__.split(".")[0] != "aoizora"
-
-
-def _worker_signals() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _stop(pool: cf.ProcessPoolExecutor) -> None:
-    """Cancels pending jobs and kills the workers of this pool now (a running compile is not
-    waited for). SIGKILL, not SIGTERM: libtpu's failure handler would print a stack trace
-    for each worker. Workers write nothing (the parent fills the cache), so nothing is lost."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-    for p in procs:
-        p.join(timeout=5)

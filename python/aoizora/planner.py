@@ -46,6 +46,7 @@ class Settings:
     seed: int = 0
     compile_target: str = "tpu"       # "tpu": the slice's TPU via libtpu; "cpu": CPU devices
     hardware: str | None = None       # a hardware profile file replacing the chip figures
+    executor: Any = None              # where jobs run (executor.py); None: local processes
 
 
 class Progress:
@@ -341,6 +342,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
                   "cache_hits": sum(o.cached for o in run.outcomes),
                   "jobs": len(run.outcomes), "skipped": run.skipped,
+                  "executor": getattr(run.settings.executor, "description", "local processes"),
                   "pairs_ranked": len(ranked),
                   "decision": {"candidate": decision.candidate.name,
                                "placement": decision.placement,
@@ -357,6 +359,7 @@ def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job],
          workers: int | None = None) -> list[Outcome]:
     progress.phase(name, len(jobs))
     return run_jobs(jobs, workers=workers or settings.workers, cache=settings.cache,
+                    executor=settings.executor,
                     progress=lambda done, total, out: progress.advance(
                         f"{out.name}{' (cached)' if out.cached else ''}"))
 

@@ -1,3 +1,16 @@
 """pytest set-up: the deviceless-compile environment must be in place before jax loads."""
 
 import aoizora.jaxenv  # noqa: F401
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ray_executor():
+    """A Ray started in this process on 2 CPUs, shared by every test that needs one (Ray
+    takes seconds to start); executors made later in the session join it."""
+    from aoizora.executor import RayExecutor
+
+    executor = RayExecutor(None, num_cpus=2)
+    yield executor
+    executor.close()

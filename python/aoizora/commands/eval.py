@@ -13,10 +13,14 @@ from aoizora.validate import int_arg
 
 
 def register(sub) -> None:
+    from aoizora import executor
+
     p = sub.add_parser("eval", help="evaluate AoiZora on the paper's grid (simulated)")
     p.add_argument("--grid", default="paper", help="paper (36 settings), production (TPU7x and v6e, 8) or tiny (tests)")
     p.add_argument("--jobs", type=int_arg("--jobs", 1, 256), default=1,
-                   help="compile processes, 1 to 256 (default 1)")
+                   help="local compile processes, 1 to 256 (default 1; with --executor ray "
+                        "the cluster's CPUs decide)")
+    executor.add_argument(p)
     p.add_argument("--only", action="append", metavar="SUBSTRING",
                    help="run only settings whose key contains it (repeat to narrow), "
                         "e.g. --only 14b_v5e-2x4_480p-21f")
@@ -59,8 +63,15 @@ def run(args) -> int:
         print(text, file=sys.stderr, flush=True)
 
     if not args.report_only:
-        runner.run_grid(settings, args.out, oracle=args.oracle, workers=args.jobs,
-                        force=args.force, top_k=args.top_k, exhaustive=args.exhaustive, log=log)
+        from aoizora.executor import check_name, make_executor
+
+        jobs_on = make_executor(check_name(args.executor))
+        try:
+            runner.run_grid(settings, args.out, oracle=args.oracle, workers=args.jobs,
+                            force=args.force, top_k=args.top_k, exhaustive=args.exhaustive,
+                            log=log, executor=jobs_on)
+        finally:
+            jobs_on.close()
     written = runner.write_outputs(args.out)
     results = runner.load_results(args.out)
     mine = {s.key for s in settings}

@@ -15,7 +15,7 @@ WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "hardware", "top_k", "
 
 
 def add_workload_args(p) -> None:
-    from aoizora import hardware_file
+    from aoizora import executor, hardware_file
     from aoizora.validate import int_arg
 
     p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']}), or your own: "
@@ -32,6 +32,7 @@ def add_workload_args(p) -> None:
                    help="shardings kept by Stage 1, 1 to 1000 (default: K from measured recall)")
     p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
                    help="compile processes, 1 to 256 (default: one per two cores)")
+    executor.add_argument(p)
     p.add_argument("--oracle", action="store_true", default=None,
                    help="also simulate every fitting sharding x every placement")
     p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
@@ -82,16 +83,28 @@ def check_workload(args) -> None:
 
 
 def run_planner(args):
+    from aoizora import executor
     from aoizora.cache import Cache
+    from aoizora.errors import UserError
     from aoizora.planner import Settings, plan
     from aoizora.progress import RichProgress
 
     check_workload(args)
-    settings = Settings(top_k=args.top_k, workers=args.workers, oracle=bool(args.oracle),
-                        cache=None if args.no_cache else Cache(),
-                        compile_target=args.compile_target, hardware=args.hardware)
-    with RichProgress(enabled=not args.quiet) as progress:
-        return plan(args.model, args.video, args.frames, args.topology, settings, progress)
+    if args.executor != "local" and not isinstance(args.model, str):
+        raise UserError(f"--executor {args.executor}: your own model runs in this process "
+                        "(Ray workers cannot import its file); leave out --executor")
+    jobs_on = executor.from_args(args)
+    try:
+        settings = Settings(top_k=args.top_k, workers=args.workers, oracle=bool(args.oracle),
+                            cache=None if args.no_cache else Cache(),
+                            compile_target=args.compile_target, hardware=args.hardware,
+                            executor=jobs_on)
+        with RichProgress(enabled=not args.quiet) as progress:
+            if jobs_on.remote:
+                progress.note(f"jobs run on {jobs_on.description}")
+            return plan(args.model, args.video, args.frames, args.topology, settings, progress)
+    finally:
+        jobs_on.close()
 
 
 def comparison_rows(plan) -> list[tuple[str, str, str, float | None, str]]:

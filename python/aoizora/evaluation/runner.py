@@ -33,9 +33,12 @@ def _reusable(old: dict[str, Any] | None, oracle: bool, version: str) -> bool:
 def run_grid(settings: list[Setting], out_dir: str, *, oracle: bool = False,
              workers: int | None = 1, force: bool = False, cache=None,
              top_k: int | None = None, exhaustive: bool = True,
-             log: Callable[[str], None] = lambda s: None) -> list[dict[str, Any]]:
+             log: Callable[[str], None] = lambda s: None,
+             executor=None) -> list[dict[str, Any]]:
     """Evaluates each setting not done yet by this code version, writing each one's JSON as
-    soon as it is done. Returns every setting's result."""
+    soon as it is done. Returns every setting's result. executor (executor.py): where the
+    jobs run (default local processes); settings run one at a time, as each one's planning
+    time is measured."""
     version = version_label(code_version())
     out = []
     for s in settings:
@@ -47,7 +50,7 @@ def run_grid(settings: list[Setting], out_dir: str, *, oracle: bool = False,
             continue
         t0 = time.perf_counter()
         r = evaluate_setting(s, oracle=oracle, workers=workers, cache=cache, top_k=top_k,
-                             exhaustive=exhaustive, log=log)
+                             exhaustive=exhaustive, log=log, executor=executor)
         r["oracle_mode"] = oracle
         r["eval_s"] = round(time.perf_counter() - t0, 3)
         write_json_atomic(path, r)

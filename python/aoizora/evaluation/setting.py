@@ -70,8 +70,10 @@ def _timed_plan(setting: Setting, settings) -> tuple[Any, float]:
 
 def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | None = 1,
                      cache=None, top_k: int | None = None, exhaustive: bool = True,
-                     log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """Evaluates one setting; returns a JSON-ready dict. A setting that fits in no memory
+                     log: Callable[[str], None] = lambda s: None,
+                     executor=None) -> dict[str, Any]:
+    """Evaluates one setting (its jobs on `executor`, default local processes); returns a
+    JSON-ready dict. A setting that fits in no memory
     comes back with status "no-fit" and the planner's reason; with oracle, every fitting
     candidate is compiled (for the oracle and recall)."""
     from aoizora.cache import Cache
@@ -82,8 +84,10 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
     base = {"schema": SCHEMA, "setting": asdict(setting), "key": setting.key, "note": NOTE,
             "half": half(setting),
             "provenance": provenance({"oracle": oracle, "top_k": top_k, "workers": workers,
-                                      "exhaustive": exhaustive})}
-    plain = Settings(top_k=top_k, workers=workers, cache=cache, oracle=False)
+                                      "exhaustive": exhaustive, "executor": getattr(
+                                          executor, "description", "local processes")})}
+    plain = Settings(top_k=top_k, workers=workers, cache=cache, oracle=False,
+                     executor=executor)
     load_before = os.getloadavg()[0]
     try:
         log(f"{setting.key}: planning (cold)")
@@ -99,7 +103,8 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
     if oracle:
         log(f"{setting.key}: compiling every fitting candidate (oracle)")
         full, oracle_s = _timed_plan(setting, Settings(top_k=top_k, workers=workers,
-                                                       cache=cache, oracle=True))
+                                                       cache=cache, oracle=True,
+                                                       executor=executor))
         planning["oracle_s"] = round(oracle_s, 3)
     return {**base, "status": "ok",
             **analyze(cold, full, oracle=oracle, exhaustive=exhaustive, log=log),

@@ -1,0 +1,115 @@
+"""`aoizora plan-many SETTINGS.yaml [--executor local|ray|ray://HOST:PORT] [--out-dir DIR]`:
+plans every setting of a settings file (settings_file.py), each plan written to
+DIR/<setting>.json as it completes, then a summary table (or --json). Rerun after an
+interruption, it keeps the plans this code already wrote and says so (plan_many.py).
+Exit 0 when every setting has a plan, 1 when one could not be planned (its row says why)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+
+def register(sub) -> None:
+    from aoizora import executor
+    from aoizora.validate import int_arg
+
+    p = sub.add_parser("plan-many", help="plan a list of settings (YAML) over one executor")
+    p.add_argument("settings", metavar="SETTINGS.yaml",
+                   help="a list of settings: model, topology, and optionally video, frames, "
+                        "top_k, hardware (docs/planner.md)")
+    p.add_argument("--out-dir", default="plans", help="where the plans go (plans/)")
+    executor.add_argument(p)
+    p.add_argument("--concurrent", type=int_arg("--concurrent", 1, 256), default=None,
+                   help="settings planned at once, with Ray only (default: one per 8 of the "
+                        "cluster's CPUs, at least 1)")
+    p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
+                   help="local compile processes, 1 to 256 (default: one per two cores)")
+    p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
+                   help="compile for each slice's TPU via libtpu (default), or for CPU devices")
+    p.add_argument("--force", action="store_true", help="plan again the settings planned before")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    p.add_argument("--json", action="store_true", help="print the summary rows as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from aoizora import executor, plan_many, settings_file, validate
+    from aoizora.cache import Cache
+    from aoizora.errors import UserError
+    from aoizora.planner import Settings
+
+    requests = settings_file.load(args.settings)
+    validate.output_folder(args.out_dir, "--out-dir")
+    if args.concurrent and args.concurrent > 1 and args.executor == "local":
+        raise UserError("--concurrent: several settings at once need --executor ray (local "
+                        "processes of one setting already use this machine's cores)")
+    jobs_on = executor.from_args(args)
+    try:
+        concurrent = args.concurrent or (max(1, jobs_on.cpus // 8) if jobs_on.remote else 1)
+        log(f"{len(requests)} settings, {concurrent} at once, jobs on {jobs_on.description}")
+        settings = Settings(workers=args.workers, cache=None if args.no_cache else Cache(),
+                            compile_target=args.compile_target, executor=jobs_on)
+        rows = plan_many.run(requests, args.out_dir, settings, concurrent=concurrent,
+                             force=args.force, progress_for=_progress(args, concurrent),
+                             log=log)
+    finally:
+        jobs_on.close()
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=1))
+    else:
+        print_table(rows)
+    return 0 if all(r.path for r in rows) else 1
+
+
+def log(text: str) -> None:
+    print(f"plan-many: {text}", file=sys.stderr, flush=True)
+
+
+def _progress(args, concurrent: int):
+    """Each setting's progress: the planner's phases when one runs at a time, else its
+    notes (skipped candidates) as lines naming the setting."""
+    from contextlib import nullcontext
+
+    from aoizora.planner import Progress
+    from aoizora.progress import RichProgress
+
+    class Notes(Progress):
+        def __init__(self, key: str):
+            self.key = key
+
+        def note(self, text: str) -> None:
+            log(f"{self.key}: {text}")
+
+    if concurrent == 1:
+        return lambda r: RichProgress(enabled=not args.quiet)
+    return lambda r: nullcontext(Notes(r.key))
+
+
+def print_table(rows, out=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="plan-many (latencies simulated, planning time measured)")
+    for col in ("setting", "status", "sharding", "placement", "simulated ms/fwd",
+                "vs existing", "planning s", "cached jobs", "skipped"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.key, r.status, r.candidate or "-", r.placement or "-",
+                  _num(r.simulated_s, 1e3, ".3f"), _num(r.speedup_vs_existing, 1, ".3f", "x"),
+                  _num(r.planning_s, 1, ".1f"),
+                  f"{r.cache_hits}/{r.jobs}" if r.jobs is not None else "-",
+                  "-" if r.skipped is None else str(r.skipped))
+    out = out or sys.stdout
+    # Not a terminal (a file, a pipe): wide enough that no column is cut.
+    console = Console(file=out, width=None if out.isatty() else 200)
+    console.print(t)
+    for r in rows:
+        if r.status in ("no-fit", "error"):
+            console.print(f"{r.key}: {r.status}: {r.reason}", markup=False)
+
+
+def _num(x, scale: float, fmt: str, unit: str = "") -> str:
+    return "-" if x is None else f"{x * scale:{fmt}}{unit}"

@@ -1,0 +1,252 @@
+"""Where lower and compile jobs run: local worker processes (the default) or a Ray cluster.
+
+    executor = make_executor("local" | "ray" | "ray://HOST:PORT")   UserError on a bad name or
+                                                                     an unreachable cluster
+    add_argument(parser); executor = from_args(args)                 --executor for a command
+    executor.run(jobs, done, workers=None, fresh_process=False)      done(i, Outcome) per job,
+                                                                     in completion order
+    executor.description                                             "local processes", ...
+    executor.close()                                                 stops what it started
+
+A job carries only what a worker needs (compiler.Job: model config, workload, candidate,
+target); the worker sends back an Outcome (for Ray through its object store) and writes
+nothing: the driver fills the content-addressed cache (compiler.run_jobs), so a second run
+on any machine hits it, and Ctrl-C cannot leave a half-written entry (cache.py).
+
+A worker that dies (killed for memory, a crashed node) has its job retried once; dying again,
+the job comes back as a failed Outcome ("worker died twice") that the planner reports and
+skips like a failed compile. An exception raised by our own code in a worker is a bug and
+propagates, as in a local worker. Ray is imported only when asked for.
+
+`work` (default compiler.run_job) is what a worker runs for one job: a seam for tests that
+need a worker to die.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import multiprocessing
+import os
+import re
+import signal
+from typing import Callable, Sequence
+
+from aoizora.compiler import Job, Outcome, _one_line, _versions, run_job
+from aoizora.errors import UserError
+
+Done = Callable[[int, Outcome], None]
+_RAY_ADDRESS = re.compile(r"ray://[A-Za-z0-9.\-_\[\]:]+:\d+")
+
+
+def check_name(name: str) -> str:
+    """The executor name as given, or UserError: local, ray, or ray://HOST:PORT."""
+    if name in ("local", "ray") or _RAY_ADDRESS.fullmatch(name):
+        return name
+    raise UserError(f"--executor {name!r}: use local, ray (a Ray on this machine's cores) "
+                    "or ray://HOST:PORT (a Ray cluster's client address)")
+
+
+def add_argument(p) -> None:
+    p.add_argument("--executor", default="local", metavar="local|ray|ray://HOST:PORT",
+                   help="where lowering and compile jobs run: local processes (default), ray "
+                        "(a Ray started on this machine's cores) or ray://HOST:PORT (a Ray "
+                        "cluster); the cache stays on this machine")
+
+
+def from_args(args):
+    """The executor of --executor. UserError on a bad name, and beside --workers for Ray,
+    whose cluster CPUs decide how many jobs run at once."""
+    name = check_name(args.executor)
+    if name != "local" and getattr(args, "workers", None):
+        raise UserError(f"--workers sets local processes; with --executor {name} the "
+                        "cluster's CPUs decide how many jobs run at once: leave out --workers")
+    return make_executor(name)
+
+
+def make_executor(name: str, *, work: Callable[[Job], Outcome] = run_job):
+    check_name(name)
+    if name == "local":
+        return LocalExecutor(work=work)
+    return RayExecutor(None if name == "ray" else name, work=work)
+
+
+def _died(job: Job, why: str, out_of_memory: bool) -> Outcome:
+    return Outcome(job.name, job.kind, False, out_of_memory=out_of_memory,
+                   error=f"{job.candidate.name}: worker died twice (tried twice): {why}")
+
+
+# ---- local worker processes -------------------------------------------------------------
+
+class LocalExecutor:
+    """Spawned worker processes on this machine, a pool per run (today's behaviour)."""
+
+    description = "local processes"
+    remote = False   # runs a model this process loaded from a user's file? (run_jobs)
+
+    def __init__(self, work: Callable[[Job], Outcome] = run_job):
+        self.work = work
+
+    def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
+            fresh_process: bool = False) -> None:
+        """workers: processes (default one per two cores); fresh_process: one per job. A job
+        whose worker died runs again alone in a process of its own, so a second death is its
+        own (a dead worker breaks the whole pool: every job in flight comes back)."""
+        if workers is None:
+            workers = max(1, min(len(jobs), (os.cpu_count() or 2) // 2))
+        died = self._pool(jobs, range(len(jobs)), workers, fresh_process, done)
+        for i, why in died:
+            if self._pool(jobs, [i], 1, True, done):
+                done(i, _died(jobs[i], f"most likely out of memory: {why}", True))
+
+    def _pool(self, jobs, indices, workers: int, fresh_process: bool,
+              done: Done) -> list[tuple[int, str]]:
+        """Runs jobs[indices] in a new pool; returns (index, reason) of those whose worker died."""
+        ctx = multiprocessing.get_context("spawn")
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=_worker_signals,
+                                      max_tasks_per_child=1 if fresh_process else None)
+        died = []
+        try:
+            futures = {pool.submit(self.work, jobs[i]): i for i in indices}
+            for fut in cf.as_completed(futures):
+                try:
+                    out = fut.result()
+                except cf.process.BrokenProcessPool as e:  # a worker was killed
+                    died.append((futures[fut], _one_line(e)))
+                    continue
+                done(futures[fut], out)
+        except BaseException:
+            _stop(pool)
+            raise
+        pool.shutdown()
+        return sorted(died)
+
+    def close(self) -> None:
+        pass
+
+
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancels pending jobs and kills the workers of this pool now (a running compile is not
+    waited for). SIGKILL, not SIGTERM: libtpu's failure handler would print a stack trace
+    for each worker. Workers write nothing (the parent fills the cache), so nothing is lost."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join(timeout=5)
+
+
+# ---- Ray ---------------------------------------------------------------------------------
+
+def worker_identity() -> dict[str, str]:
+    """What a job's result depends on besides the job (compiler.job_key): the code, jax and
+    libtpu versions and XLA_FLAGS of the process that runs it."""
+    from aoizora.fingerprint import code_fingerprint
+
+    return {"code": code_fingerprint(), **_versions(),
+            "xla_flags": os.environ.get("XLA_FLAGS", "")}
+
+
+def _ray_task(work: Callable[[Job], Outcome], job: Job) -> tuple[Outcome, dict, str]:
+    import socket
+
+    return work(job), worker_identity(), socket.gethostname()
+
+
+class RayExecutor:
+    """Jobs as Ray tasks: a lowering takes one CPU, a compile two (XLA's TPU compiler uses
+    both), on a Ray started here (address None: this machine's cores), the Ray this process
+    already joined, or a cluster (ray://HOST:PORT). The cluster's CPUs set how many jobs run
+    at once. Every result is checked to come from the same code and versions as this
+    process, since the cache keys on this process's."""
+
+    def __init__(self, address: str | None, work: Callable[[Job], Outcome] = run_job, *,
+                 num_cpus: int | None = None):
+        """num_cpus: the CPUs of a Ray started here (default this machine's cores)."""
+        import ray
+
+        self.work = work
+        self.remote = True
+        self.started = not ray.is_initialized()
+        if self.started:
+            _init_ray(address, num_cpus or os.cpu_count() or 1)
+        cpus = [n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")]
+        self.cpus = int(sum(cpus))
+        self.compile_cpus = max(1, min(2, int(max(cpus, default=1))))
+        self.description = (f"ray ({'this machine' if address is None else address}, "
+                            f"{self.cpus} CPUs)")
+        self.identity = worker_identity()
+        # Ray retries a task whose worker died (max_retries), never one that raised.
+        self._task = ray.remote(max_retries=1, retry_exceptions=False)(_ray_task)
+        self._refs: dict = {}
+
+    def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
+            fresh_process: bool = False) -> None:
+        """workers is not used: the cluster's CPUs decide; fresh_process: one job per worker."""
+        import ray
+
+        refs = {}
+        for i, job in enumerate(jobs):
+            opts = {"num_cpus": 1 if job.kind == "lower" else self.compile_cpus}
+            if fresh_process:
+                opts["max_calls"] = 1
+            refs[self._task.options(**opts).remote(self.work, job)] = i
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                i = refs[ready[0]]
+                done(i, self._outcome(ready[0], jobs[i]))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+
+    def _outcome(self, ref, job: Job) -> Outcome:
+        import ray
+        from ray import exceptions as rx
+
+        try:
+            out, identity, host = ray.get(ref)
+        except (rx.WorkerCrashedError, rx.NodeDiedError, rx.OutOfMemoryError,
+                rx.ObjectLostError) as e:
+            return _died(job, _one_line(e), isinstance(e, rx.OutOfMemoryError))
+        if identity != self.identity:
+            diff = ", ".join(f"{k} {identity.get(k)!r} there, {v!r} here"
+                             for k, v in self.identity.items() if identity.get(k) != v)
+            raise UserError(f"the Ray worker on {host} runs other code or versions ({diff}): "
+                            "install the same aoizora, jax and libtpu on every node")
+        return out
+
+    def close(self) -> None:
+        if self.started:
+            import ray
+
+            ray.shutdown()
+            self.started = False
+
+
+def _init_ray(address: str | None, num_cpus: int) -> None:
+    """Starts a Ray on this machine's cores (address None) or joins a cluster. Ray's usage
+    statistics stay off (they would phone home); its dashboard is not started."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        if address is None:
+            ray.init(num_cpus=num_cpus, include_dashboard=False,
+                     log_to_driver=False, logging_level=logging.WARNING)
+        else:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    except ConnectionError as e:
+        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {_one_line(e)} "
+                        "(is its client server up? a cluster with token authentication also "
+                        "needs RAY_AUTH_MODE=token and its token here)") from None

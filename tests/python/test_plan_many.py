@@ -1,0 +1,155 @@
+"""`aoizora plan-many`: the settings file's one-line errors, and two tiny settings (v5e:2x2
+and v5e:2x4, real lowering and deviceless TPU compiles on the session's Ray) planned, both
+plans written and tabled; a rerun keeps the plans this code wrote, plans a missing one (an
+interrupted run) and replans one another code wrote.
+
+Each setting lowers only its first three candidates (the baselines compile as usual), so the
+cold run takes seconds, not minutes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+
+import pytest
+
+from aoizora import cli, strategies
+from aoizora.errors import UserError
+from aoizora.plan import Plan
+from aoizora.settings_file import load
+
+SETTINGS = """\
+- {model: wan-tiny, video: tiny, topology: v5e:2x2, top_k: 1}
+- model: wan-tiny
+  video: tiny
+  topology: v5e:2x4
+  top_k: 1
+"""
+KEYS = ("wan-tiny_v5e-2x2_tiny-9f_k1", "wan-tiny_v5e-2x4_tiny-9f_k1")
+
+
+def main(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main([str(a) for a in argv])
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def fleet(ray_executor, tmp_path_factory):
+    """(settings file, out dir, first run's (rc, stdout, stderr)), planned with --executor ray
+    (which joins the session's Ray) into a cache of its own."""
+    root = tmp_path_factory.mktemp("fleet")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AOIZORA_CACHE", str(root / "cache"))
+    full = strategies.enumerate_candidates
+    mp.setattr(strategies, "enumerate_candidates", lambda *a, **k: full(*a, **k)[:3])
+    path = root / "settings.yaml"
+    path.write_text(SETTINGS)
+    out = root / "plans"
+    first = main("plan-many", path, "--executor", "ray", "--out-dir", out, "--quiet")
+    yield path, out, first
+    mp.undo()
+
+
+def test_every_setting_is_planned_written_and_tabled(fleet):
+    path, out, (rc, stdout, stderr) = fleet
+    assert rc == 0, stderr
+    assert sorted(os.listdir(out)) == [f"{k}.json" for k in KEYS]   # no temporary left
+    for key, topology in zip(KEYS, ("v5e:2x2", "v5e:2x4")):
+        plan = Plan.load(str(out / f"{key}.json"))
+        assert plan.topology["name"] == topology and plan.planning["top_k"]
+        assert plan.planning["plan_many"]["setting"]["topology"] == topology
+        assert plan.planning["executor"].startswith("ray (")
+        row = next(line for line in stdout.splitlines() if key in line)
+        assert "planned" in row and plan.choice.candidate in row
+    assert "2 settings, 1 at once, jobs on ray" in stderr
+
+
+def test_rerun_keeps_the_plans_done_and_plans_the_missing_one(fleet):
+    path, out, _ = fleet
+    kept, missing = (out / f"{k}.json" for k in KEYS)
+    before = kept.stat().st_mtime_ns
+    missing.unlink()                        # as if interrupted before the second plan
+    rc, stdout, stderr = main("plan-many", path, "--out-dir", out, "--quiet", "--json")
+    rows = {r["key"]: r for r in json.loads(stdout)}
+    assert rc == 0 and kept.stat().st_mtime_ns == before
+    assert rows[KEYS[0]]["status"] == "kept" and f"{KEYS[0]}: kept, planned before" in stderr
+    assert rows[KEYS[1]]["status"] == "planned" and missing.exists()
+    assert rows[KEYS[1]]["cache_hits"] == rows[KEYS[1]]["jobs"] > 0   # the cache Ray filled
+
+
+def test_a_plan_by_other_code_is_planned_again(fleet):
+    path, out, _ = fleet
+    plan = out / f"{KEYS[0]}.json"
+    d = json.loads(plan.read_text())
+    d["planning"]["plan_many"]["code"] = "0123456789abcdef"
+    plan.write_text(json.dumps(d))
+    rc, stdout, stderr = main("plan-many", path, "--out-dir", out, "--quiet", "--json")
+    assert rc == 0 and "made by other code, planning again" in stderr
+    assert [r["status"] for r in json.loads(stdout)] == ["planned", "kept"]
+    assert json.loads(plan.read_text())["planning"]["plan_many"]["code"] != "0123456789abcdef"
+
+
+def test_settings_planned_at_once_on_ray_give_the_same_plans(fleet):
+    path, out, _ = fleet
+    before = {k: Plan.load(str(out / f"{k}.json")).choice for k in KEYS}
+    rc, stdout, stderr = main("plan-many", path, "--executor", "ray", "--concurrent", "2",
+                              "--force", "--out-dir", out, "--quiet", "--json")
+    assert rc == 0 and "2 settings, 2 at once" in stderr
+    assert [r["status"] for r in json.loads(stdout)] == ["planned", "planned"]
+    for k in KEYS:
+        after = Plan.load(str(out / f"{k}.json")).choice
+        assert (after.candidate, after.device_coords) == (before[k].candidate,
+                                                          before[k].device_coords)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("- {model: wan-huge, topology: v5e:2x4}\n", "setting 1 (line 1): unknown model 'wan-huge'"),
+    ("- {model: wan-tiny, video: tiny, topology: v5e:2x4}\n- {model: wan-tiny, topology: "
+     "v9:2x2, video: tiny}\n", "setting 2 (line 2): topology v9:2x2: unknown topology"),
+    ("- model: wan-tiny\n  frame: 9\n  topology: v5e:2x4\n", "unknown field 'frame'"),
+    ("- {model: wan-tiny, video: tiny, topology: v5e:2x4, top_k: yes}\n",
+     "top_k must be int, found True"),
+    ("- {model: wan-tiny, video: tiny, topology: v5e:2x4, top_k: 0}\n", "top_k 0: use 1 to"),
+    ("- {model: wan2.1-t2v-1.3b, frames: 22, topology: v5e:2x4}\n", "must be 4k+1"),
+    ("- {model: wan-tiny, video: tiny}\n", "setting 1 (line 1): missing topology"),
+    ("- {model: wan-tiny, video: tiny, topology: v5e:2x4, hardware: none.json}\n", "none.json"),
+    ("model: wan-tiny\n", "expected a list of settings"),
+    ("", "expected a list of settings"),
+    ("- model: wan-tiny\n  topology: [v5e\n", ":3:1: not YAML"),
+    ("- {model: wan-tiny, video: tiny, topology: v5e:2x4}\n"
+     "- {model: wan-tiny, video: tiny, topology: v5e:2x4, frames: 9}\n",
+     "settings 1 and 2 (line 2) would write the same plan"),
+])
+def test_bad_settings_file_is_one_line_before_any_work(tmp_path, text, words):
+    path = tmp_path / "settings.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError) as e:
+        load(str(path))
+    assert words in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).startswith(str(path))
+
+
+def test_settings_fill_defaults_and_find_files_beside_the_settings_file(tmp_path):
+    (tmp_path / "topo").mkdir()
+    topo = {"name": "two", "generation": "v5e", "dims": [2, 1], "wrap": [False, False]}
+    (tmp_path / "topo" / "two.json").write_text(json.dumps(topo))
+    path = tmp_path / "s.yaml"
+    path.write_text("- {model: wan2.1-t2v-1.3b, topology: v5e:2x4}\n"
+                    "- {model: wan2.2-ti2v-5b, topology: topo/two.json}\n")
+    a, b = load(str(path))
+    assert (a.video, a.frames, a.top_k, a.key) == ("480p", 21, None, "wan-1.3b_v5e-2x4_480p-21f")
+    assert b.video == "720p" and b.topology == str(tmp_path / "topo" / "two.json")
+    assert b.key == "wan2.2-ti2v-5b_two_720p-21f" and "topology_sha256" in b.record()
+
+
+def test_plan_many_refuses_concurrent_local_and_workers_with_ray(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SETTINGS)
+    rc, _, err = main("plan-many", path, "--concurrent", "2")
+    assert rc == 2 and "--concurrent" in err and len(err.splitlines()) == 1
+    rc, _, err = main("plan-many", path, "--executor", "ray", "--workers", "2")
+    assert rc == 2 and "leave out --workers" in err
