@@ -32,7 +32,7 @@ import re
 import signal
 from typing import Callable, Sequence
 
-from aoizora.compiler import Job, Outcome, _one_line, _versions, run_job
+from aoizora.compiler import Job, Outcome, _one_line, run_job, versions
 from aoizora.errors import UserError
 
 Done = Callable[[int, Outcome], None]
@@ -151,7 +151,7 @@ def worker_identity() -> dict[str, str]:
     libtpu versions and XLA_FLAGS of the process that runs it."""
     from aoizora.fingerprint import code_fingerprint
 
-    return {"code": code_fingerprint(), **_versions(),
+    return {"code": code_fingerprint(), **versions(),
             "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
