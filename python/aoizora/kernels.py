@@ -19,7 +19,7 @@ masks the padded keys (models/splash.py, as MaxDiffusion's _pad_data_for_flash d
 legal set per call shape is a ladder: for each block count k (1..32), the smallest multiple
 of the MXU tile that covers the length in exactly k blocks (the least padding for k blocks),
 and 512, 1024, 2048 and 4096; block_kv_compute is 512 or block_kv. A triple is legal when the kernel's scoped VMEM
-(vmem_bytes) fits the limit we compile with (scoped_vmem_bytes, set in jaxenv). Each legal
+(vmem_bytes, an upper bound) fits the limit we compile with (scoped_vmem_bytes, set in jaxenv). Each legal
 triple is priced with the kernel model Stage 1 and the simulator use (cost/splash_kernel.h
 through _core.splash_kernel_cost: FLOPs on the padded lengths, K/V streamed once per query
 block) at the device's roofline; the cheapest wins, ties to the larger blocks. The model has
@@ -131,14 +131,18 @@ def block_ladder(n: int, align: int, max_blocks: int = MAX_BLOCKS) -> list[int]:
 
 def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int,
                dtype_bytes: int = 2) -> int:
-    """The splash forward kernel's scoped VMEM, modelled on what libtpu reports for it
-    (docs/simulator.md, "Block sizes"): per query row, q and o double-buffered, the f32
-    accumulator and the m, l rows (128 lanes of f32 each); per key row, k and v
-    double-buffered; and the score tile block_q x block_kv_compute at 6 bytes an element
-    (f32 scores and bf16 probabilities)."""
+    """An upper bound of the splash forward kernel's VMEM, from what libtpu reports for it
+    (docs/simulator.md, "Block sizes"). Its own scratch, exactly: per query row, q and o
+    double-buffered, the f32 accumulator and the m, l rows (128 lanes of f32 each); per key
+    row, k and v double-buffered. And the scores, bounded by f32 over the whole
+    block_q x block_kv tile: the kernel's inner loop over block_kv_compute sub-tiles keeps
+    most of them live (libtpu: 9728 x 9728 in 512-key sub-tiles uses 375 MiB in all, the
+    bound says 412; 9472 x 1024 uses 47 MiB on v6e, the bound says 61). block_kv_compute
+    does not enter the bound."""
+    del block_kv_compute
     per_q_row = 2 * 2 * head_dim * dtype_bytes + 4 * head_dim + 2 * LANE * 4
     per_kv_row = 2 * 2 * head_dim * dtype_bytes
-    return block_q * per_q_row + block_kv * per_kv_row + block_q * block_kv_compute * 6
+    return block_q * per_q_row + block_kv * per_kv_row + 4 * block_q * block_kv
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,8 @@ def with_kernel(candidate, model, workload, platform: str,
                 device: DeviceFigures | str | None = None, *,
                 blocks: tuple[int, int, int] | None = None):
     """The candidate with the attention kernel of `platform` and its block sizes: `blocks`
-    when given (a published recipe), else choose_blocks on `device` (DeviceFigures, or a
+    when given (a published recipe: not checked against the VMEM bound, which is
+    conservative; the compile decides), else choose_blocks on `device` (DeviceFigures, or a
     catalog slice name; needed on TPU).
     Raises KernelUnsupported (one line, naming the candidate) when its shards cannot run
     the kernel."""
@@ -264,9 +269,6 @@ def with_kernel(candidate, model, workload, platform: str,
         except KernelUnsupported as e:
             raise KernelUnsupported(f"{candidate.name}: {e}") from None
     bq, bkv, bkc = clamp_blocks(shape, blocks)
-    if vmem_bytes(bq, bkv, bkc, shape.head_dim) > scoped_vmem_bytes():
-        raise KernelUnsupported(f"{candidate.name}: splash blocks q {bq} kv {bkv}/{bkc} need "
-                                f"more than {scoped_vmem_bytes() >> 10} KiB of VMEM")
     return dataclasses.replace(candidate, kernel="splash", block_q=bq, block_kv=bkv,
                                block_kv_compute=bkc)
 

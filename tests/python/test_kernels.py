@@ -35,21 +35,22 @@ def test_block_ladder_gives_the_least_padding_for_each_block_count():
 
 
 # libtpu 0.0.42.1 reports the splash forward kernel's own scoped VMEM when a compile
-# exceeds the limit (bench/splash_vmem.py prints these): (q, kv, kv_compute) -> MiB, D 128.
+# exceeds the limit: (q, kv, kv_compute) -> MiB, head dim 128 (bench/splash_vmem.py).
 LIBTPU_KERNEL_SCRATCH_MIB = {(512, 512, 512): 1.75, (2048, 512, 512): 5.5,
                              (512, 2048, 2048): 3.25, (4096, 2048, 512): 12.0,
                              (9472, 1024, 512): 24.12}
-# ... and the whole kernel (scratch and score tiles) where the scratch alone fit:
-LIBTPU_KERNEL_TOTAL_MIB = {("v6e", 9472, 1024, 512): 46.95, ("tpu7x", 9472, 1024, 512): 45.98}
+# ... and the whole kernel (scratch and score tiles) where the scratch alone fit.
+LIBTPU_KERNEL_TOTAL_MIB = {("v6e", 9472, 1024, 512): 46.95, ("tpu7x", 9472, 1024, 512): 45.98,
+                           ("v5e", 9728, 9728, 512): 374.77}
 
 
-def test_vmem_model_matches_libtpu_and_bounds_the_whole_kernel():
+def test_vmem_model_is_libtpus_scratch_plus_a_bound_on_the_scores():
     for (bq, bkv, bkc), mib in LIBTPU_KERNEL_SCRATCH_MIB.items():
-        scratch = kernels.vmem_bytes(bq, bkv, bkc, 128) - bq * bkc * 6
+        scratch = kernels.vmem_bytes(bq, bkv, bkc, 128) - 4 * bq * bkv
         assert scratch / 2**20 == pytest.approx(mib, rel=0.01), (bq, bkv, bkc)
     for (_, bq, bkv, bkc), mib in LIBTPU_KERNEL_TOTAL_MIB.items():
         model = kernels.vmem_bytes(bq, bkv, bkc, 128) / 2**20
-        assert mib <= model <= 1.15 * mib      # an upper bound, within 15 %
+        assert mib <= model <= 1.35 * mib      # an upper bound, never below libtpu
 
 
 def test_block_search_beats_the_default_where_512_is_hbm_bound():
@@ -75,18 +76,18 @@ def test_padding_costs_flops_and_vmem_caps_the_blocks():
     assert (tuned.q_pad, tuned.kv_pad) == (38400, 38912)
     exact = kernels.price_blocks(shape, (9472, 1024, 512), dev)
     assert tuned.flops == pytest.approx(exact.flops * 38400 * 38912 / 37888**2)
-    assert kernels.vmem_bytes(6400, 2048, 2048, 128) > kernels.scoped_vmem_bytes()
+    assert kernels.vmem_bytes(9472, 2048, 512, 128) > kernels.scoped_vmem_bytes()
     assert all(kernels.vmem_bytes(*t, 128) <= kernels.scoped_vmem_bytes()
                for t in kernels.legal_triples(shape, 256))
 
 
-def test_published_blocks_and_a_too_large_recipe_is_refused(tiny):
+def test_published_blocks_are_taken_as_given():
     assert kernels.published_blocks("v6e", 8, "maxdiffusion-data2-ulysses") == (9472, 1024, 512)
     assert kernels.published_blocks("v6e", 16, "maxdiffusion-data2-ulysses") == (512, 512, 512)
     cfg, w = get_model("wan2.1-t2v-14b", blocks=2), get_workload("720p", 81)
-    c = {c.name: c for c in S.enumerate_candidates(cfg, w, 8)}["dp2-uly4w"]
-    with pytest.raises(kernels.KernelUnsupported, match="dp2-uly4w: .*VMEM"):
-        kernels.with_kernel(c, cfg, w, "tpu", blocks=(9472, 2048, 2048))
+    c = {c.name: c for c in S.enumerate_candidates(cfg, w, 8)}["dp2-usp2x2w"]
+    k = kernels.with_kernel(c, cfg, w, "tpu", blocks=(6400, 2048, 1024))  # above the bound:
+    assert (k.block_q, k.block_kv, k.block_kv_compute) == (6400, 2048, 1024)  # compile decides
 
 
 def test_14b_720p_shapes_and_blocks_per_form():
@@ -142,10 +143,7 @@ def test_cpu_compile_stays_blockwise(tiny):
         C.lower(kernels.with_kernel(by["dp2-ring4"], cfg, w, "tpu", "v5e:2x4"), cfg, w, "cpu:8")
 
 
-def test_maxdiffusion_recipes_run_their_published_blocks_beside_the_searched_ones():
-    """v6e-8, Wan 14B 720p 81f: the Ulysses recipe runs MaxDiffusion's tuned 9472/1024/512
-    and the default recipe its 512s, each a candidate of its own carrying the baseline tag;
-    the searched candidates keep the other tags (Wan FSDP + Ulysses, xDiT USP)."""
+def _planned(topology: str):
     from types import SimpleNamespace
 
     from aoizora import _core, planner
@@ -153,14 +151,33 @@ def test_maxdiffusion_recipes_run_their_published_blocks_beside_the_searched_one
     cfg, w = get_model("wan2.1-t2v-14b", blocks=2), get_workload("720p", 81)
     skipped = []
     run = SimpleNamespace(cfg=cfg, wl=w, target=SimpleNamespace(platform="tpu"),
-                          stage2=SimpleNamespace(topology=_core.make_topology("v6e:2x4")),
+                          stage2=SimpleNamespace(topology=_core.make_topology(topology)),
                           skip=lambda name, why: skipped.append(name))
     out = {c.name: c for c in planner._with_kernels(run, S.enumerate_candidates(cfg, w, 8))}
-    tuned = out["dp2-uly4w-b9472x1024x512"]
-    assert tuned.baselines == ("maxdiffusion-data2-ulysses",)
-    assert (tuned.block_q, tuned.block_kv, tuned.block_kv_compute) == (9472, 1024, 512)
-    assert "maxdiffusion-data2-ulysses" not in out["dp2-uly4w"].baselines
-    assert out["ag8w-b512x512x512"].baselines == ("maxdiffusion-default",)
-    assert out["uly8w"].baselines == ("wan-fsdp-ulysses",) and out["uly8w"].block_q > 512
     tags = [t for c in out.values() for t in c.baselines]
     assert len(tags) == len(set(tags)) and not skipped      # each tag on one candidate
+    return out
+
+
+def test_maxdiffusion_recipes_run_their_published_blocks_beside_the_searched_ones():
+    """TPU7x-8, Wan 14B 720p 81f: the Ulysses 2 x ring 2 recipe runs MaxDiffusion's tuned
+    6400/2048/1024 and the default recipe its 512s, each a candidate of its own carrying
+    the baseline tag; the searched candidates keep the other tags."""
+    out = _planned("tpu7x:2x2x1")
+    tuned = out["dp2-usp2x2w-b6400x2048x1024"]
+    assert tuned.baselines == ("maxdiffusion-data2-ulysses2-ring",)
+    assert (tuned.block_q, tuned.block_kv, tuned.block_kv_compute) == (6400, 2048, 1024)
+    assert "maxdiffusion-data2-ulysses2-ring" not in out["dp2-usp2x2w"].baselines
+    assert out["ag8w-b512x512x512"].baselines == ("maxdiffusion-default",)
+    assert out["uly8w"].baselines == ("wan-fsdp-ulysses",) and out["uly8w"].block_q > 512
+
+
+def test_search_lands_on_maxdiffusions_tuned_v6e_blocks():
+    """v6e-8, 720p 81f, Ulysses 4: the search (which never sees the published profile)
+    picks MaxDiffusion's hand-tuned 9472/1024/512, so the recipe keeps its tag on the
+    searched candidate and needs no candidate of its own."""
+    out = _planned("v6e:2x4")
+    c = out["dp2-uly4w"]
+    assert (c.block_q, c.block_kv, c.block_kv_compute) == (9472, 1024, 512)
+    assert "maxdiffusion-data2-ulysses" in c.baselines
+    assert not any(n.startswith("dp2-uly4w-b") for n in out)
