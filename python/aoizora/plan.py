@@ -115,10 +115,13 @@ class Plan:
         """(parameter shardings pytree, input shardings tuple) for jax.device_put / jit."""
         import jax
 
+        # The leaves are tuples of axis names, as compiler.build reads them: a model's
+        # parameters may be a tuple of trees (the resident experts of Wan 2.2 A14B).
+        from aoizora.compiler import _is_axes
+
         layout = self.layout(model, devices)
-        is_axes = lambda a: isinstance(a, tuple)  # noqa: E731
         params = jax.tree.map(lambda a, x: layout.sharding(a, x.shape), model.param_axes(),
-                              model.abstract_params(), is_leaf=is_axes)
+                              model.abstract_params(), is_leaf=_is_axes)
         inputs = tuple(layout.sharding(a, x.shape) for a, x in
                        zip(model.input_axes(workload), model.abstract_inputs(workload)))
         return params, inputs

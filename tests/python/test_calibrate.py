@@ -172,6 +172,33 @@ def test_cli_table_prints_every_point_before_and_after(tmp_path, capsys):
     assert json.loads(out.read_text())["provenance"]["fitted"] is True
 
 
+def test_tpu7x_points_fit_only_with_a_link_above_its_figure(tmp_path, capsys):
+    # The published TPU7x all-gathers (two groups, one per core, sharing each chip's two
+    # links) are 1.78x faster at large sizes than one link at a time allows: the fit needs
+    # a 178 GB/s link and says so, which is why profiles/tpu7x.json ships nominal. Groups on
+    # the wrong devices (both cores of two chips) or a profile whose cores are dropped give
+    # another figure.
+    out = tmp_path / "tpu7x.json"
+    rc = cli.main(["calibrate", str(measurements.PUBLISHED), "--base", "tpu7x", "-o", str(out),
+                   "--json"])
+    printed = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    params = {p["name"]: p for p in printed["parameters"]}
+    assert params["link_bandwidth"]["fitted"]
+    assert params["link_bandwidth"]["value"] == pytest.approx(178.4e9, rel=0.01)
+    assert params["collective_latency.all-gather"]["value"] == pytest.approx(11.16e-6, rel=0.02)
+    used = [q for q in printed["points"] if q["used"]]
+    assert [q["id"] for q in used] == [p.id for p in measurements.load()
+                                       if p.generation == "tpu7x"]
+    assert max(abs(q["error_after"]) for q in used) < 0.01
+    assert any("link_bandwidth fitted above the base figure" in n for n in printed["notes"])
+    prof = json.loads(out.read_text())
+    shipped = hardware_file.shipped("tpu7x")
+    assert (prof["cores_per_chip"], prof["intra_chip_link"]) == (2, shipped["intra_chip_link"])
+    assert shipped["provenance"]["fitted"] is False
+    assert "178.4 GB/s" in shipped["provenance"]["note"]
+
+
 def _bad_file(tmp_path, body) -> pathlib.Path:
     path = tmp_path / "bad.json"
     path.write_text(body if isinstance(body, str) else json.dumps(body))
