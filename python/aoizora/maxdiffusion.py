@@ -101,13 +101,24 @@ def to_maxdiffusion(plan, device_ids: list[int]) -> dict[str, Any]:
         "aoizora": {"model": plan.model.get("name"), "topology": plan.topology.get("name"),
                     "candidate": c.name, "placement": plan.choice.placement,
                     "simulated_s": plan.choice.simulated_s,
-                    "attention_kernel": c.kernel},
+                    "attention_kernel": c.kernel, **_libtpu_args(c)},
         "overrides": overrides(c),
         "device_order": {"mesh_axes": list(MESH_AXES),
                          "mesh_shape": [c.data, c.fsdp, c.context, c.tensor],
                          "device_ids": list(device_ids),
                          "device_coords": [list(x) for x in plan.choice.device_coords]},
     }
+
+
+def _libtpu_args(c) -> dict[str, str]:
+    """The libtpu flag the plan's splash blocks were chosen and compiled under (the scoped
+    VMEM limit, MaxDiffusion's own run flag): a deployment must run with it too."""
+    from aoizora import kernels
+
+    if c.kernel != "splash":
+        return {}
+    return {"libtpu_init_args": f"--{kernels.SCOPED_VMEM_FLAG}="
+                                f"{kernels.scoped_vmem_bytes() >> 10}"}
 
 
 def jax_device_ids(plan, devices=None) -> list[int]:
@@ -137,7 +148,8 @@ def yaml_text(plan, devices=None) -> str:
     doc = to_maxdiffusion(plan, jax_device_ids(plan, devices))
     head = ("# AoiZora plan for MaxDiffusion. Pass `overrides` as config keys; build the mesh\n"
             "# from `device_order` with aoizora.maxdiffusion.maxdiffusion_mesh (see\n"
-            "# docs/maxdiffusion.md). Figures are simulated, not measured.\n")
+            "# docs/maxdiffusion.md); run with aoizora.libtpu_init_args in LIBTPU_INIT_ARGS.\n"
+            "# Figures are simulated, not measured.\n")
     return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from aoizora import _core, maxdiffusion, strategies, tpu
+from aoizora import _core, kernels, maxdiffusion, strategies, tpu
 from aoizora.errors import UserError
 from aoizora.models import get_model, get_workload
 from aoizora.placement import device_keys
@@ -65,11 +65,16 @@ def _plan(topology: str, candidate: strategies.Candidate, device_of: list[int]):
 
 def test_emitted_order_builds_the_planned_mesh_on_tpu7x():
     usp = strategies.baseline_candidates(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
+    usp = kernels.with_kernel(usp, MODEL, WORKLOAD, "tpu", "tpu7x:2x2x1")
     # A placement that is not jax's default: the Ulysses pairs across chips.
     device_of = [0, 2, 1, 3, 4, 6, 5, 7]
     plan = _plan("tpu7x:2x2x1", usp, device_of)
-    doc = yaml.safe_load(maxdiffusion.yaml_text(plan))
+    text = maxdiffusion.yaml_text(plan)
+    doc = yaml.safe_load(text)
     assert doc["overrides"]["attention"] == "ulysses_ring"
+    # Blocks were chosen under MaxDiffusion's scoped VMEM flag: the emit says to run with it.
+    if usp.kernel == "splash":
+        assert doc["aoizora"]["libtpu_init_args"] == "--xla_tpu_scoped_vmem_limit_kib=65536"
     assert doc["device_order"]["mesh_shape"] == [2, 1, 4, 1]
     devices = tpu.compile_only_devices("tpu7x:2x2x1")
     mesh = maxdiffusion.maxdiffusion_mesh(doc, devices)
