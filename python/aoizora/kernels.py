@@ -22,10 +22,10 @@ and 512, 1024, 2048 and 4096; block_kv_compute is 512 or block_kv. A triple is l
 (vmem_bytes, an upper bound) fits the limit we compile with (scoped_vmem_bytes, set in jaxenv). Each legal
 triple is priced with the kernel model Stage 1 and the simulator use (cost/splash_kernel.h
 through _core.splash_kernel_cost: FLOPs on the padded lengths, K/V streamed once per query
-block) at the device's roofline; the cheapest wins, ties to the larger blocks. The model has
-no per-grid-step overhead, so among blocks that pad nothing and stay compute-bound it is
-indifferent: it rewards less padding and, where a small block_q leaves the kernel HBM-bound,
-larger query blocks. MaxDiffusion's default is 512 for each block (`flash_block_sizes` in
+block) at the device's roofline; the cheapest wins, ties to the blocks nearest the
+default (512 each), then to the smaller score tile (the cheaper to compile). The model has no per-grid-step overhead, so among blocks that pad
+nothing and stay compute-bound it is indifferent: it rewards less padding and, where a small
+block_q leaves the kernel HBM-bound, larger query blocks. MaxDiffusion's default is 512 for each block (`flash_block_sizes` in
 base_wan_14b.yml); its published tuned profiles are in PUBLISHED_BLOCKS.
 """
 
@@ -223,16 +223,26 @@ def legal_triples(shape: KernelShape, align: int):
                     yield bq, bkv, bkc
 
 
+def _from_default(blocks: tuple[int, int, int]) -> float:
+    """How far blocks are from MaxDiffusion's default, in powers of two summed."""
+    return sum(abs(math.log2(b / DEFAULT_BLOCK)) for b in blocks)
+
+
 def choose_blocks(shape: KernelShape, device: DeviceFigures) -> tuple[BlockCost, int]:
-    """The cheapest legal block triple for `shape` by the kernel model (ties to larger
-    block_q, then larger block_kv, then smaller block_kv_compute), and how many were legal.
-    Raises KernelUnsupported when none fits VMEM."""
+    """The cheapest legal block triple for `shape` by the kernel model, and how many were
+    legal. Among triples the model prices alike (compute-bound, the same padding) the one
+    nearest MaxDiffusion's default (512 each, in powers of two) wins, then the smaller score
+    tile: the model has no cost per grid step, so it has no reason to leave the production
+    default there, and large tiles compile slowly (Mosaic, libtpu 0.0.42.1, one call:
+    512 x 512 3.6 s, 4096 x 512 23 s, 9472 x 512 80 s). Raises KernelUnsupported when none
+    fits VMEM."""
     align = max(LANE, device.mxu_size)
     priced = [price_blocks(shape, t, device) for t in legal_triples(shape, align)]
     if not priced:
         raise KernelUnsupported(f"no splash block sizes fit {scoped_vmem_bytes() >> 10} KiB of VMEM "
                                 f"for q {shape.q_len}, kv {shape.kv_len}")
-    best = min(priced, key=lambda c: (c.seconds, -c.block_q, -c.block_kv, c.block_kv_compute))
+    best = min(priced, key=lambda c: (c.seconds, _from_default(c.blocks),
+                                      c.block_q * c.block_kv_compute, c.blocks))
     return best, len(priced)
 
 
