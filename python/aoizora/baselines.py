@@ -69,8 +69,8 @@ def alpa_cost(result: stage1.Stage1Result, link_bandwidth: float,
                                         for c in result.collectives)
 
 
-def baseline_candidates(model, workload, n_chips: int, stage1_results: list,
-                        link_bandwidth: float, alpha: float) -> dict[str, strategies.Candidate]:
+def baseline_candidates(model, stage1_results: list, link_bandwidth: float,
+                        alpha: float) -> dict[str, strategies.Candidate]:
     """tag -> candidate for every baseline that exists for this slice. A hand-tuned
     configuration that does not fit in memory is left out (it cannot be deployed); the
     Alpa-style pick is the least alpa_cost among the fitting results (ties by name), and

@@ -18,21 +18,25 @@ block_q and block_kv (multiples of 128); a call pads its lengths up to multiples
 masks the padded keys (models/splash.py, as MaxDiffusion's _pad_data_for_flash does). The
 legal set per call shape is a ladder: for each block count k (1..32), the smallest multiple
 of the MXU tile that covers the length in exactly k blocks (the least padding for k blocks),
-and 512, 1024, 2048 and 4096; block_kv_compute is 512 or block_kv. A triple is legal when the kernel's scoped VMEM
-(vmem_bytes, an upper bound) fits the limit we compile with (scoped_vmem_bytes, set in jaxenv). Each legal
-triple is priced with the kernel model Stage 1 and the simulator use (cost/splash_kernel.h
-through _core.splash_kernel_cost: FLOPs on the padded lengths, K/V streamed once per query
-block) at the device's roofline; the cheapest wins, ties to the blocks nearest the
-default (512 each), then to the smaller score tile (the cheaper to compile). The model has no per-grid-step overhead, so among blocks that pad
+and 512, 1024, 2048 and 4096; block_kv_compute is 512 or block_kv. A triple is legal when an
+upper bound of the kernel's scoped VMEM (vmem_bytes) fits the limit we compile with
+(scoped_vmem_bytes, set in jaxenv). Each legal triple is priced with the kernel model Stage 1
+and the simulator use (cost/splash_kernel.h through _core.splash_kernel_cost: FLOPs on the
+padded lengths, K/V streamed once per query block) at the device's roofline; the cheapest
+wins, ties to the blocks nearest the default (512 each), then to the smaller score tile (the
+cheaper to compile). The model has no per-grid-step overhead, so among blocks that pad
 nothing and stay compute-bound it is indifferent: it rewards less padding and, where a small
-block_q leaves the kernel HBM-bound, larger query blocks. MaxDiffusion's default is 512 for each block (`flash_block_sizes` in
-base_wan_14b.yml); its published tuned profiles are in PUBLISHED_BLOCKS.
+block_q leaves the kernel HBM-bound, larger query blocks. MaxDiffusion's default is 512 for
+each block (`flash_block_sizes` in base_wan_14b.yml); its published tuned profiles are in
+PUBLISHED_BLOCKS.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import re
 from dataclasses import dataclass
 
 KERNELS = ("blockwise", "splash")
@@ -51,11 +55,9 @@ SCOPED_VMEM_KIB = 65536
 def scoped_vmem_bytes() -> int:
     """The scoped VMEM limit of this process's TPU compiles: the flag in LIBTPU_INIT_ARGS
     (jaxenv sets SCOPED_VMEM_KIB unless the user set another)."""
-    import os
-    import re
-
     m = re.search(SCOPED_VMEM_FLAG + r"=(\d+)", os.environ.get("LIBTPU_INIT_ARGS", ""))
     return (int(m.group(1)) if m else SCOPED_VMEM_KIB) * 1024
+
 
 # MaxDiffusion's published block sizes (block_q, block_kv, block_kv_compute) for a baseline
 # recipe on a slice: (generation, devices, baseline tag) -> blocks. v6e-8 Ulysses 4 and
@@ -189,11 +191,12 @@ class BlockCost:
         return self.block_q, self.block_kv, self.block_kv_compute
 
 
-def clamp_blocks(shape: KernelShape, blocks: tuple[int, int, int]) -> tuple[int, int, int]:
-    """Blocks no longer than the (128-padded) lengths they tile, block_kv_compute <= block_kv,
-    as the kernel call clamps them (models/splash.py)."""
-    bq = min(blocks[0], round_up(shape.q_len, LANE))
-    bkv = min(blocks[1], round_up(shape.kv_len, LANE))
+def clamp_blocks(q_len: int, kv_len: int,
+                 blocks: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Blocks no longer than the (128-padded) lengths they tile, block_kv_compute <= block_kv:
+    what a kernel call runs with (models/splash.py)."""
+    bq = min(blocks[0], round_up(q_len, LANE))
+    bkv = min(blocks[1], round_up(kv_len, LANE))
     return bq, bkv, min(blocks[2], bkv)
 
 
@@ -202,7 +205,7 @@ def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
     """The kernel model's cost of `blocks` on `shape` (lengths padded to the blocks)."""
     from aoizora import _core
 
-    bq, bkv, bkc = clamp_blocks(shape, blocks)
+    bq, bkv, bkc = clamp_blocks(shape.q_len, shape.kv_len, blocks)
     q_pad, kv_pad = round_up(shape.q_len, bq), round_up(shape.kv_len, bkv)
     c = _core.splash_kernel_cost(shape.heads, q_pad, kv_pad, shape.head_dim, shape.head_dim,
                                  bq, 2)
@@ -215,8 +218,9 @@ def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
 def legal_triples(shape: KernelShape, align: int):
     """Every (block_q, block_kv, block_kv_compute) of the ladders whose VMEM fits."""
     limit = scoped_vmem_bytes()
+    kv_ladder = block_ladder(shape.kv_len, align)
     for bq in block_ladder(shape.q_len, align):
-        for bkv in block_ladder(shape.kv_len, align):
+        for bkv in kv_ladder:
             for bkc in sorted({min(DEFAULT_BLOCK, bkv), bkv}):
                 if (bkv % bkc == 0
                         and vmem_bytes(bq, bkv, bkc, shape.head_dim) <= limit):
@@ -239,8 +243,8 @@ def choose_blocks(shape: KernelShape, device: DeviceFigures) -> tuple[BlockCost,
     align = max(LANE, device.mxu_size)
     priced = [price_blocks(shape, t, device) for t in legal_triples(shape, align)]
     if not priced:
-        raise KernelUnsupported(f"no splash block sizes fit {scoped_vmem_bytes() >> 10} KiB of VMEM "
-                                f"for q {shape.q_len}, kv {shape.kv_len}")
+        raise KernelUnsupported(f"no splash block sizes fit {scoped_vmem_bytes() >> 10} KiB "
+                                f"of VMEM for q {shape.q_len}, kv {shape.kv_len}")
     best = min(priced, key=lambda c: (c.seconds, _from_default(c.blocks),
                                       c.block_q * c.block_kv_compute, c.blocks))
     return best, len(priced)
@@ -278,7 +282,7 @@ def with_kernel(candidate, model, workload, platform: str,
             blocks = choose_blocks(shape, device)[0].blocks
         except KernelUnsupported as e:
             raise KernelUnsupported(f"{candidate.name}: {e}") from None
-    bq, bkv, bkc = clamp_blocks(shape, blocks)
+    bq, bkv, bkc = clamp_blocks(shape.q_len, shape.kv_len, blocks)
     return dataclasses.replace(candidate, kernel="splash", block_q=bq, block_kv=bkv,
                                block_kv_compute=bkc)
 

@@ -286,8 +286,7 @@ def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
     compiled after the decision; a pair the decision already simulated is not run again."""
     t0 = time.perf_counter()
     base_cands = baselines.baseline_candidates(
-        run.cfg, run.wl, run.stage2.num_devices, s1, run.stage2.topology.link_bandwidth,
-        run.stage2.topology.hop_latency)
+        run.cfg, s1, run.stage2.topology.link_bandwidth, run.stage2.topology.hop_latency)
     _compile(run, "compile the baselines",
              [c for c in dict.fromkeys(base_cands.values()) if c.name not in run.graphs])
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}

@@ -88,7 +88,7 @@ ULYSSES = [C("all-to-all", ("context",), 4, 4e6, executions=4)]        # 4 x 16 
 
 
 def _pick(results, link=LINK, alpha=ALPHA):
-    return baselines.baseline_candidates(None, None, 0, results, link, alpha).get(baselines.ALPA)
+    return baselines.baseline_candidates(None, results, link, alpha).get(baselines.ALPA)
 
 
 @pytest.fixture
