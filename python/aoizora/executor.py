@@ -30,6 +30,7 @@ import multiprocessing
 import os
 import re
 import signal
+import time
 from typing import Callable, Sequence
 
 from aoizora.compiler import Job, Outcome, _one_line, run_job, versions
@@ -103,11 +104,11 @@ class LocalExecutor:
               done: Done) -> list[tuple[int, str]]:
         """Runs jobs[indices] in a new pool; returns (index, reason) of those whose worker died."""
         ctx = multiprocessing.get_context("spawn")
-        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                      initializer=_worker_signals,
-                                      max_tasks_per_child=1 if fresh_process else None)
-        died = []
+        died, pool, others = [], None, set(multiprocessing.active_children())
         try:
+            pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                          initializer=_worker_signals,
+                                          max_tasks_per_child=1 if fresh_process else None)
             futures = {pool.submit(self.work, jobs[i]): i for i in indices}
             for fut in cf.as_completed(futures):
                 try:
@@ -117,7 +118,8 @@ class LocalExecutor:
                     continue
                 done(futures[fut], out)
         except BaseException:
-            _stop(pool)
+            if pool is not None:
+                _stop(pool, others)
             raise
         pool.shutdown()
         return sorted(died)
@@ -131,12 +133,31 @@ def _worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _stop(pool: cf.ProcessPoolExecutor) -> None:
+def _stop(pool: cf.ProcessPoolExecutor, others: set) -> None:
     """Cancels pending jobs and kills the workers of this pool now (a running compile is not
     waited for). SIGKILL, not SIGTERM: libtpu's failure handler would print a stack trace
-    for each worker. Workers write nothing (the parent fills the cache), so nothing is lost."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for each worker. Workers write nothing (the parent fills the cache), so nothing is lost.
+
+    Every worker must die, or interpreter exit waits for it to finish its queued jobs: the
+    pool's manager thread may spawn a replacement worker (max_tasks_per_child) after any
+    snapshot, and an interrupt inside `submit` can leave a started worker unregistered in
+    the pool. So the live table is swept until the manager thread, seeing the pool broken,
+    has gone (shutting down first would race its refill: CPython's manager then fails on
+    the table shutdown drops), and then every multiprocessing child of this process
+    started since the pool was made (not `others`) is killed too."""
+    processes = getattr(pool, "_processes", None) or {}
+    manager = getattr(pool, "_executor_manager_thread", None)
+    deadline = time.monotonic() + 10
+    while True:
+        _kill(list(processes.values()))
+        if manager is None or not manager.is_alive() or time.monotonic() > deadline:
+            break
+        manager.join(timeout=0.1)
     pool.shutdown(wait=False, cancel_futures=True)
+    _kill([p for p in multiprocessing.active_children() if p not in others])
+
+
+def _kill(procs: list) -> None:
     for p in procs:
         if p.is_alive():
             p.kill()

@@ -9,9 +9,11 @@ os._exit, counting its attempts in files (a worker cannot tell the test otherwis
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import re
 import sys
+import time
 
 import pytest
 
@@ -135,3 +137,36 @@ def test_executor_names_accepted(name):
 def test_bad_executor_name_is_one_line(name):
     with pytest.raises(UserError, match="use local, ray"):
         check_name(name)
+
+
+def _sleeps(job: C.Job) -> C.Outcome:
+    time.sleep(60)
+    return C.Outcome(job.name, job.kind, True)
+
+
+@pytest.mark.parametrize("fresh_process", [False, True])
+def test_an_interrupt_kills_every_worker_at_once(jobs, fresh_process):
+    """Ctrl-C while workers run and more jobs are queued: every worker, including one a
+    refilling pool (fresh_process) spawned after the interrupt, dies within seconds, so
+    interpreter exit does not wait for queued minute-long jobs."""
+    before = set(multiprocessing.active_children())
+    finished = []
+
+    def done(i, out):   # the first result arrives quickly, then the interrupt
+        finished.append(i)
+        raise KeyboardInterrupt
+
+    quick = [jobs[0]] + [jobs[1]] * 5
+    work = functools.partial(_quick_then_sleep, quick[0].name)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        LocalExecutor(work=work).run(quick, done, workers=2, fresh_process=fresh_process)
+    assert finished == [0]
+    alive = [p for p in multiprocessing.active_children() if p not in before]
+    assert not alive and time.monotonic() - start < 40
+
+
+def _quick_then_sleep(quick: str, job: C.Job) -> C.Outcome:
+    if job.name == quick:
+        return C.Outcome(job.name, job.kind, True)
+    return _sleeps(job)
