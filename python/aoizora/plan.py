@@ -34,6 +34,13 @@ class Choice:
     simulated_s: float | None = None    # flow-level simulator
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def label(self, tag: str) -> str:
+        """A baseline's tag as tables show it: a MaxDiffusion recipe whose published blocks
+        failed to compile is shown with the searched blocks, and says so."""
+        if "stand_in" in self.extra:
+            return f"{tag} (searched blocks: the published ones fail to compile)"
+        return tag
+
 
 @dataclass
 class Plan:

@@ -105,6 +105,8 @@ class _Run:
     skipped: list[str] = field(default_factory=list)
     graphs: dict[str, Any] = field(default_factory=dict)   # candidate name -> CollectiveGraph
     outcomes: list[Outcome] = field(default_factory=list)  # every lowering and compile job
+    searched_of: dict[str, str] = field(default_factory=dict)  # recipe name -> searched twin
+    failed_recipes: dict[str, str] = field(default_factory=dict)  # tag -> why it failed
 
     def lap(self, name: str, t0: float) -> None:
         self.timings[name] = round(time.perf_counter() - t0, 3)
@@ -175,6 +177,7 @@ def _with_kernels(run: _Run, candidates: list) -> list:
             run.skip(c.name, str(e))
             continue
         moved = {t for r in recipes for t in r.baselines}
+        run.searched_of.update((r.name, searched.name) for r in recipes)
         out.append(dataclasses.replace(
             searched, baselines=tuple(t for t in c.baselines if t not in moved)))
         out.extend(recipes)
@@ -289,6 +292,11 @@ def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
         run.cfg, s1, run.stage2.topology.link_bandwidth, run.stage2.topology.hop_latency)
     _compile(run, "compile the baselines",
              [c for c in dict.fromkeys(base_cands.values()) if c.name not in run.graphs])
+    stand_ins = _stand_ins(run, s1, base_cands)
+    _compile(run, "compile the searched blocks of failed recipes",
+             [c for c in dict.fromkeys(stand_ins.values()) if c.name not in run.graphs])
+    run.failed_recipes = {tag: _skip_reason(run, base_cands[tag].name) for tag in stand_ins}
+    base_cands.update((t, c) for t, c in stand_ins.items() if c.name in run.graphs)
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
     base_pairs = {tag: run.stage2.default_pair(c, run.graphs[c.name], q1=q1_of.get(c.name))
                   for tag, c in base_cands.items() if c.name in run.graphs}
@@ -303,6 +311,20 @@ def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
         run.progress.advance(p.candidate.name)
     run.lap("baselines", t0)
     return base_pairs
+
+
+def _stand_ins(run: _Run, s1: list, base_cands: dict) -> dict:
+    """tag -> the searched-blocks twin of each MaxDiffusion recipe whose published blocks
+    did not compile or load (TPU7x-8's published v7x blocks need more VMEM than the chip
+    has): the recipe's sharding as it can run, shown in its place and named as a stand-in."""
+    fits = {r.candidate.name: r.candidate for r in s1 if r.fits}
+    return {tag: fits[run.searched_of[c.name]] for tag, c in base_cands.items()
+            if c.name not in run.graphs and run.searched_of.get(c.name) in fits}
+
+
+def _skip_reason(run: _Run, name: str) -> str:
+    return next((s.split(": ", 1)[1] for s in run.skipped if s.startswith(f"{name}: ")),
+                "not compiled")
 
 
 def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: list,
@@ -334,7 +356,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
         topology={**stage2.describe(), "compile_target": run.target.describe()},
         choice=choice,
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
-        baselines=_baseline_choices(stage2, base_pairs, oracle),
+        baselines=_baseline_choices(stage2, base_pairs, oracle, run.failed_recipes),
         planning={"seconds": run.timings["total"],
                   "decision_seconds": run.timings["decision"], "phases": run.timings,
                   "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
@@ -412,14 +434,20 @@ def _other_shardings(simulated: list[Pair], best: Pair) -> list[Pair]:
     return out
 
 
-def _baseline_choices(stage2, base_pairs, oracle: Pair | None) -> dict[str, Choice]:
+def _baseline_choices(stage2, base_pairs, oracle: Pair | None,
+                      failed: dict[str, str]) -> dict[str, Choice]:
+    """tag -> choice; a recipe in `failed` is its searched-blocks stand-in, and says so
+    (extra["stand_in"]: the published blocks and why they failed)."""
     out = {}
-    existing = [p for tag, p in base_pairs.items() if tag != baselines.ALPA]
-    if existing:
-        best = min(existing, key=lambda p: p.simulated)
-        out["existing"] = stage2.choice(best, label=best.tag)
     for tag, p in base_pairs.items():
         out[tag] = stage2.choice(p, label=tag)
+        if tag in failed:
+            out[tag].extra["stand_in"] = {"published_blocks_failed": failed[tag]}
+    existing = [tag for tag in base_pairs if tag != baselines.ALPA]
+    if existing:
+        best = min(existing, key=lambda tag: base_pairs[tag].simulated)
+        out = {"existing": dataclasses.replace(out[best], extra={**out[best].extra,
+                                                                 "label": best}), **out}
     if oracle is not None:
         out["oracle"] = stage2.choice(oracle, label="oracle")
     return out

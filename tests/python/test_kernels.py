@@ -155,7 +155,7 @@ def _planned(topology: str):
     skipped = []
     run = SimpleNamespace(cfg=cfg, wl=w, target=SimpleNamespace(platform="tpu"),
                           stage2=SimpleNamespace(topology=_core.make_topology(topology)),
-                          skip=lambda name, why: skipped.append(name))
+                          skip=lambda name, why: skipped.append(name), searched_of={})
     out = {c.name: c for c in planner._with_kernels(run, S.enumerate_candidates(cfg, w, 8))}
     tags = [t for c in out.values() for t in c.baselines]
     assert len(tags) == len(set(tags)) and not skipped      # each tag on one candidate
@@ -173,6 +173,48 @@ def test_maxdiffusion_recipes_run_their_published_blocks_beside_the_searched_one
     assert "maxdiffusion-data2-ulysses2-ring" not in out["dp2-usp2x2w"].baselines
     assert out["ag8w-b512x512x512"].baselines == ("maxdiffusion-default",)
     assert out["uly8w"].baselines == ("wan-fsdp-ulysses",)
+
+
+def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
+    """TPU7x-8: MaxDiffusion's tuned v7x blocks need more VMEM than a core has and fail to
+    compile. The recipe's row is then its sharding with the searched blocks, marked as a
+    stand-in with the reason, and it can be the best existing deployment; a recipe that
+    compiled keeps its own row."""
+    from types import SimpleNamespace
+
+    from aoizora import planner
+    from aoizora.plan import Choice
+
+    out = _planned("tpu7x:2x2x1")
+    tuned = "dp2-usp2x2w-b6400x2048x1024"
+    base = {tag: c for c in out.values() for tag in c.baselines}
+    run = SimpleNamespace(graphs={n: None for n in out if n != tuned},
+                          searched_of={n: n.split("-b")[0] for n in out if "-b" in n},
+                          skipped=[f"{tuned}: compile failed: scoped VMEM 66 MiB > 64 MiB"])
+    stand = planner._stand_ins(run, [SimpleNamespace(candidate=c, fits=True)
+                                     for c in out.values()], base)
+    assert {t: c.name for t, c in stand.items()} == {
+        "maxdiffusion-data2-ulysses2-ring": "dp2-usp2x2w"}
+    assert planner._skip_reason(run, tuned) == "compile failed: scoped VMEM 66 MiB > 64 MiB"
+
+    def pair(name, seconds):
+        return SimpleNamespace(candidate=SimpleNamespace(name=name), simulated=seconds)
+
+    stage2 = SimpleNamespace(choice=lambda p, label: Choice(
+        p.candidate.name, [8], ["c"], {}, "jax-default", [], simulated_s=p.simulated,
+        extra={"label": label}))
+    pairs = {"maxdiffusion-data2-ulysses2-ring": pair("dp2-usp2x2w", 2.0),
+             "maxdiffusion-default": pair("ag8w-b512x512x512", 3.0)}
+    chosen = planner._baseline_choices(
+        stage2, pairs, None, {"maxdiffusion-data2-ulysses2-ring": "compile failed: VMEM"})
+    ring = chosen["maxdiffusion-data2-ulysses2-ring"]
+    assert ring.extra["stand_in"] == {"published_blocks_failed": "compile failed: VMEM"}
+    assert ring.label("maxdiffusion-data2-ulysses2-ring").endswith(
+        "(searched blocks: the published ones fail to compile)")
+    assert chosen["existing"].candidate == "dp2-usp2x2w"
+    assert chosen["existing"].extra["label"] == "maxdiffusion-data2-ulysses2-ring"
+    assert chosen["maxdiffusion-default"].label("maxdiffusion-default") == \
+        "maxdiffusion-default"
 
 
 def test_search_leaves_the_default_only_for_a_modelled_gain():

@@ -113,7 +113,7 @@ def comparison_rows(plan) -> list[tuple[str, str, str, float | None, str]]:
     rows = [("AoiZora", plan.choice.candidate, plan.choice.placement, best, "1.000x")]
     for tag, b in plan.baselines.items():
         speed = f"{b.simulated_s / best:.3f}x" if best and b.simulated_s else "-"
-        rows.append((tag, b.candidate, b.placement, b.simulated_s, speed))
+        rows.append((b.label(tag), b.candidate, b.placement, b.simulated_s, speed))
     return rows
 
 

@@ -70,7 +70,8 @@ def _compared(plan: Plan) -> list[tuple[str, Choice]]:
             continue
         best = existing is not None and (b.candidate, b.device_coords) == (
             existing.candidate, existing.device_coords)
-        rows.append((f"{tag} (existing: the best deployment)" if best else tag, b))
+        label = b.label(tag)
+        rows.append((f"{label} (existing: the best deployment)" if best else label, b))
     return rows
 
 
