@@ -4,6 +4,7 @@
 
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "aoizora/cost/algorithm.h"
 
@@ -13,12 +14,13 @@ namespace {
 using hlo::Collective;
 using hlo::CollectiveKind;
 
-topo::ChipSpec spec() {
+topo::ChipSpec spec(const char* grid = "bidirectional-ring") {
   topo::ChipSpec s;
   s.peak_flops = 1e12;
   s.hbm_bandwidth = 1e11;
   s.link_bandwidth = 1e9;
   s.hop_latency = 0;
+  s.algorithms.grid = grid;
   return s;
 }
 
@@ -76,7 +78,8 @@ TEST(Expand, AllGatherOnTorusUsesBothDirections) {
 }
 
 TEST(Expand, AllReduceOnSubGridIsDimensionByDimension) {
-  topo::Topology t = topo::Topology::grid("4x4", {4, 4, 1}, {false, false, false}, spec());
+  topo::Topology t =
+      topo::Topology::grid("4x4", {4, 4, 1}, {false, false, false}, spec("dimension-order"));
   // The 2x2 block at the origin: chips 0, 1, 4, 5.
   Collective c = collective(CollectiveKind::kAllReduce, {{0, 1, 4, 5}}, 4000, 4000);
   EXPECT_EQ(classify_group({0, 1, 4, 5}, t), GroupAlgorithm::kGrid);
@@ -89,6 +92,48 @@ TEST(Expand, AllReduceOnSubGridIsDimensionByDimension) {
     total += fl.bytes;
   }
   EXPECT_DOUBLE_EQ(total, 4 * (2000 + 1000 + 1000 + 2000));
+}
+
+// XLA's TPU all-reduce on a 2x2 block is one ring of 4 chips, both ways
+// (UniDirection1DRingStrategy, colors:2; docs/cost-model.md): every one of the 8 directed
+// links carries half a shard per step, 3 steps of reduce-scatter and 3 of all-gather.
+TEST(Expand, AllReduceOnSubGridIsOneBidirectionalRing) {
+  topo::Topology t = topo::Topology::grid("4x4", {4, 4, 1}, {false, false, false}, spec());
+  const double V = 4000;
+  CollectiveFlows f = expand(collective(CollectiveKind::kAllReduce, {{0, 1, 4, 5}}, V, V), identity(16), t);
+  EXPECT_EQ(f.num_steps, 6);
+  auto load = link_loads(f, t);
+  EXPECT_EQ(load.size(), 8u);
+  for (auto& [l, b] : load) EXPECT_DOUBLE_EQ(b, 2 * 3 * (V / 4) / 2);
+  for (const Flow& fl : f.flows) EXPECT_EQ(t.hops(fl.src, fl.dst), 1);
+}
+
+// The cycle visits every cell of a box once, each step to a neighbour, and closes; a box
+// whose sides are all odd has none.
+TEST(GridCycle, IsAHamiltonianCycleOfNeighbours) {
+  const std::vector<std::pair<std::vector<int>, topo::DeviceCoords>> boxes = {
+      {{0, 1}, {2, 2, 1, 1}}, {{0, 1}, {2, 3, 1, 1}}, {{0, 1}, {3, 4, 1, 1}},
+      {{0, 1}, {4, 4, 1, 1}}, {{0, 1, 2}, {2, 2, 2, 1}}, {{0, 1, 2}, {3, 3, 2, 1}},
+      {{0, 1, 2}, {3, 4, 5, 1}}};
+  for (const auto& [axes, ext] : boxes) {
+    const detail::GridCycle cycle(axes, ext);
+    ASSERT_TRUE(cycle.exists());
+    const int n = cycle.size();
+    EXPECT_EQ(n, ext[0] * ext[1] * ext[2]);
+    std::set<topo::DeviceCoords> seen;
+    for (int i = 0; i < n; ++i) {
+      const topo::DeviceCoords a = cycle.cell(i), b = cycle.cell((i + 1) % n);
+      seen.insert(a);
+      int distance = 0;
+      for (size_t k = 0; k < a.size(); ++k) {
+        EXPECT_TRUE(a[k] >= 0 && a[k] < ext[k]);
+        distance += std::abs(a[k] - b[k]);
+      }
+      EXPECT_EQ(distance, 1) << "step " << i << " of a box " << ext[0] << "x" << ext[1] << "x" << ext[2];
+    }
+    EXPECT_EQ(static_cast<int>(seen.size()), n);
+  }
+  EXPECT_FALSE(detail::GridCycle({0, 1}, {3, 3, 1, 1}).exists());
 }
 
 TEST(Expand, ScatteredGroupIsRoutedRingInGroupOrder) {

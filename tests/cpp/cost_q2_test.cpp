@@ -12,12 +12,13 @@ namespace {
 
 using hlo::CollectiveKind;
 
-topo::ChipSpec spec(double latency = 0) {
+topo::ChipSpec spec(double latency = 0, const char* grid = "bidirectional-ring") {
   topo::ChipSpec s;
   s.peak_flops = 1e12;
   s.hbm_bandwidth = 1e11;
   s.link_bandwidth = 1e9;
   s.hop_latency = latency;
+  s.algorithms.grid = grid;
   return s;
 }
 
@@ -144,7 +145,8 @@ TEST(Q2, GridAllGatherChargesItsPhasesOneAfterAnother) {
   const double V = 4e6, B = 1e9, T = 1e-6;
   Builder b(4);
   b.collective(all_gather({0, 1, 2, 3}, V), false);
-  topo::Topology box = topo::Topology::grid("2x2", {2, 2, 1}, {false, false, false}, spec(T));
+  topo::Topology box = topo::Topology::grid("2x2", {2, 2, 1}, {false, false, false},
+                                            spec(T, "dimension-order"));
   topo::Topology line = topo::Topology::grid("4x1", {4, 1, 1}, {false, false, false}, spec(T));
   const double closed_form = 3 * V / 4 / B + 2 * T;  // 2 one-hop steps
   EXPECT_NEAR(evaluate_q2(b.g, box, identity(4)).seconds, closed_form, 1e-12);
@@ -161,7 +163,8 @@ TEST(Q2, GridAllGatherChargesItsPhasesOneAfterAnother) {
 // twice the bytes on every link of each phase, and take twice as long.
 TEST(Q2, OverlappingGridAllGathersShareEachPhase) {
   const double V = 4e6, B = 1e9;
-  topo::Topology box = topo::Topology::grid("2x2", {2, 2, 1}, {false, false, false}, spec());
+  topo::Topology box =
+      topo::Topology::grid("2x2", {2, 2, 1}, {false, false, false}, spec(0, "dimension-order"));
   Builder one(4), two(4), mixed(4);
   int a = one.collective(all_gather({0, 1, 2, 3}, V), true);
   one.done(a);
@@ -179,6 +182,19 @@ TEST(Q2, OverlappingGridAllGathersShareEachPhase) {
   EXPECT_NEAR(evaluate_q2(two.g, box, identity(4)).seconds, 2 * 3 * V / 4 / B, 1e-12);
   // Phase 0: x links carry V/4 + V/4; phase 1: y links V/2.
   EXPECT_NEAR(evaluate_q2(mixed.g, box, identity(4)).seconds, (V / 2 + V / 2) / B, 1e-12);
+}
+
+// As a ring (the profiles' grid algorithm) the same 2x2 all-gather moves half a shard each
+// way per step for 3 steps: 3V/8 / B, half the dimension-order time, in Q2 and the simulator.
+TEST(Q2, GridAllGatherAsOneRingTakesHalfTheDimensionOrderTime) {
+  const double V = 4e6, B = 1e9, T = 1e-6;
+  Builder b(4);
+  b.collective(all_gather({0, 1, 2, 3}, V), false);
+  topo::Topology box = topo::Topology::grid("2x2", {2, 2, 1}, {false, false, false}, spec(T));
+  const double closed_form = 3 * V / 8 / B + 3 * T;  // 3 one-hop steps
+  EXPECT_NEAR(evaluate_q2(b.g, box, identity(4)).seconds, closed_form, 1e-12);
+  EXPECT_NEAR(evaluate_q2(b.g, box, identity(4)).seconds / simulated_seconds(b.g, box, identity(4)),
+              1.0, 0.02);
 }
 
 TEST(Q2, TwoGroupsSharingALinkTakeTwiceAsLong) {

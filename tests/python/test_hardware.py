@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import tempfile
 
 import pytest
 
@@ -162,11 +163,18 @@ def test_published_points_load_and_simulate_as_issue_14_reports():
     assert len(points) == 14
     assert all(p.seconds > 0 and p.source for p in points.values())
     assert not [p.id for p in points.values() if p.held_out]   # TPU7x's cores are modelled
-    # The v4 psum points: simulated 5.5 / 9.4 / 40.0 us on the nominal figures, before the
-    # fit (issue 14's table).
-    v4 = str(NOMINAL / "v4.json")
-    sims = [points[f"v4-2x2x1-psum-{s}"].simulate(v4) for s in ("16KiB", "128KiB", "1MiB")]
-    assert [round(s * 1e6, 1) for s in sims] == [5.5, 9.4, 40.0]
+    # The v4 psum points on the nominal figures, before the fit: 5.5 / 9.4 / 40.0 us with the
+    # 2x2 all-reduce dimension by dimension (issue 14's table); 7.3 / 9.2 / 24.5 us as one
+    # ring both ways, as XLA compiles it: half the bytes per link, twice the steps.
+    v4 = json.loads((NOMINAL / "v4.json").read_text())
+    sims = {}
+    for grid in ("dimension-order", "bidirectional-ring"):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "v4.json"
+            path.write_text(json.dumps({**v4, "algorithms": {**v4["algorithms"], "grid": grid}}))
+            sims[grid] = [round(points[f"v4-2x2x1-psum-{s}"].simulate(str(path)) * 1e6, 1)
+                          for s in ("16KiB", "128KiB", "1MiB")]
+    assert sims == {"dimension-order": [5.5, 9.4, 40.0], "bidirectional-ring": [7.3, 9.2, 24.5]}
     big = points["v5p-2x2x1-ppermute-64MiB"]
     assert big.simulate(str(NOMINAL / "v5p.json")) == pytest.approx(
         (64 << 20) / 90e9 + 2e-6, rel=1e-6)
@@ -222,19 +230,20 @@ def test_tpu7x_points_are_the_groups_xla_compiles_the_benchmark_to():
 
 
 def test_tpu7x_point_simulates_as_its_closed_form_on_the_profile_given(tmp_path):
-    # Two groups, one per core, on the same 4 chips: each chip's two links carry both cores'
-    # shards, dimension by dimension (2 shards along x, then 4 along y; the intra-chip link
-    # is never used): 6 x shard / link + 2 hops + the all-gather's fixed latency, in the
-    # figures of the profile in use (a simulator that ignored --hardware would miss).
+    # Two groups, one per core, on the same 4 chips, each a ring of the 2x2 box both ways:
+    # every step each direction of each chip link carries half a shard of each group, for 3
+    # steps (the intra-chip link is never used): 3 x shard / link + 3 hops + the all-gather's
+    # fixed latency, in the figures of the profile in use (a simulator that ignored
+    # --hardware would miss).
     big = next(p for p in _tpu7x_points() if p.bytes_per_device == 64 << 20)
     prof = _profile(tmp_path, generation="tpu7x", link_bandwidth=80e9, hop_latency=2e-6,
                     collective_latency={**hardware_file.shipped("tpu7x")["collective_latency"],
                                         "all-gather": 7e-6})
     assert big.simulate(str(prof)) == pytest.approx(
-        6 * (64 << 20) / 80e9 + 2 * 2e-6 + 7e-6, rel=1e-6)
+        3 * (64 << 20) / 80e9 + 3 * 2e-6 + 7e-6, rel=1e-6)
     shipped = hardware_file.shipped("tpu7x")
     assert big.simulate() == pytest.approx(
-        6 * (64 << 20) / shipped["link_bandwidth"] + 2 * shipped["hop_latency"]
+        3 * (64 << 20) / shipped["link_bandwidth"] + 3 * shipped["hop_latency"]
         + shipped["collective_latency"]["all-gather"], rel=1e-6)
 
 

@@ -97,13 +97,96 @@ int line_phase(const topo::Topology& t, const GroupBox& box, int d, double shard
   return e - 1;
 }
 
+// A ring through every cell of a sub-grid over neighbour links (a Hamiltonian cycle of the
+// grid graph), when one exists: some axis of even extent r ("rows"), the other axes walked
+// as a snake P ("columns", consecutive cells adjacent). The cycle runs row 0 along P from
+// column 1, snakes the rows over columns 1..|P|-1, and returns up column 0.
+class GridCycle {
+ public:
+  // axes: the device axes the sub-grid spans (>= 2, each of extent >= 2).
+  GridCycle(const std::vector<int>& axes, const topo::DeviceCoords& ext) : ext_(ext) {
+    for (int d : axes) {
+      if (row_ < 0 && ext[static_cast<size_t>(d)] % 2 == 0) {
+        row_ = d;
+      } else {
+        path_.push_back(d);
+      }
+    }
+    cols_ = 1;
+    for (int d : path_) cols_ *= ext[static_cast<size_t>(d)];
+  }
+  bool exists() const { return row_ >= 0; }
+  int size() const { return ext_[static_cast<size_t>(row_)] * cols_; }
+
+  // The offset from the box's corner of the i-th cell of the cycle.
+  topo::DeviceCoords cell(int i) const {
+    const int rows = ext_[static_cast<size_t>(row_)], body = rows * (cols_ - 1);
+    int row = 0, col = 0;
+    if (i > body) {
+      row = rows - (i - body);  // back up column 0
+    } else if (i > 0) {
+      row = (i - 1) / (cols_ - 1);
+      const int k = (i - 1) % (cols_ - 1);
+      col = row % 2 == 0 ? 1 + k : cols_ - 1 - k;
+    }
+    topo::DeviceCoords at{};
+    at[static_cast<size_t>(row_)] = row;
+    // Column -> cell of the snake over path_ (innermost first): an axis runs backwards on
+    // odd passes of the axes outside it, so consecutive columns are neighbours.
+    int inner = 1;
+    for (int d : path_) {
+      const int e = ext_[static_cast<size_t>(d)];
+      const int digit = (col / inner) % e;
+      at[static_cast<size_t>(d)] = (col / (inner * e)) % 2 == 1 ? e - 1 - digit : digit;
+      inner *= e;
+    }
+    return at;
+  }
+
+ private:
+  topo::DeviceCoords ext_;
+  int row_ = -1, cols_ = 1;
+  std::vector<int> path_;  // the column axes, innermost first
+};
+
+// One ring phase around a GridCycle of the box, once per cell of the axes it leaves out
+// (the core axis of a chip-box): each member contributes `shard` bytes per ring-mate.
+template <typename Emit>
+int cycle_phase(const topo::Topology& t, const GroupBox& box, const GridCycle& cycle,
+                const std::vector<int>& axes, double shard, int step0, bool aggregate,
+                Emit& emit) {
+  const int n = cycle.size();
+  std::vector<int> line(static_cast<size_t>(n));
+  topo::DeviceCoords rest = box.ext;  // the copies: every axis the cycle does not walk
+  for (int d : axes) rest[static_cast<size_t>(d)] = 1;
+  const int copies = rest[0] * rest[1] * rest[2] * rest[3];
+  for (int ci = 0; ci < copies; ++ci) {
+    topo::DeviceCoords base = box.lo;
+    for (size_t k = 0, r = static_cast<size_t>(ci); k < base.size(); ++k) {
+      base[k] += static_cast<int>(r % static_cast<size_t>(rest[k]));
+      r /= static_cast<size_t>(rest[k]);
+    }
+    for (int i = 0; i < n; ++i) {
+      topo::DeviceCoords p = cycle.cell(i);
+      for (size_t k = 0; k < p.size(); ++k) p[k] += base[k];
+      line[static_cast<size_t>(i)] = box.at(t, p);
+    }
+    line_flows(line.data(), n, /*ring=*/true, shard, step0, aggregate, emit);
+  }
+  return n - 1;
+}
+
 }  // namespace detail
 
 // All-gather, reduce-scatter or all-reduce over one group; returns its steps.
-// A full box runs dimension by dimension: gathers along x, y, z; the gather half of an
-// all-reduce in the reverse order, so it undoes the scatter. The core axis of two-core chips
-// carries the largest phase, as a hierarchical algorithm would put it on the fastest link:
-// a reduce-scatter splits over the cores first, a gather joins them last. Any other group:
+// A full box of chips over >= 2 axes runs as the profile's `algorithms.grid` says: one
+// bidirectional ring around a GridCycle of its chips ("bidirectional-ring", what XLA's TPU
+// collectives compile to on the boxes checked, docs/cost-model.md; a box with no even side
+// has no such ring and runs dimension by dimension), or dimension by dimension
+// ("dimension-order": gathers along x, y, z; the gather half of an all-reduce in the
+// reverse order, so it undoes the scatter). The core axis of two-core chips carries the
+// largest phase, as a hierarchical algorithm would put it on the fastest link: a
+// reduce-scatter splits over the cores first, a gather joins them last. Any other group:
 // a unidirectional ring in group order over routed paths.
 template <typename Emit>
 int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
@@ -130,26 +213,36 @@ int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
   std::vector<int> axes;  // the chip axes the box spans
   for (int d = 0; d < 3; ++d)
     if (box.ext[static_cast<size_t>(d)] > 1) axes.push_back(d);
+  // The phases' units: the core axis, each chip axis, or all chip axes as one ring (kRing).
+  constexpr int kRing = -1;
+  const detail::GridCycle cycle(axes, box.ext);
+  const bool ring = axes.size() >= 2 && t.spec.algorithms.grid_is_ring() && cycle.exists();
+  std::vector<int> units = ring ? std::vector<int>{kRing} : axes;
+  const auto extent = [&](int u) { return u == kRing ? cycle.size() : box.ext[static_cast<size_t>(u)]; };
+  const auto phase = [&](int u, double shard, int step0) {
+    return u == kRing ? detail::cycle_phase(t, box, cycle, axes, shard, step0, aggregate, emit)
+                      : detail::line_phase(t, box, u, shard, step0, aggregate, emit);
+  };
   const bool cores = box.ext[topo::kCoreAxis] > 1;
   int steps = 0;
   if (!gather) {
     // Reduce-scatter: the first phase splits the full V into ext pieces, and so on.
-    std::vector<int> order = axes;
+    std::vector<int> order = units;
     if (cores) order.insert(order.begin(), topo::kCoreAxis);
     double held = volume;
-    for (int d : order) {
-      held /= box.ext[static_cast<size_t>(d)];
-      steps += detail::line_phase(t, box, d, held, steps, aggregate, emit);
+    for (int u : order) {
+      held /= extent(u);
+      steps += phase(u, held, steps);
     }
   }
   if (!scatter) {
     double shard = volume / k;
-    std::vector<int> order = axes;
+    std::vector<int> order = units;
     if (!gather) std::reverse(order.begin(), order.end());
     if (cores) order.push_back(topo::kCoreAxis);
-    for (int d : order) {
-      steps += detail::line_phase(t, box, d, shard, steps, aggregate, emit);
-      shard *= box.ext[static_cast<size_t>(d)];
+    for (int u : order) {
+      steps += phase(u, shard, steps);
+      shard *= extent(u);
     }
   }
   return steps;

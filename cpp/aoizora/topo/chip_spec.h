@@ -23,15 +23,18 @@ struct CollectiveLatency {
 };
 
 // The algorithm the ring-like collectives use on each shape of group (cost/algorithm.h).
-// Data, so a profile can say what XLA does; today only the values below are implemented,
-// and a profile naming another is an error.
+// Data, so a profile can say what XLA does. `grid` is "bidirectional-ring" (a ring through
+// the sub-grid's chips over neighbour links, both ways) or "dimension-order" (axis by axis);
+// the other shapes have one implemented value each, and a profile naming another is an error.
 struct GroupAlgorithms {
   std::string line = "bidirectional-line";       // a contiguous line without wraparound
   std::string wrapped_axis = "bidirectional-ring";  // a whole wrapped axis
-  std::string grid = "dimension-order";          // a full sub-grid: axis by axis
+  std::string grid = "bidirectional-ring";       // a full sub-grid of chips
   std::string other = "unidirectional-ring";     // anything else: a ring in group order
+  bool grid_is_ring() const { return grid == "bidirectional-ring"; }
   bool operator==(const GroupAlgorithms&) const = default;
 };
+inline constexpr const char* kGridAlgorithms[] = {"bidirectional-ring", "dimension-order"};
 
 // A link between the cores of one chip (TPU7x's die-to-die link); absent elsewhere.
 struct IntraChipLink {

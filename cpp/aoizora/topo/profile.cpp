@@ -1,7 +1,9 @@
 // Reading and writing hardware profiles (topo/profile.h).
 #include "aoizora/topo/profile.h"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -201,9 +203,14 @@ Result<bool> read_algorithms(const Reader& r, const Value& v, GroupAlgorithms* o
     AOIZORA_TRY(e, r.need(v, s.key, "algorithms."));
     const std::string name = std::string("algorithms.") + s.key;
     AOIZORA_TRY(alg, r.string(*e, name));
-    if (alg != implemented.*s.field)
+    const bool grid_choice = s.field == &GroupAlgorithms::grid &&
+                             std::find(std::begin(kGridAlgorithms), std::end(kGridAlgorithms), alg) !=
+                                 std::end(kGridAlgorithms);
+    if (!grid_choice && alg != implemented.*s.field)
       return r.fail("'" + name + "' is '" + alg + "', which the cost model does not implement (it has '" +
-                    implemented.*s.field + "')");
+                    (s.field == &GroupAlgorithms::grid ? std::string("bidirectional-ring' or 'dimension-order")
+                                                       : implemented.*s.field) +
+                    "')");
     out->*s.field = alg;
   }
   return true;
