@@ -170,7 +170,7 @@ def compile(candidate: Candidate, model, workload, devices, *, order=None) -> st
 
 @dataclass(frozen=True)
 class Job:
-    kind: str                 # "lower" | "compile"
+    kind: str                 # "lower" | "compile" | "analyze" (optimized_hlo: TPU targets)
     candidate: Candidate
     model: Any                # picklable ModelSpec (WanConfig); others run in-process
     workload: Any
@@ -233,7 +233,7 @@ def run_job(job: Job) -> Outcome:
     exception is a bug and propagates."""
     t = time.perf_counter()
     try:
-        fn = lower if job.kind == "lower" else compile
+        fn = {"lower": lower, "compile": compile, "analyze": _optimized_hlo}[job.kind]
         text = fn(job.candidate, job.model, job.workload, job.target, order=job.order)
         out = Outcome(job.name, job.kind, True, text=text)
     except CompileError as e:
@@ -242,6 +242,12 @@ def run_job(job: Job) -> Outcome:
     out.seconds = time.perf_counter() - t
     out.peak_rss_mb = _peak_rss_mb()
     return out
+
+
+def _optimized_hlo(candidate, model, workload, target, *, order=None) -> str:
+    from aoizora.optimized_hlo import optimized_hlo
+
+    return optimized_hlo(candidate, model, workload, target, order=order)
 
 
 def _peak_rss_mb() -> float:
@@ -288,7 +294,7 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
                               seconds=time.perf_counter() - t))
         else:
             todo.append(i)
-    in_process = [jobs[i].model for i in todo if _in_process(jobs[i].model)]
+    in_process = [jobs[i].model for i in todo if runs_in_process(jobs[i].model)]
     if in_process and getattr(executor, "remote", False):
         raise UserError(f"{getattr(in_process[0], 'name', 'your model')} runs in this process "
                         f"(a worker could not load it), not on {executor.description}: plan it "
@@ -306,7 +312,7 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
     return results
 
 
-def _in_process(model) -> bool:
+def runs_in_process(model) -> bool:
     """A FunctionSpec, or a model whose class lives outside aoizora (a user's module loaded
     from a file), runs in this process: a spawned worker could not unpickle it."""
     return isinstance(model, FunctionSpec) or type(model).__module__.split(".")[0] != "aoizora"

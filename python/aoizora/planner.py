@@ -26,7 +26,7 @@ from aoizora import jaxenv  # noqa: F401
 from aoizora import baselines, kernels, stage1, strategies
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
-from aoizora.compiler import Job, Outcome, run_jobs
+from aoizora.compiler import Job, Outcome, run_jobs, runs_in_process
 from aoizora.errors import NoFitError, UserError
 from aoizora.models.base import FunctionSpec
 from aoizora.plan import Choice, Plan
@@ -47,6 +47,8 @@ class Settings:
     compile_target: str = "tpu"       # "tpu": the slice's TPU via libtpu; "cpu": CPU devices
     hardware: str | None = None       # a hardware profile file replacing the chip figures
     executor: Any = None              # where jobs run (executor.py); None: local processes
+    full_compile: bool = False        # TPU: every candidate through the TPU backend, not
+                                      # only the plan's and the baselines' (optimized_hlo.py)
 
 
 class Progress:
@@ -107,6 +109,19 @@ class _Run:
     outcomes: list[Outcome] = field(default_factory=list)  # every lowering and compile job
     searched_of: dict[str, str] = field(default_factory=dict)  # recipe name -> searched twin
     failed_recipes: dict[str, str] = field(default_factory=dict)  # tag -> why it failed
+    verified: set[str] = field(default_factory=set)  # through the TPU backend (_verify)
+
+    @property
+    def analysis_kind(self) -> str:
+        """The job that gives a candidate's program for the analysis: on TPU targets XLA's
+        optimized HLO without the TPU backend ("analyze", optimized_hlo.py: seconds instead
+        of minutes), the plan's and the baselines' shardings then compiled in full
+        (_verify); a full compile everywhere on CPU targets, with --full-compile, and for
+        models that run in this process (a child process could not load them)."""
+        if (self.target.platform != "tpu" or self.settings.full_compile
+                or runs_in_process(self.cfg)):
+            return "compile"
+        return "analyze"
 
     def lap(self, name: str, t0: float) -> None:
         self.timings[name] = round(time.perf_counter() - t0, 3)
@@ -137,7 +152,7 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
                                               f"on {topology}")
     survivors = _compile_top_k(run, candidates, s1, top)
     ranked = _rank_placements(run, survivors)
-    pool = _decide(run, ranked)
+    pool = _verify_decision(run, _decide(run, ranked))
     base_pairs = _baselines(run, s1, pool)
     return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
                    base_pairs)
@@ -292,9 +307,11 @@ def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
         run.cfg, s1, run.stage2.topology.link_bandwidth, run.stage2.topology.hop_latency)
     _compile(run, "compile the baselines",
              [c for c in dict.fromkeys(base_cands.values()) if c.name not in run.graphs])
+    _verify(run, "full compile of the baselines", list(base_cands.values()))
     stand_ins = _stand_ins(run, s1, base_cands)
     _compile(run, "compile the searched blocks of failed recipes",
              [c for c in dict.fromkeys(stand_ins.values()) if c.name not in run.graphs])
+    _verify(run, "full compile of the searched blocks", list(stand_ins.values()))
     run.failed_recipes = {tag: _skip_reason(run, base_cands[tag].name) for tag in stand_ins}
     base_cands.update((t, c) for t, c in stand_ins.items() if c.name in run.graphs)
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
@@ -331,7 +348,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
             ranked: list[Pair], pool: list[Pair], base_pairs: dict[str, Pair]) -> PlanResult:
     """The plan: the best of the decision and the baselines' own pairs (a user never gets a
     plan slower than their deployment), saying when a baseline replaced the decision."""
-    decision = min(pool, key=lambda p: (p.simulated, p.q2, p.candidate.name, p.placement))
+    decision = min(pool, key=_decision_key)
     simulated = sorted({(p.candidate.name, p.placement): p
                         for p in pool + list(base_pairs.values())}.values(),
                        key=lambda p: (p.simulated, p.q2))
@@ -344,8 +361,12 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
         q1_of = {r.candidate.name: r.q1_seconds for r in s1}
         oracle = _oracle(stage2, graphs, {c.name: c for c in candidates}, q1_of, simulated,
                          run.progress)
+    # A baseline's sharding that won the pooling was not ranked by Stage 2: rank it now, so
+    # that the report lists its placements as for any plan.
+    own = [p for p in ranked if p.candidate.name == best.candidate.name] or stage2.rank(
+        best.candidate, graphs[best.candidate.name], q1=best.q1)
     placements = [{"name": p.placement, "q2_s": p.q2, "simulated_s": p.simulated}
-                  for p in ranked if p.candidate.name == best.candidate.name][:20]
+                  for p in own][:20]
     choice = stage2.choice(best, with_links=True, graph=graphs[best.candidate.name])
     choice.extra["placements"] = placements  # for the report, a pure function of the plan
     run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
@@ -363,6 +384,11 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
                   "cache_hits": sum(o.cached for o in run.outcomes),
                   "jobs": len(run.outcomes), "skipped": run.skipped,
+                  "programs": ("optimized HLO, the plan's and the baselines' shardings "
+                               "compiled in full" if run.analysis_kind == "analyze"
+                               else "full compiles"),
+                  "compiled_in_full": sorted(run.verified) if run.analysis_kind == "analyze"
+                  else sorted(graphs),
                   "executor": getattr(run.settings.executor, "description", "local processes"),
                   "pairs_ranked": len(ranked),
                   "decision": {"candidate": decision.candidate.name,
@@ -391,7 +417,7 @@ def _compile(run: _Run, name: str, todo: list) -> None:
     if not todo:
         return
     outcomes = _run(run.progress, name, run.settings,
-                    [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in todo])
+                    [Job(run.analysis_kind, c, run.cfg, run.wl, run.target.spec) for c in todo])
     run.outcomes += outcomes
     for c, o in zip(todo, outcomes):
         if not o.ok:
@@ -403,6 +429,47 @@ def _compile(run: _Run, name: str, todo: list) -> None:
             run.skip(c.name, str(e))
         except ValueError as e:
             run.skip(c.name, f"compiled HLO unreadable: {e}")
+
+
+def _verify(run: _Run, name: str, todo: list) -> None:
+    """Full compiles, TPU backend included, of shardings that were analyzed from XLA's
+    optimized HLO: the backend's own checks (a kernel over VMEM, a program over HBM) come
+    after that text. One the backend refuses is reported, skipped, and leaves run.graphs."""
+    if run.analysis_kind == "compile":
+        return
+    todo = [c for c in {c.name: c for c in todo}.values()
+            if c.name in run.graphs and c.name not in run.verified]
+    if not todo:
+        return
+    t0 = time.perf_counter()
+    outcomes = _run(run.progress, name, run.settings,
+                    [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in todo])
+    run.outcomes += outcomes
+    for c, o in zip(todo, outcomes):
+        if o.ok:
+            run.verified.add(c.name)
+        else:
+            del run.graphs[c.name]
+            run.skip(c.name, f"full compile failed: {o.error}")
+    run.timings["verify"] = round(run.timings.get("verify", 0) + time.perf_counter() - t0, 3)
+
+
+def _verify_decision(run: _Run, pool: list[Pair]) -> list[Pair]:
+    """The pool without shardings the TPU backend refuses: the decision's sharding is
+    compiled in full, and while it fails, the next best's."""
+    while True:
+        best = min(pool, key=_decision_key)
+        _verify(run, "full compile of the decision", [best.candidate])
+        if best.candidate.name in run.graphs:
+            return pool
+        pool = [p for p in pool if p.candidate.name in run.graphs]
+        if not pool:
+            raise UserError("every judged sharding failed the full compile: "
+                            + "; ".join(run.skipped[-3:]))
+
+
+def _decision_key(p: Pair):
+    return (p.simulated, p.q2, p.candidate.name, p.placement)
 
 
 def _describe_target(target: CompileTarget) -> str:

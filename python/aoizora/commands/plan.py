@@ -38,6 +38,11 @@ def add_workload_args(p) -> None:
     p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
                    help="compile for the slice's TPU via libtpu (default), or for CPU devices "
                         "(XLA's CPU pipeline: not the TPU's programs; only when asked)")
+    p.add_argument("--full-compile", action="store_true",
+                   help="on TPU targets, compile every candidate through the TPU backend "
+                        "(minutes each); by default candidates are analyzed from XLA's "
+                        "optimized HLO and only the plan's and the baselines' shardings are "
+                        "compiled in full")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -98,6 +103,7 @@ def run_planner(args):
         settings = Settings(top_k=args.top_k, workers=args.workers, oracle=bool(args.oracle),
                             cache=None if args.no_cache else Cache(),
                             compile_target=args.compile_target, hardware=args.hardware,
+                            full_compile=args.full_compile,
                             executor=jobs_on)
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:

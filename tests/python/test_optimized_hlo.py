@@ -1,0 +1,117 @@
+"""The analysis compile (optimized_hlo.py): XLA's optimized HLO of a candidate, read from the
+dump as the HLO passes end, gives the analysis what the full TPU compile gives; a failure
+before it is a one-line CompileError; an interrupted compile leaves no child running; and
+the planner compiles the plan's sharding in full, skipping one the TPU backend refuses."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import pytest
+
+from aoizora import _core, kernels
+from aoizora import compiler as C
+from aoizora import strategies as S
+from aoizora.errors import CompileError
+from aoizora.executor import LocalExecutor
+from aoizora.models import get_model, get_workload
+from aoizora.optimized_hlo import optimized_hlo
+from aoizora.planner import Settings, plan
+
+TARGET = "v5e:2x4"
+
+
+@pytest.fixture(scope="module")
+def usp():
+    """The tiny Wan's Ulysses x ring candidate with the splash kernel, as the planner has it."""
+    cfg, wl = get_model("wan-tiny"), get_workload("tiny")
+    c = {c.name: c for c in S.enumerate_candidates(cfg, wl, 8)}["dp2-usp2x2"]
+    return kernels.with_kernel(c, cfg, wl, "tpu", TARGET), cfg, wl
+
+
+def _analysis(text: str, topology):
+    g = _core.load_hlo(text)
+    device_of = list(_core.default_placement(topology, [8]).device_of)
+    return ([(str(c.kind), c.operand_bytes, c.result_bytes, [list(x) for x in c.groups])
+             for c in g.collectives],
+            _core.evaluate_q2(g, topology, device_of).seconds,
+            _core.simulate(g, topology, device_of).step_seconds)
+
+
+def test_optimized_hlo_gives_the_analysis_of_the_full_compile(usp):
+    c, cfg, wl = usp
+    topology = _core.make_topology(TARGET)
+    quick = _analysis(optimized_hlo(c, cfg, wl, TARGET), topology)
+    full = _analysis(C.compile(c, cfg, wl, TARGET), topology)
+    assert quick[0] and {k for k, *_ in quick[0]} >= {"all-to-all"}   # Ulysses' exchanges
+    assert quick == full
+
+
+def test_a_failure_before_the_optimized_hlo_is_one_compile_error(usp):
+    c, cfg, wl = usp
+    bad = dataclasses.replace(c, block_q=100, block_kv=100, block_kv_compute=100)
+    with pytest.raises(CompileError) as e:
+        optimized_hlo(bad, cfg, wl, TARGET)
+    assert str(e.value).startswith("dp2-usp2x2: lowering failed:") and "\n" not in str(e.value)
+
+
+def _children() -> list[int]:
+    """Processes running the analysis compile's child, by command line."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"aoizora.optimized_hlo" in f.read():
+                    out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch):
+    c, cfg, wl = usp
+    import aoizora.optimized_hlo as O
+
+    def interrupt(_seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(O.time, "sleep", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        optimized_hlo(c, cfg, wl, TARGET)
+    assert _children() == []
+
+
+def refuses(name: str, job: C.Job) -> C.Outcome:
+    """The TPU backend refuses `name` (as it refuses a kernel over VMEM): its full compile
+    fails, its analysis compile does not."""
+    if job.kind == "compile" and job.candidate.name == name:
+        return C.Outcome(job.name, job.kind, False, error=f"{name}: compilation failed: "
+                         "RESOURCE_EXHAUSTED: scoped VMEM")
+    return C.run_job(job)
+
+
+def test_the_plan_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp_path):
+    """The tiny Wan on v5e:2x4 decides dp2-usp2x2 from optimized HLO (test_planner: also
+    with full compiles). When the backend refuses it, the plan is the next best sharding,
+    compiled in full, and the refusal is in planning.skipped; the baselines compiled in full
+    too. Nothing else was compiled in full."""
+    settings = Settings(cache=None, executor=LocalExecutor(
+        work=functools.partial(refuses, "dp2-usp2x2")))
+    result = plan("wan-tiny", "tiny", None, TARGET, settings)
+    p = result.plan.planning
+    assert result.plan.choice.candidate != "dp2-usp2x2"
+    assert any(s.startswith("dp2-usp2x2: full compile failed:") for s in p["skipped"])
+    full = set(p["compiled_in_full"])
+    assert result.plan.choice.candidate in full and "dp2-usp2x2" not in full
+    assert {b.candidate for b in result.plan.baselines.values()} <= full
+    assert p["programs"].startswith("optimized HLO")
+
+
+def test_an_unexpected_error_in_the_child_is_not_a_compile_error(usp):
+    """Only expected failures skip a candidate: anything else the child raises comes back
+    as RuntimeError with its traceback (here a target no code path accepts)."""
+    c, cfg, wl = usp
+    with pytest.raises(RuntimeError, match="(?s)a bug.*Traceback"):
+        optimized_hlo(c, cfg, wl, "nonsense:1")
