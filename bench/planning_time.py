@@ -4,10 +4,11 @@ Goal (issue 9): Wan 2.1 14B on v5e-16 (v5e:4x4), 720p 81 frames, under 60 s cold
 5 s warm on this machine (2 cores). Each run is a fresh `aoizora plan --json` process, so
 the times include starting Python and JAX. Prints the time to the decision (the Top-K
 compiled, Stage 2, simulated) and in all (plus the baselines' shardings compiled and
-simulated for the comparison), and the phases.
+simulated for the comparison), and the phases. --compare-full adds a cold plan with
+--full-compile (every candidate through the TPU backend, as before the analysis compile).
 
     python bench/planning_time.py [--model wan2.1-t2v-14b] [--topology v5e:4x4] \
-        [--video 720p] [--frames 81] [--top-k K]
+        [--video 720p] [--frames 81] [--top-k K] [--compare-full]
 """
 
 from __future__ import annotations
@@ -40,26 +41,31 @@ def main() -> int:
     ap.add_argument("--video", default="720p")
     ap.add_argument("--frames", default="81")
     ap.add_argument("--top-k", type=int)
+    ap.add_argument("--compare-full", action="store_true",
+                    help="also plan cold with --full-compile (every candidate through the TPU "
+                         "backend), in the same run, for the ratio")
     a = ap.parse_args()
     args = ["--model", a.model, "--topology", a.topology, "--video", a.video,
             "--frames", a.frames, "--quiet"]
     if a.top_k:
         args += ["--top-k", str(a.top_k)]
     rows = []
+    runs = [("cold", [], "cache"), ("warm", [], "cache")]
+    if a.compare_full:
+        runs.append(("cold, --full-compile", ["--full-compile"], "cache-full"))
     with tempfile.TemporaryDirectory(prefix="aoizora-cold-") as tmp:
-        cache = os.path.join(tmp, "cache")
         args += ["--out", os.path.join(tmp, "plan.json")]
-        for label in ("cold", "warm"):
+        for label, extra, cache in runs:
             load = os.getloadavg()[0]
-            wall, p = run(args, cache)
+            wall, p = run(args + extra, os.path.join(tmp, cache))
             rows.append((label, wall, p, load))
     print(f"{a.model} {a.video} {a.frames} frames on {a.topology} ({os.cpu_count()} cores)")
-    print(f"{'run':5} {'process s':>9} {'plan s':>7} {'decision s':>10} {'jobs':>5} "
+    print(f"{'run':20} {'process s':>9} {'plan s':>7} {'decision s':>10} {'jobs':>5} "
           f"{'cached':>6} {'load':>5}  phases (s)")
     for label, wall, p, load in rows:
         phases = ", ".join(f"{k} {v:.1f}" for k, v in p["phases"].items()
                            if k not in ("total", "decision"))
-        print(f"{label:5} {wall:9.1f} {p['seconds']:7.1f} {p.get('decision_seconds', 0):10.1f} "
+        print(f"{label:20} {wall:9.1f} {p['seconds']:7.1f} {p.get('decision_seconds', 0):10.1f} "
               f"{p['jobs']:5d} {p['cache_hits']:6d} {load:5.1f}  {phases}")
     return 0
 

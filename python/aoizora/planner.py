@@ -15,11 +15,9 @@ Figures are predicted (Q1, Q2) or simulated; wall-clock planning time is measure
 
 from __future__ import annotations
 
-import dataclasses
-
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aoizora import jaxenv  # noqa: F401
@@ -193,7 +191,7 @@ def _with_kernels(run: _Run, candidates: list) -> list:
             continue
         moved = {t for r in recipes for t in r.baselines}
         run.searched_of.update((r.name, searched.name) for r in recipes)
-        out.append(dataclasses.replace(
+        out.append(replace(
             searched, baselines=tuple(t for t in c.baselines if t not in moved)))
         out.extend(recipes)
     return out
@@ -215,7 +213,7 @@ def _published_recipes(run: _Run, bare, searched, generation: str) -> list:
         recipe = kernels.with_kernel(bare, run.cfg, run.wl, run.target.platform, blocks=blocks)
         b = (recipe.block_q, recipe.block_kv, recipe.block_kv_compute)
         if b != (searched.block_q, searched.block_kv, searched.block_kv_compute):
-            out.append(dataclasses.replace(recipe, name=f"{bare.name}-b{b[0]}x{b[1]}x{b[2]}",
+            out.append(replace(recipe, name=f"{bare.name}-b{b[0]}x{b[1]}x{b[2]}",
                                            baselines=tuple(tags)))
     return out
 
@@ -513,7 +511,7 @@ def _baseline_choices(stage2, base_pairs, oracle: Pair | None,
     existing = [tag for tag in base_pairs if tag != baselines.ALPA]
     if existing:
         best = min(existing, key=lambda tag: base_pairs[tag].simulated)
-        out = {"existing": dataclasses.replace(out[best], extra={**out[best].extra,
+        out = {"existing": replace(out[best], extra={**out[best].extra,
                                                                  "label": best}), **out}
     if oracle is not None:
         out["oracle"] = stage2.choice(oracle, label="oracle")

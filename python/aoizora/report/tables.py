@@ -18,7 +18,8 @@ from aoizora.plan import Choice
 from aoizora.report.slices import logical_coords
 
 CHOICE_HEADER = ("<tr><th></th><th>sharding</th><th>mesh</th><th>attention kernel</th>"
-                 "<th>placement</th><th>Q1 ms</th><th>Q2 ms</th><th>simulated ms</th><th>vs the plan</th></tr>")
+                 "<th>placement</th><th>Q1 ms</th><th>Q2 ms</th><th>simulated ms</th>"
+                 "<th>vs the plan</th></tr>")
 
 
 def ms(s: float | None) -> str:
