@@ -122,7 +122,7 @@ def test_planner_skips_a_job_whose_worker_always_dies(ray_executor, by_value, jo
 
     settings = planner.Settings(cache=None, executor=RayExecutor(None, work=attempts[1](dies)))
     run = planner._Run(settings, planner.Progress(), jobs[1].model, jobs[1].workload,
-                       stage2=None, target=SimpleNamespace(spec=TARGET))
+                       stage2=None, target=SimpleNamespace(spec=TARGET, platform="cpu"))
     planner._compile(run, "compile", [jobs[1].candidate])
     assert run.graphs == {} and len(run.skipped) == 1
     assert run.skipped[0].startswith("dp2-uly2: compile failed: dp2-uly2: worker died twice")
