@@ -108,8 +108,8 @@ std::string nominal_file(const std::string& generation) {
 }
 
 // The fitted generations: their nominal figures (the base of the fit) are kept in
-// calibration/nominal/; the others ship their nominal figures.
-bool fitted(const std::string& g) { return g == "v4" || g == "v5e" || g == "v5p"; }
+// calibration/nominal/; v6e ships its nominal figures (no published point).
+bool fitted(const std::string& g) { return g == "v4" || g == "v5e" || g == "v5p" || g == "tpu7x"; }
 
 TEST(HardwareProfile, NominalFiguresAreTheCatalogOnesBeforeProfiles) {
   // The figures the catalog had before profiles (REFERENCE.md §2): the nominal profiles.
@@ -135,22 +135,16 @@ TEST(HardwareProfile, NominalFiguresAreTheCatalogOnesBeforeProfiles) {
   }
 }
 
-// v5e and v5p ship fitted; v4 ships its nominal figures on purpose (its profile's note: the
-// fit needs a link bandwidth 1.8x nominal, a gap in the algorithm model, not a link figure).
+// v4, v5e, v5p and TPU7x ship fitted (v4 and TPU7x since sub-grids run as rings: before,
+// their fits needed links twice what a link carries).
 TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedParameters) {
-  for (const char* g : {"v4", "v5e", "v5p"}) {
+  for (const char* g : {"v4", "v5e", "v5p", "tpu7x"}) {
     Result<HardwareProfile> nominal = read_profile_file(nominal_file(g));
     ASSERT_TRUE(nominal.ok()) << nominal.error().to_string();
     ChipSpec shipped = *chip_spec(g);
     Result<HardwareProfile> profile = hardware_profile(g);
     ASSERT_TRUE(profile.ok());
     const Provenance& pr = profile->provenance;
-    if (std::string(g) == "v4") {
-      EXPECT_FALSE(pr.fitted);
-      EXPECT_NE(pr.note.find("deliberately not fitted"), std::string::npos);
-      EXPECT_EQ(shipped, nominal->spec);
-      continue;
-    }
     ASSERT_TRUE(pr.fitted) << g;
     ASSERT_FALSE(pr.fitted_parameters.empty()) << g;
     // Put the nominal value back in every fitted figure: the rest must be the nominal spec.
