@@ -45,6 +45,7 @@ from aoizora.cache import Cache, cache_key
 from aoizora.fingerprint import code_fingerprint
 from aoizora.errors import CompileError, CompilerOutOfMemory, UserError
 from aoizora.models.base import FunctionSpec
+from aoizora.optimized_hlo import optimized_hlo
 from aoizora.strategies import Candidate, Layout, layout_for
 
 import jax
@@ -233,7 +234,7 @@ def run_job(job: Job) -> Outcome:
     exception is a bug and propagates."""
     t = time.perf_counter()
     try:
-        fn = {"lower": lower, "compile": compile, "analyze": _optimized_hlo}[job.kind]
+        fn = {"lower": lower, "compile": compile, "analyze": optimized_hlo}[job.kind]
         text = fn(job.candidate, job.model, job.workload, job.target, order=job.order)
         out = Outcome(job.name, job.kind, True, text=text)
     except CompileError as e:
@@ -242,12 +243,6 @@ def run_job(job: Job) -> Outcome:
     out.seconds = time.perf_counter() - t
     out.peak_rss_mb = _peak_rss_mb()
     return out
-
-
-def _optimized_hlo(candidate, model, workload, target, *, order=None) -> str:
-    from aoizora.optimized_hlo import optimized_hlo
-
-    return optimized_hlo(candidate, model, workload, target, order=order)
 
 
 def _peak_rss_mb() -> float:

@@ -511,8 +511,7 @@ def _baseline_choices(stage2, base_pairs, oracle: Pair | None,
     existing = [tag for tag in base_pairs if tag != baselines.ALPA]
     if existing:
         best = min(existing, key=lambda tag: base_pairs[tag].simulated)
-        out = {"existing": replace(out[best], extra={**out[best].extra,
-                                                                 "label": best}), **out}
+        out = {"existing": replace(out[best], extra=dict(out[best].extra)), **out}
     if oracle is not None:
         out["oracle"] = stage2.choice(oracle, label="oracle")
     return out

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "aoizora/cost/group_shape.h"
@@ -214,13 +215,15 @@ int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
   for (int d = 0; d < 3; ++d)
     if (box.ext[static_cast<size_t>(d)] > 1) axes.push_back(d);
   // The phases' units: the core axis, each chip axis, or all chip axes as one ring (kRing).
+  // The cycle is built only where a profile's grid ring can apply (not for lines).
   constexpr int kRing = -1;
-  const detail::GridCycle cycle(axes, box.ext);
-  const bool ring = axes.size() >= 2 && t.spec.algorithms.grid_is_ring() && cycle.exists();
+  std::optional<detail::GridCycle> cycle;
+  if (axes.size() >= 2 && t.spec.algorithms.grid_is_ring()) cycle.emplace(axes, box.ext);
+  const bool ring = cycle && cycle->exists();
   std::vector<int> units = ring ? std::vector<int>{kRing} : axes;
-  const auto extent = [&](int u) { return u == kRing ? cycle.size() : box.ext[static_cast<size_t>(u)]; };
+  const auto extent = [&](int u) { return u == kRing ? cycle->size() : box.ext[static_cast<size_t>(u)]; };
   const auto phase = [&](int u, double shard, int step0) {
-    return u == kRing ? detail::cycle_phase(t, box, cycle, axes, shard, step0, aggregate, emit)
+    return u == kRing ? detail::cycle_phase(t, box, *cycle, axes, shard, step0, aggregate, emit)
                       : detail::line_phase(t, box, u, shard, step0, aggregate, emit);
   };
   const bool cores = box.ext[topo::kCoreAxis] > 1;
