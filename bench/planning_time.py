@@ -5,10 +5,13 @@ Goal (issue 9): Wan 2.1 14B on v5e-16 (v5e:4x4), 720p 81 frames, under 60 s cold
 the times include starting Python and JAX. Prints the time to the decision (the Top-K
 compiled, Stage 2, simulated) and in all (plus the baselines' shardings compiled and
 simulated for the comparison), and the phases. --compare-full adds a cold plan with
---full-compile (every candidate through the TPU backend, as before the analysis compile).
+--full-compile (every candidate through the TPU backend, as before the analysis compile);
+--compare-run-ahead adds cold plans with --no-run-ahead (the existing deployments' compiles
+started after the decision instead of with the plan), alternating with the default.
 
     python bench/planning_time.py [--model wan2.1-t2v-14b] [--topology v5e:4x4] \
-        [--video 720p] [--frames 81] [--top-k K] [--compare-full]
+        [--video 720p] [--frames 81] [--top-k K] [--compare-full] \
+        [--compare-run-ahead --reps N]
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,6 +45,11 @@ def main() -> int:
     ap.add_argument("--video", default="720p")
     ap.add_argument("--frames", default="81")
     ap.add_argument("--top-k", type=int)
+    ap.add_argument("--compare-run-ahead", action="store_true",
+                    help="also plan cold with --no-run-ahead (the deployments' compiles after "
+                         "the decision), alternating with the default, for the ratio")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="cold runs of each kind, alternating (medians printed)")
     ap.add_argument("--compare-full", action="store_true",
                     help="also plan cold with --full-compile (every candidate through the TPU "
                          "backend), in the same run, for the ratio")
@@ -50,7 +59,12 @@ def main() -> int:
     if a.top_k:
         args += ["--top-k", str(a.top_k)]
     rows = []
-    runs = [("cold", [], "cache"), ("warm", [], "cache")]
+    runs = []
+    for rep in range(a.reps):
+        runs.append(("cold", [], f"cache{rep}"))
+        if a.compare_run_ahead:
+            runs.append(("cold, --no-run-ahead", ["--no-run-ahead"], f"cache-seq{rep}"))
+    runs.append(("warm", [], "cache0"))
     if a.compare_full:
         runs.append(("cold, --full-compile", ["--full-compile"], "cache-full"))
     with tempfile.TemporaryDirectory(prefix="aoizora-cold-") as tmp:
@@ -67,6 +81,14 @@ def main() -> int:
                            if k not in ("total", "decision"))
         print(f"{label:20} {wall:9.1f} {p['seconds']:7.1f} {p.get('decision_seconds', 0):10.1f} "
               f"{p['jobs']:5d} {p['cache_hits']:6d} {load:5.1f}  {phases}")
+    if a.compare_run_ahead:
+        med = {label: (statistics.median(r[2]["decision_seconds"] for r in rows if r[0] == label),
+                       statistics.median(r[2]["seconds"] for r in rows if r[0] == label))
+               for label in ("cold", "cold, --no-run-ahead")}
+        (d1, t1), (d0, t0) = med["cold"], med["cold, --no-run-ahead"]
+        print(f"medians of {a.reps}: run ahead / after the decision: to the decision "
+              f"{d1:.1f} / {d0:.1f} s ({d1 / d0:.3f}x), in all {t1:.1f} / {t0:.1f} s "
+              f"({t1 / t0:.3f}x)")
     return 0
 
 

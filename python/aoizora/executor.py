@@ -3,8 +3,13 @@
     executor = make_executor("local" | "ray" | "ray://HOST:PORT")   UserError on a bad name or
                                                                      an unreachable cluster
     add_argument(parser); executor = from_args(args)                 --executor for a command
-    executor.run(jobs, done, workers=None, fresh_process=False)      done(i, Outcome) per job,
-                                                                     in completion order
+    executor.run(jobs, done, workers=None, fresh_process=False,      done(i, Outcome) per job,
+                 background=False, stop=None)                        in completion order;
+                                                                     background: idle priority
+                                                                     (local); stop: an Event
+                                                                     that cancels the batch
+    executor.room_ahead                                              may jobs run ahead of a
+                                                                     plan (prefetch.py)?
     executor.description                                             "local processes", ...
     executor.close()                                                 stops what it started
 
@@ -25,11 +30,13 @@ need a worker to die.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 import multiprocessing
 import os
 import re
 import signal
+import threading
 import time
 from typing import Callable, Sequence
 
@@ -84,33 +91,37 @@ class LocalExecutor:
 
     description = "local processes"
     remote = False   # runs a model this process loaded from a user's file? (run_jobs)
+    room_ahead = True  # jobs run ahead at idle priority take only idle cores (prefetch.py)
 
     def __init__(self, work: Callable[[Job], Outcome] = run_job):
         self.work = work
 
     def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
-            fresh_process: bool = False) -> None:
-        """workers: processes (default one per two cores); fresh_process: one per job. A job
-        whose worker died runs again alone in a process of its own, so a second death is its
-        own (a dead worker breaks the whole pool: every job in flight comes back)."""
+            fresh_process: bool = False, background: bool = False,
+            stop: threading.Event | None = None) -> None:
+        """workers: processes (default one per two cores); fresh_process: one per job;
+        background: the workers at idle priority (nice 19). A job whose worker died runs
+        again alone in a process of its own, so a second death is its own (a dead worker
+        breaks the whole pool: every job in flight comes back)."""
         if workers is None:
             workers = max(1, min(len(jobs), (os.cpu_count() or 2) // 2))
-        died = self._pool(jobs, range(len(jobs)), workers, fresh_process, done)
+        pool = functools.partial(self._pool, jobs, done=done, background=background, stop=stop)
+        died = pool(range(len(jobs)), workers, fresh_process)
         for i, why in died:
-            if self._pool(jobs, [i], 1, True, done):
+            if pool([i], 1, True):
                 done(i, _died(jobs[i], f"most likely out of memory: {why}", True))
 
-    def _pool(self, jobs, indices, workers: int, fresh_process: bool,
-              done: Done) -> list[tuple[int, str]]:
+    def _pool(self, jobs, indices, workers: int, fresh_process: bool, *, done: Done,
+              background: bool, stop: threading.Event | None) -> list[tuple[int, str]]:
         """Runs jobs[indices] in a new pool; returns (index, reason) of those whose worker died."""
         ctx = multiprocessing.get_context("spawn")
         died, pool, others = [], None, set(multiprocessing.active_children())
         try:
-            pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                          initializer=_worker_signals,
-                                          max_tasks_per_child=1 if fresh_process else None)
+            pool = cf.ProcessPoolExecutor(
+                max_workers=workers, mp_context=ctx, initargs=(background,),
+                initializer=_worker_signals, max_tasks_per_child=1 if fresh_process else None)
             futures = {pool.submit(self.work, jobs[i]): i for i in indices}
-            for fut in cf.as_completed(futures):
+            for fut in _completed(futures, stop):
                 try:
                     out = fut.result()
                 except cf.process.BrokenProcessPool as e:  # a worker was killed
@@ -128,9 +139,27 @@ class LocalExecutor:
         pass
 
 
-def _worker_signals() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each)."""
+def _completed(futures, stop: threading.Event | None):
+    """cf.as_completed, raising prefetch.Cancelled once `stop` is set."""
+    if stop is None:
+        yield from cf.as_completed(futures)
+        return
+    from aoizora.prefetch import Cancelled
+
+    pending = set(futures)
+    while pending:
+        ready, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+        if stop.is_set():
+            raise Cancelled()
+        yield from ready
+
+
+def _worker_signals(background: bool = False) -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each); a
+    background worker runs at idle priority (its compile children inherit it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if background:
+        os.nice(19)
 
 
 def _stop(pool: cf.ProcessPoolExecutor, others: set) -> None:
@@ -166,6 +195,8 @@ def _kill(procs: list) -> None:
 
 
 # ---- Ray ---------------------------------------------------------------------------------
+
+RAY_CPUS_FOR_RUNNING_AHEAD = 8
 
 def worker_identity() -> dict[str, str]:
     """What a job's result depends on besides the job (compiler.job_key): the code, jax and
@@ -204,14 +235,19 @@ class RayExecutor:
         self.compile_cpus = max(1, min(2, int(max(cpus, default=1))))
         self.description = (f"ray ({'this machine' if address is None else address}, "
                             f"{self.cpus} CPUs)")
+        # Ray tasks reserve CPUs and have no priority: a plan's jobs run ahead (prefetch.py)
+        # only beside room for its own (two compiles and their lowerings at once).
+        self.room_ahead = self.cpus >= RAY_CPUS_FOR_RUNNING_AHEAD
         self.identity = worker_identity()
         # Ray retries a task whose worker died (max_retries), never one that raised.
         self._task = ray.remote(max_retries=1, retry_exceptions=False)(_ray_task)
         self._refs: dict = {}
 
     def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
-            fresh_process: bool = False) -> None:
-        """workers is not used: the cluster's CPUs decide; fresh_process: one job per worker."""
+            fresh_process: bool = False, background: bool = False,
+            stop: threading.Event | None = None) -> None:
+        """workers is not used: the cluster's CPUs decide; fresh_process: one job per worker;
+        background is not used (Ray has no priorities: see room_ahead)."""
         import ray
 
         refs = {}
@@ -223,9 +259,15 @@ class RayExecutor:
         pending = list(refs)
         try:
             while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                i = refs[ready[0]]
-                done(i, self._outcome(ready[0], jobs[i]))
+                ready, pending = ray.wait(pending, num_returns=1,
+                                          timeout=None if stop is None else 0.2)
+                if stop is not None and stop.is_set():
+                    from aoizora.prefetch import Cancelled
+
+                    pending += ready
+                    raise Cancelled()
+                for ref in ready:
+                    done(refs[ref], self._outcome(ref, jobs[refs[ref]]))
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)

@@ -25,6 +25,7 @@ from aoizora import baselines, kernels, stage1, strategies
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs, runs_in_process
+from aoizora.prefetch import Prefetch
 from aoizora.errors import NoFitError, UserError
 from aoizora.models.base import FunctionSpec
 from aoizora.plan import Choice, Plan
@@ -47,6 +48,8 @@ class Settings:
     executor: Any = None              # where jobs run (executor.py); None: local processes
     full_compile: bool = False        # TPU: every candidate through the TPU backend, not
                                       # only the plan's and the baselines' (optimized_hlo.py)
+    run_ahead: bool = True            # the existing deployments' compiles start with the plan,
+                                      # beside lowering and Stage 1 (prefetch.py)
 
 
 class Progress:
@@ -108,6 +111,7 @@ class _Run:
     searched_of: dict[str, str] = field(default_factory=dict)  # recipe name -> searched twin
     failed_recipes: dict[str, str] = field(default_factory=dict)  # tag -> why it failed
     verified: set[str] = field(default_factory=set)  # through the TPU backend (_verify)
+    ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
 
     @property
     def analysis_kind(self) -> str:
@@ -146,14 +150,31 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
                compile_target_for(stage2.topology, settings.compile_target))
     progress.note(f"compiling for {_describe_target(run.target)}")
     candidates = _enumerate(run, name)
-    s1, top = _stage1(run, candidates, no_fit=f"{_what(name, video, wl)} fits in no sharding "
-                                              f"on {topology}")
-    survivors = _compile_top_k(run, candidates, s1, top)
-    ranked = _rank_placements(run, survivors)
-    pool = _verify_decision(run, _decide(run, ranked))
-    base_pairs = _baselines(run, s1, pool)
+    run.ahead = _run_ahead(run, candidates)
+    try:
+        s1, top = _stage1(run, candidates, no_fit=f"{_what(name, video, wl)} fits in no "
+                                                  f"sharding on {topology}")
+        survivors = _compile_top_k(run, candidates, s1, top)
+        ranked = _rank_placements(run, survivors)
+        pool = _verify_decision(run, _decide(run, ranked))
+        base_pairs = _baselines(run, s1, pool)
+    finally:
+        run.ahead.close()
     return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
                    base_pairs)
+
+
+def _run_ahead(run: _Run, candidates: list) -> Prefetch:
+    """Starts the existing deployments' compiles (analysis, then full on TPU targets) now:
+    their shardings are known from the enumeration, and on this machine they take only the
+    cores the plan's own work leaves idle (prefetch.py)."""
+    if not run.settings.run_ahead:
+        return Prefetch()
+    deployed = [c for c in candidates if c.baselines]
+    kinds = [run.analysis_kind] + (["compile"] if run.analysis_kind == "analyze" else [])
+    return Prefetch.start([Job(k, c, run.cfg, run.wl, run.target.spec)
+                          for k in kinds for c in deployed],
+                          run.settings.cache, run.settings.executor)
 
 
 def _enumerate(run: _Run, model: str) -> list:
@@ -381,7 +402,8 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                   "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
                   "cache_hits": sum(o.cached for o in run.outcomes),
-                  "jobs": len(run.outcomes), "skipped": run.skipped,
+                  "jobs": len(run.outcomes), "jobs_run_ahead": len(run.ahead.futures),
+                  "skipped": run.skipped,
                   "programs": ("optimized HLO, the plan's and the baselines' shardings "
                                "compiled in full" if run.analysis_kind == "analyze"
                                else "full compiles"),
@@ -401,10 +423,10 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
 
 
 def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job],
-         workers: int | None = None) -> list[Outcome]:
+         workers: int | None = None, ahead: Prefetch | None = None) -> list[Outcome]:
     progress.phase(name, len(jobs))
     return run_jobs(jobs, workers=workers or settings.workers, cache=settings.cache,
-                    executor=settings.executor,
+                    executor=settings.executor, ahead=ahead,
                     progress=lambda done, total, out: progress.advance(
                         f"{out.name}{' (cached)' if out.cached else ''}"))
 
@@ -415,7 +437,8 @@ def _compile(run: _Run, name: str, todo: list) -> None:
     if not todo:
         return
     outcomes = _run(run.progress, name, run.settings,
-                    [Job(run.analysis_kind, c, run.cfg, run.wl, run.target.spec) for c in todo])
+                    [Job(run.analysis_kind, c, run.cfg, run.wl, run.target.spec) for c in todo],
+                    ahead=run.ahead)
     run.outcomes += outcomes
     for c, o in zip(todo, outcomes):
         if not o.ok:
@@ -441,7 +464,8 @@ def _verify(run: _Run, name: str, todo: list) -> None:
         return
     t0 = time.perf_counter()
     outcomes = _run(run.progress, name, run.settings,
-                    [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in todo])
+                    [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in todo],
+                    ahead=run.ahead)
     run.outcomes += outcomes
     for c, o in zip(todo, outcomes):
         if o.ok:

@@ -58,12 +58,15 @@ def test_a_failure_before_the_optimized_hlo_is_one_compile_error(usp):
 
 
 def _children() -> list[int]:
-    """Processes running the analysis compile's child, by command line."""
+    """This process's children running the analysis compile, by command line (others on
+    the machine, such as a plan running beside the tests, are not this test's)."""
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
+            with open(f"/proc/{pid}/stat") as f:
+                parent = int(f.read().rpartition(")")[2].split()[1])
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"aoizora.optimized_hlo" in f.read():
+                if parent == os.getpid() and b"aoizora.optimized_hlo" in f.read():
                     out.append(int(pid))
         except OSError:
             pass

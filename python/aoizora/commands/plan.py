@@ -43,6 +43,9 @@ def add_workload_args(p) -> None:
                         "(minutes each); by default candidates are analyzed from XLA's "
                         "optimized HLO and only the plan's and the baselines' shardings are "
                         "compiled in full")
+    p.add_argument("--no-run-ahead", action="store_true",
+                   help="start the existing deployments' compiles after the decision, not "
+                        "with the plan at idle priority (docs/planner.md)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -104,7 +107,7 @@ def run_planner(args):
                             cache=None if args.no_cache else Cache(),
                             compile_target=args.compile_target, hardware=args.hardware,
                             full_compile=args.full_compile,
-                            executor=jobs_on)
+                            run_ahead=not args.no_run_ahead, executor=jobs_on)
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:
                 progress.note(f"jobs run on {jobs_on.description}")

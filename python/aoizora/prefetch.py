@@ -1,0 +1,99 @@
+"""Jobs run ahead of the plan's phases: the existing deployments' compiles start with the
+plan, beside lowering, Stage 1 and the Top-K's compiles, instead of after the decision.
+
+    ahead = Prefetch.start(jobs, cache, executor)   inert when running ahead cannot help
+    run_jobs(..., ahead=ahead)                      a job run ahead is taken from it (waited
+                                                    for if still running), not run again
+    ahead.close()                                   stops what is left; waits for the thread
+
+Which jobs can run ahead: only those that need nothing the plan computes. A baseline's
+candidate is known once the shardings are enumerated (its tags), so its analysis and full
+compiles can start at once; whether it fits in memory is known only after Stage 1, so a
+baseline that does not fit is compiled for nothing (its outcome is never asked for).
+
+Locally the jobs run in a pool of their own at idle priority (nice 19), so they take a core
+only when the plan's own work leaves it idle: Stage 1, Stage 2 and the simulations run in
+this process on one core, and an analysis compile's child spends its first seconds starting
+Python. The decision is not delayed; what the baselines cost after it shrinks by the idle
+time they used. On Ray, where jobs reserve CPUs and have no priority, jobs run ahead only on
+a cluster with room beside one setting's own jobs (RayExecutor.room_ahead).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+from typing import Sequence
+
+from aoizora.cache import Cache, cache_key
+from aoizora.compiler import Job, Outcome, job_key
+
+
+class Cancelled(Exception):
+    """Raised inside an executor's loop when its `stop` event is set (executor.py)."""
+
+
+class Prefetch:
+    def __init__(self, jobs: Sequence[Job] = (), cache: Cache | None = None, executor=None):
+        self.futures: dict[str, cf.Future] = {}
+        self.stop = threading.Event()
+        self.thread = None
+        if not jobs:
+            return
+        jobs = list({cache_key(job_key(j)): j for j in jobs}.items())
+        self.futures = {k: cf.Future() for k, _ in jobs}
+        self.thread = threading.Thread(target=self._work, args=(jobs, cache, executor),
+                                       name="aoizora-prefetch", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def start(cls, jobs: Sequence[Job], cache: Cache | None, executor) -> "Prefetch":
+        """Runs `jobs` ahead, or returns an inert Prefetch where that cannot help: a model
+        that runs in this process, or a Ray without room beside the plan's own jobs."""
+        from aoizora.compiler import runs_in_process
+
+        if any(runs_in_process(j.model) for j in jobs):
+            return cls()
+        if executor is not None and not getattr(executor, "room_ahead", True):
+            return cls()
+        return cls(jobs, cache, executor)
+
+    def _work(self, jobs: list[tuple[str, Job]], cache: Cache | None, executor) -> None:
+        from aoizora.compiler import run_jobs
+
+        def done(_i, _n, out: Outcome) -> None:
+            self.futures[out.key].set_result(out)
+
+        try:
+            run_jobs([j for _, j in jobs], workers=1, cache=cache, executor=executor,
+                     progress=done, background=True, stop=self.stop)
+        except Cancelled:
+            pass
+        except BaseException as e:  # a bug in a worker: the plan raises it where it waits
+            for f in self.futures.values():
+                if not f.done():
+                    f.set_exception(e)
+            return
+        for f in self.futures.values():
+            if not f.done():
+                f.cancel()
+
+    def has(self, key: str) -> bool:
+        return key in self.futures
+
+    def take(self, key: str) -> Outcome | None:
+        """The outcome of the job with this cache key, waiting for it; None when it was not
+        run ahead or was stopped before it ran."""
+        f = self.futures.get(key)
+        if f is None:
+            return None
+        try:
+            return f.result()
+        except cf.CancelledError:
+            return None
+
+    def close(self) -> None:
+        """Stops the jobs not yet done (their workers killed) and waits for the thread."""
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
