@@ -375,11 +375,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     changed = (best.candidate.name, best.placement) != (decision.candidate.name,
                                                        decision.placement)
     stage2, graphs = run.stage2, run.graphs
-    oracle = None
-    if run.settings.oracle:
-        q1_of = {r.candidate.name: r.q1_seconds for r in s1}
-        oracle = _oracle(stage2, graphs, {c.name: c for c in candidates}, q1_of, simulated,
-                         run.progress)
+    oracle = _oracle(run, candidates, s1, simulated) if run.settings.oracle else None
     # A baseline's sharding that won the pooling was not ranked by Stage 2: rank it now, so
     # that the report lists its placements as for any plan.
     own = [p for p in ranked if p.candidate.name == best.candidate.name] or stage2.rank(
@@ -541,16 +537,25 @@ def _baseline_choices(stage2, base_pairs, oracle: Pair | None,
     return out
 
 
-def _oracle(stage2, graphs, by_name, q1_of, simulated: list[Pair], progress) -> Pair:
+def _oracle(run: _Run, candidates: list, s1: list, simulated: list[Pair]) -> Pair:
     """The best simulated pair over every placement Stage 2 considers of every compiled
-    sharding (the plan's own pool included). A reference only: the plan does not use it."""
-    progress.phase("oracle: simulate every pair", len(graphs))
+    sharding (the plan's own pool included), compiled in full like the plan: a sharding the
+    TPU backend refuses is skipped. A reference only: the plan does not use it."""
+    by_name = {c.name: c for c in candidates}
+    q1_of = {r.candidate.name: r.q1_seconds for r in s1}
+    run.progress.phase("oracle: simulate every pair", len(run.graphs))
     every = list(simulated)
-    for name, g in graphs.items():
-        for p in stage2.rank(by_name[name], g, q1=q1_of.get(name)):
-            every.append(stage2.simulate(p, g))
-        progress.advance(name)
-    return min(every, key=lambda p: (p.simulated, p.q2))
+    for name, g in run.graphs.items():
+        for p in run.stage2.rank(by_name[name], g, q1=q1_of.get(name)):
+            every.append(run.stage2.simulate(p, g))
+        run.progress.advance(name)
+    for p in sorted(every, key=lambda p: (p.simulated, p.q2)):
+        if p.candidate.name in run.graphs:
+            _verify(run, "full compile of the oracle", [p.candidate])
+            if p.candidate.name in run.graphs:
+                return p
+    raise UserError("every simulated sharding failed the full compile: "
+                    + "; ".join(run.skipped[-3:]))
 
 
 def _workload_record(video: str | None, cfg, wl) -> dict[str, Any]:

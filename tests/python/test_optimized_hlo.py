@@ -112,6 +112,31 @@ def test_the_plan_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp
     assert p["programs"].startswith("optimized HLO")
 
 
+def test_the_oracle_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp_path):
+    """--oracle's reference pair is compiled in full like the plan; when the backend refuses
+    its sharding, the oracle is the best pair of a sharding it accepts."""
+    from aoizora.cache import Cache, cache_key
+
+    cache = Cache(str(tmp_path))
+    first = plan("wan-tiny", "tiny", None, TARGET, Settings(oracle=True, top_k=2, cache=cache))
+    oracle = first.plan.baselines["oracle"].candidate
+    assert oracle in first.plan.planning["compiled_in_full"]
+    # Again from the cache, but for the oracle's full compile, which the backend now refuses.
+    cand = next(r.candidate for r in first.stage1 if r.candidate.name == oracle)
+    full = C.Job("compile", cand, get_model("wan-tiny"), get_workload("tiny", model="wan-tiny"),
+                 TARGET)
+    key = cache_key(C.job_key(full))
+    assert cache.get(key) is not None
+    cache._remove(key)
+    settings = Settings(oracle=True, top_k=2, cache=cache, executor=LocalExecutor(
+        work=functools.partial(refuses, oracle)))
+    second = plan("wan-tiny", "tiny", None, TARGET, settings).plan
+    assert second.baselines["oracle"].candidate != oracle
+    assert second.baselines["oracle"].candidate in second.planning["compiled_in_full"]
+    assert any(s.startswith(f"{oracle}: full compile failed:")
+               for s in second.planning["skipped"])
+
+
 def test_an_unexpected_error_in_the_child_is_not_a_compile_error(usp):
     """Only expected failures skip a candidate: anything else the child raises comes back
     as RuntimeError with its traceback (here a target no code path accepts)."""
