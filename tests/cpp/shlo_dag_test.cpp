@@ -277,6 +277,54 @@ TEST(ShloQ1, RingClosedFormsAndOverlapWindows) {
   EXPECT_NEAR(cost::q1(d, p).comm_by_axis.at("x"), 0.060, 1e-12);
 }
 
+// A ring step's K and V permutes run alongside the step's kernel, between their operand and
+// their consumer, and share it: an unrolled ring inside a layer does not hide its permutes
+// under the whole layer (each one under all of it, as Q1 once did), and a rolled ring loop
+// hides them under its own body once.
+TEST(ShloQ1, RingStepPermutesShareTheComputeBetweenOperandAndConsumer) {
+  cost::Q1Params p;
+  p.chip.peak_flops = 197e12;
+  p.chip.link_bandwidth = 50e9;
+  p.chip.hop_latency = 0;
+  PredictionDag d;
+  d.mesh = "mesh";
+  d.meshes = MeshTable{{Mesh{"mesh", {{"x", 4}}}}};
+  auto compute = [](double seconds, std::vector<int> deps, double repeat = 1) {
+    DagNode c;
+    c.flops = 197e12 * seconds;
+    c.bytes = 1;
+    c.deps = std::move(deps);
+    c.repeat = repeat;
+    return c;
+  };
+  auto permute = [](std::vector<int> deps, double repeat = 1) {
+    DagNode c;
+    c.kind = DagNode::Kind::kComm;
+    c.comm = CommKind::kCollectivePermute;
+    c.axes = {"x"};
+    c.group_size = 4;
+    c.operand_bytes = 150e6;  // 3 ms on a 50 GB/s link
+    c.overlappable = true;
+    c.deps = std::move(deps);
+    c.repeat = repeat;
+    return c;
+  };
+  // K/V heads (1 ms), kernel of step 0 (4 ms), permute K and V (3 ms each), kernel of step 1,
+  // the rest of the layer (20 ms).
+  d.nodes = {compute(0.001, {}), compute(0.004, {0}), permute({0}), permute({0}),
+             compute(0.004, {2, 3}), compute(0.020, {4})};
+  cost::Q1Breakdown q = cost::q1(d, p);
+  EXPECT_NEAR(q.compute, 0.029, 1e-12);
+  EXPECT_NEAR(q.overlappable_comm, 0.006, 1e-12);
+  EXPECT_NEAR(q.exposed_comm, 0.002, 1e-12);  // 6 ms of permutes under 4 ms of kernel
+  EXPECT_NEAR(q.q1, 0.031, 1e-12);
+  // A rolled ring loop of 8 steps: the permutes' result is carried to the next iteration (no
+  // later consumer); they hide under the loop body's kernel, once, not under the layer after.
+  d.nodes = {compute(0.004, {}, 8), permute({}, 8), permute({}, 8), compute(0.020, {0})};
+  q = cost::q1(d, p);
+  EXPECT_NEAR(q.exposed_comm, 8 * 0.002, 1e-12);
+}
+
 // Q1 on a real slice prices a collective with the simulator's algorithms on the best group
 // shape: v5e:2x4 has no wraparound, and its 8 chips run an all-reduce as one ring round the
 // 2x4 both ways (XLA's UniDirection1DRingStrategy, colors 2): 2 x 7 steps of V/16 on every

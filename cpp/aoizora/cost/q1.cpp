@@ -75,6 +75,41 @@ double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
   return std::max(n.flops / p.chip.core_peak_flops(), n.bytes / p.chip.core_hbm_bandwidth());
 }
 
+namespace {
+
+// The compute seconds a ring step's permute (node i) hides, per execution, taken from
+// `spare` so that one step's compute hides its permutes once, not once per permute (K and V
+// share the links and the kernel). XLA starts the permute once its operand exists and needs
+// it done before its first consumer: it runs alongside the compute in between (the step's
+// kernel). A permute with no later consumer (a rolled loop whose result is carried to the
+// next iteration) runs alongside the rest of its loop body: the nodes repeated at least as
+// often, contiguous with it.
+double ring_step_window(const std::vector<shlo::DagNode>& nodes, size_t i, int consumer,
+                        const std::vector<double>& t, std::vector<double>& spare) {
+  const shlo::DagNode& x = nodes[i];
+  const long n = static_cast<long>(nodes.size());
+  long lo = static_cast<long>(i), hi = static_cast<long>(i);
+  while (lo > 0 && nodes[static_cast<size_t>(lo - 1)].repeat >= x.repeat) --lo;
+  if (consumer > static_cast<int>(i)) {
+    for (int d : x.deps) lo = std::max(lo, static_cast<long>(d) + 1);
+    hi = consumer - 1;
+  } else {
+    while (hi + 1 < n && nodes[static_cast<size_t>(hi + 1)].repeat >= x.repeat) ++hi;
+  }
+  double need = t[i], window = 0;
+  for (long j = lo; j <= hi && need > window; ++j) {
+    const shlo::DagNode& y = nodes[static_cast<size_t>(j)];
+    if (y.kind != shlo::DagNode::Kind::kCompute) continue;
+    const double scale = y.repeat / x.repeat;  // y's executions per execution of the permute
+    const double take = std::min(spare[static_cast<size_t>(j)] * scale, need - window);
+    spare[static_cast<size_t>(j)] -= take / scale;
+    window += take;
+  }
+  return window;
+}
+
+}  // namespace
+
 Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
   using Kind = shlo::DagNode::Kind;
   const std::vector<shlo::DagNode>& nodes = dag.nodes;
@@ -95,6 +130,7 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     }
   }
   std::vector<char> used(n, 0);  // matmuls already hiding a weight gather
+  std::vector<double> spare = t;  // compute seconds not yet hiding a ring step's permute
   for (size_t i = 0; i < n; ++i) {
     const shlo::DagNode& x = nodes[i];
     if (x.kind != Kind::kComm) continue;
@@ -113,14 +149,7 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     b.overlappable_comm += total;
     double window = 0;  // compute seconds it runs alongside, per execution
     if (ring_step) {
-      // A ring step's permute runs alongside the rest of its loop body (nodes repeated at
-      // least as often, contiguous with it).
-      for (int dir : {-1, 1})
-        for (long j = static_cast<long>(i) + dir; j >= 0 && j < static_cast<long>(n); j += dir) {
-          const shlo::DagNode& y = nodes[static_cast<size_t>(j)];
-          if (y.repeat < x.repeat) break;
-          if (y.kind == Kind::kCompute) window += t[static_cast<size_t>(j)] * y.repeat / x.repeat;
-        }
+      window = ring_step_window(nodes, i, consumer[i], t, spare);
     } else {
       // An all-gather runs as an async collective fusion alongside one matmul: the last one
       // before its consumer that hides no other gather and that XLA may schedule after the

@@ -18,7 +18,8 @@
 //   Q1 = compute + sum over overlappable c of max(0, t(c) - window(c)) + barrier comm,
 // where a prefetchable weight gather's window is one matmul (the last before its consumer
 // that hides no other gather: XLA's async collective fusion), and a ring permute's window is
-// the rest of its loop body.
+// the compute between its operand and its first consumer (the step's kernel; for a rolled
+// loop, the rest of its loop body), each compute's time hiding permutes once.
 // Compute is a roofline per op: max(flops / peak, bytes / HBM bandwidth).
 #pragma once
 
