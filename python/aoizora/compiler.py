@@ -287,13 +287,15 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
 
     todo, run_ahead = [], []
     for i, job in enumerate(jobs):
+        # A job run ahead first: once done it is also in the cache, but it was not a hit.
+        if ahead is not None and ahead.has(keys[i]):
+            run_ahead.append(i)
+            continue
         t = time.perf_counter()
         text = cache.get(keys[i]) if cache is not None else None
         if text is not None:
             finish(i, Outcome(job.name, job.kind, True, text=text, cached=True,
                               seconds=time.perf_counter() - t))
-        elif ahead is not None and ahead.has(keys[i]):
-            run_ahead.append(i)
         else:
             todo.append(i)
     run = functools.partial(_execute, jobs, finish, workers=workers, executor=executor,

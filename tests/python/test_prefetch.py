@@ -44,6 +44,7 @@ def test_deployments_compile_ahead_at_idle_priority_once_each(tmp_path):
     # Analysis and full compile of every deployment ran ahead, nothing else did.
     assert background == {(k, c) for k in ("analyze", "compile") for c in deployed}
     assert ahead.planning["jobs_run_ahead"] == len(background)
+    assert ahead.planning["cache_hits"] == 0  # a cold plan: what ran ahead was no hit
     # The same plan without running ahead (from the cache the first run filled).
     again = planner.plan(**TINY, settings=planner.Settings(top_k=2, workers=1, cache=cache,
                                                            run_ahead=False)).plan
