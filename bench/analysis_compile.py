@@ -25,6 +25,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
+# This bench reads libtpu's stage durations from its log, which jaxenv turns off by default.
+os.environ.setdefault("TPU_LOG_DIR", "/tmp/tpu_logs")
 from aoizora import jaxenv  # noqa: E402,F401
 from aoizora import _core, kernels  # noqa: E402
 from aoizora import compiler as C  # noqa: E402
