@@ -228,6 +228,25 @@ TEST(Q2, TwoGroupsSharingALinkTakeTwiceAsLong) {
   EXPECT_NEAR(evaluate_q2(overlap3.g, t, identity(8)).seconds, t1, 1e-12);
 }
 
+// A ring's permutes as XLA schedules them: each step sends what the previous one received,
+// so its -start follows that one's -done, and the windows form a chain, each overlapping the
+// next. Only windows that all overlap run at once: steps 1 and 2 share the link with nothing
+// to hide them (2 ms), step 3 hides under the kernel after it. Merging the whole chain into
+// one cluster, as Q2 once did, ran the three at once under all of the chain's compute (3 ms).
+TEST(Q2, ChainedAsyncWindowsRunOneAfterAnotherAsInTheSimulator) {
+  topo::Topology t = topo::Topology::grid("line2", {2, 1, 1}, {false, false, false}, spec());
+  Builder b(2);
+  const int k1 = b.collective(permute({{0, 1}}, 1e6), true);  // 1 ms alone on the link
+  const int v1 = b.collective(permute({{0, 1}}, 1e6), true);
+  b.done(k1);
+  const int k2 = b.collective(permute({{0, 1}}, 1e6), true);
+  b.done(v1);
+  b.compute(2e9);                                            // the kernel: 2 ms
+  b.done(k2);
+  EXPECT_NEAR(evaluate_q2(b.g, t, identity(2)).seconds, 4e-3, 1e-12);
+  EXPECT_NEAR(simulated_seconds(b.g, t, identity(2)), 4e-3, 2e-6);  // + 1 us fixed latency
+}
+
 TEST(Q2, AsyncCommunicationHidesUnderComputeInItsWindow) {
   topo::Topology t = topo::Topology::grid("2x4", {2, 4, 1}, {false, false, false}, spec());
   Builder b(8, /*repeat=*/3);

@@ -103,13 +103,18 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
       k.async = first.async && (hi > lo || first.done_region > first.region);
       size_t j = i + 1;
       if (k.async) {
-        // Async windows that overlap this cluster's span join it (their flows share links).
+        // Async windows that overlap every window of this cluster join it (their flows share
+        // links). One that starts after a member's -done does not: it may wait for it (a ring
+        // step's permute sends what the previous one received), so a chain of windows, each
+        // overlapping the next, runs as a sequence of clusters, not all at once.
+        int first_done = hi;
         while (j < cs.size()) {
           const hlo::Collective& c = graph.collectives[static_cast<size_t>(cs[j])];
           auto [s, d] = window(cs[j]);
-          if (!c.async || d <= s || s >= hi) break;
+          if (!c.async || d <= s || s >= first_done) break;
           k.collectives.push_back(cs[j]);
           hi = std::max(hi, d);
+          first_done = std::min(first_done, d);
           ++j;
         }
         const size_t a = static_cast<size_t>(std::clamp(lo + 1, 0, static_cast<int>(region.ops.size())));
