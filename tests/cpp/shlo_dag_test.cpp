@@ -277,10 +277,10 @@ TEST(ShloQ1, RingClosedFormsAndOverlapWindows) {
   EXPECT_NEAR(cost::q1(d, p).comm_by_axis.at("x"), 0.060, 1e-12);
 }
 
-// A ring step's K and V permutes run alongside the step's kernel, between their operand and
-// their consumer, and share it: an unrolled ring inside a layer does not hide its permutes
-// under the whole layer (each one under all of it, as Q1 once did), and a rolled ring loop
-// hides them under its own body once.
+// A ring step's K and V permutes run alongside the ring's kernels and share them: an unrolled
+// ring inside a layer does not hide its permutes under the whole layer (each one under all of
+// it, as Q1 once did), a chain of steps hides only its last, and a rolled ring loop hides
+// them under its own body once.
 TEST(ShloQ1, RingStepPermutesShareTheComputeBetweenOperandAndConsumer) {
   cost::Q1Params p;
   p.chip.peak_flops = 197e12;
@@ -323,6 +323,14 @@ TEST(ShloQ1, RingStepPermutesShareTheComputeBetweenOperandAndConsumer) {
   d.nodes = {compute(0.004, {}, 8), permute({}, 8), permute({}, 8), compute(0.020, {0})};
   q = cost::q1(d, p);
   EXPECT_NEAR(q.exposed_comm, 8 * 0.002, 1e-12);
+  // A ring of 3 steps, unrolled: step 2 sends what step 1 received. XLA issues the chain back
+  // to back; step 1's permutes (6 ms) are exposed, step 2's hide under kernels 0 and 1.
+  d.nodes = {compute(0.001, {}),     compute(0.004, {0}),    permute({0}), permute({0}),
+             compute(0.004, {2, 3}), permute({2}),           permute({3}),
+             compute(0.004, {5, 6}), compute(0.020, {7})};
+  q = cost::q1(d, p);
+  EXPECT_NEAR(q.compute, 0.033, 1e-12);
+  EXPECT_NEAR(q.exposed_comm, 0.006, 1e-12);
 }
 
 // Q1 on a real slice prices a collective with the simulator's algorithms on the best group

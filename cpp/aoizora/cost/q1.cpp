@@ -77,23 +77,49 @@ double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
 
 namespace {
 
+bool is_ring_step(const shlo::DagNode& x) {
+  return x.kind == shlo::DagNode::Kind::kComm && x.origin == shlo::CommOrigin::kExplicit &&
+         x.comm == shlo::CommKind::kCollectivePermute && x.overlappable;
+}
+
+// Where each ring step's permutes may start: after the producer of the K/V the ring's first
+// step sends (a step that sends what a permute received starts where that one could).
+std::vector<long> ring_chain_start(const std::vector<shlo::DagNode>& nodes) {
+  std::vector<long> lo(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!is_ring_step(nodes[i])) continue;
+    long l = static_cast<long>(i);
+    while (l > 0 && nodes[static_cast<size_t>(l - 1)].repeat >= nodes[i].repeat) --l;
+    for (int d : nodes[i].deps)
+      if (d >= 0 && static_cast<size_t>(d) < i)
+        l = std::max(l, is_ring_step(nodes[static_cast<size_t>(d)]) ? lo[static_cast<size_t>(d)]
+                                                                   : static_cast<long>(d) + 1);
+    lo[i] = l;
+  }
+  return lo;
+}
+
 // The compute seconds a ring step's permute (node i) hides, per execution, taken from
-// `spare` so that one step's compute hides its permutes once, not once per permute (K and V
-// share the links and the kernel). XLA starts the permute once its operand exists and needs
-// it done before its first consumer: it runs alongside the compute in between (the step's
-// kernel). A permute with no later consumer (a rolled loop whose result is carried to the
-// next iteration) runs alongside the rest of its loop body: the nodes repeated at least as
-// often, contiguous with it.
+// `spare` so that compute hides permutes once, not once per permute (K and V share the links
+// and the kernels). As the TPU compiler schedules an unrolled ring (read off the compiled
+// HLO of ring 4 and ring 8 on v5e, libtpu 0.0.42.1): the permute chain is issued back to
+// back as soon as K/V exist, each step waiting for the previous one, and only the last
+// step's permutes run alongside the ring's kernels. So a permute whose result is sent on
+// (`forwarded`) hides nothing, and the last one hides under the compute from the chain's
+// start to its consumer. A permute with no later consumer (a rolled loop whose result is
+// carried to the next iteration) runs alongside the rest of its loop body: the nodes
+// repeated at least as often, contiguous with it.
 double ring_step_window(const std::vector<shlo::DagNode>& nodes, size_t i, int consumer,
-                        const std::vector<double>& t, std::vector<double>& spare) {
+                        long chain_start, bool forwarded, const std::vector<double>& t,
+                        std::vector<double>& spare) {
+  if (forwarded) return 0;
   const shlo::DagNode& x = nodes[i];
   const long n = static_cast<long>(nodes.size());
-  long lo = static_cast<long>(i), hi = static_cast<long>(i);
-  while (lo > 0 && nodes[static_cast<size_t>(lo - 1)].repeat >= x.repeat) --lo;
+  long lo = chain_start, hi = static_cast<long>(i);
   if (consumer > static_cast<int>(i)) {
-    for (int d : x.deps) lo = std::max(lo, static_cast<long>(d) + 1);
     hi = consumer - 1;
   } else {
+    while (lo > 0 && nodes[static_cast<size_t>(lo - 1)].repeat >= x.repeat) --lo;
     while (hi + 1 < n && nodes[static_cast<size_t>(hi + 1)].repeat >= x.repeat) ++hi;
   }
   double need = t[i], window = 0;
@@ -131,6 +157,13 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
   }
   std::vector<char> used(n, 0);  // matmuls already hiding a weight gather
   std::vector<double> spare = t;  // compute seconds not yet hiding a ring step's permute
+  const std::vector<long> chain_start = ring_chain_start(nodes);
+  std::vector<char> forwarded(n, 0);  // ring steps whose result a later ring step sends on
+  for (size_t i = 0; i < n; ++i)
+    if (is_ring_step(nodes[i]))
+      for (int d : nodes[i].deps)
+        if (d >= 0 && static_cast<size_t>(d) < n && is_ring_step(nodes[static_cast<size_t>(d)]))
+          forwarded[static_cast<size_t>(d)] = 1;
   for (size_t i = 0; i < n; ++i) {
     const shlo::DagNode& x = nodes[i];
     if (x.kind != Kind::kComm) continue;
@@ -140,8 +173,7 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     // What XLA can overlap: ring permutes (explicit, in shard_map) and all-gathers (async
     // collective fusions: weight gathers and activation gathers alike). Reductions of partial
     // sums, all-to-alls and the rest are needed at once: barriers.
-    const bool ring_step = x.origin == shlo::CommOrigin::kExplicit &&
-                           x.comm == shlo::CommKind::kCollectivePermute && x.overlappable;
+    const bool ring_step = is_ring_step(x);
     if (!ring_step && x.comm != shlo::CommKind::kAllGather) {
       b.barrier_comm += total;
       continue;
@@ -149,7 +181,8 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     b.overlappable_comm += total;
     double window = 0;  // compute seconds it runs alongside, per execution
     if (ring_step) {
-      window = ring_step_window(nodes, i, consumer[i], t, spare);
+      window = ring_step_window(nodes, i, consumer[i], chain_start[i], forwarded[i] != 0, t,
+                                spare);
     } else {
       // An all-gather runs as an async collective fusion alongside one matmul: the last one
       // before its consumer that hides no other gather and that XLA may schedule after the
