@@ -398,7 +398,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                   "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
                   "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
                   "cache_hits": sum(o.cached for o in run.outcomes),
-                  "jobs": len(run.outcomes), "jobs_run_ahead": len(run.ahead.futures),
+                  "jobs": len(run.outcomes), "jobs_run_ahead": run.ahead.ran_ahead(),
                   "skipped": run.skipped,
                   "programs": ("optimized HLO, the plan's and the baselines' shardings "
                                "compiled in full" if run.analysis_kind == "analyze"

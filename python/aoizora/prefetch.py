@@ -2,8 +2,9 @@
 plan, beside lowering, Stage 1 and the Top-K's compiles, instead of after the decision.
 
     ahead = Prefetch.start(jobs, cache, executor)   inert when running ahead cannot help
-    run_jobs(..., ahead=ahead)                      a job run ahead is taken from it (waited
-                                                    for if still running), not run again
+    run_jobs(..., ahead=ahead)                      a job the thread has started is taken from
+                                                    it (waited for), not run again; one it has
+                                                    not started yet the caller runs itself
     ahead.close()                                   stops what is left; waits for the thread
 
 Which jobs can run ahead: only those that need nothing the plan computes. A baseline's
@@ -36,12 +37,17 @@ class Cancelled(Exception):
 class Prefetch:
     def __init__(self, jobs: Sequence[Job] = (), cache: Cache | None = None, executor=None):
         self.futures: dict[str, cf.Future] = {}
+        # Who runs each job: "pending" until the thread starts it ("ahead") or the plan asks
+        # for it first ("plan": the plan runs it itself rather than wait behind other jobs).
+        self.owner: dict[str, str] = {}
+        self.lock = threading.Lock()
         self.stop = threading.Event()
         self.thread = None
         if not jobs:
             return
         jobs = list({cache_key(job_key(j)): j for j in jobs}.items())
         self.futures = {k: cf.Future() for k, _ in jobs}
+        self.owner = dict.fromkeys(self.futures, "pending")
         self.thread = threading.Thread(target=self._work, args=(jobs, cache, executor),
                                        name="aoizora-prefetch", daemon=True)
         self.thread.start()
@@ -59,21 +65,28 @@ class Prefetch:
         return cls(jobs, cache, executor)
 
     def _work(self, jobs: list[tuple[str, Job]], cache: Cache | None, executor) -> None:
+        """One job at a time, each claimed before it starts, so that the plan can take over
+        one it needs before the thread reaches it."""
         from aoizora.compiler import run_jobs
 
         def done(_i, _n, out: Outcome) -> None:
             self.futures[out.key].set_result(out)
 
-        try:
-            run_jobs([j for _, j in jobs], workers=1, cache=cache, executor=executor,
-                     progress=done, background=True, stop=self.stop)
-        except Cancelled:
-            pass
-        except BaseException as e:  # a bug in a worker: the plan raises it where it waits
-            for f in self.futures.values():
-                if not f.done():
-                    f.set_exception(e)
-            return
+        for key, job in jobs:
+            with self.lock:
+                if self.stop.is_set() or self.owner[key] != "pending":
+                    continue
+                self.owner[key] = "ahead"
+            try:
+                run_jobs([job], workers=1, cache=cache, executor=executor, progress=done,
+                         background=True, stop=self.stop)
+            except Cancelled:
+                break
+            except BaseException as e:  # a bug in a worker: the plan raises it where it waits
+                for f in self.futures.values():
+                    if not f.done():
+                        f.set_exception(e)
+                return
         for f in self.futures.values():
             if not f.done():
                 f.cancel()
@@ -81,12 +94,21 @@ class Prefetch:
     def has(self, key: str) -> bool:
         return key in self.futures
 
+    def ran_ahead(self) -> int:
+        """Jobs the thread started (the others the plan ran itself, or nobody needed)."""
+        return sum(o == "ahead" for o in self.owner.values())
+
     def take(self, key: str) -> Outcome | None:
-        """The outcome of the job with this cache key, waiting for it; None when it was not
-        run ahead or was stopped before it ran."""
+        """The outcome of the job with this cache key, waiting for it if the thread has
+        started it; None when it was not run ahead, was stopped before it ran, or has not
+        started yet (it is then the caller's to run)."""
         f = self.futures.get(key)
         if f is None:
             return None
+        with self.lock:
+            if self.owner[key] == "pending":
+                self.owner[key] = "plan"
+                return None
         try:
             return f.result()
         except cf.CancelledError:
