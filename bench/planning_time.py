@@ -7,7 +7,8 @@ compiled, Stage 2, simulated) and in all (plus the baselines' shardings compiled
 simulated for the comparison), and the phases. --compare-full adds a cold plan with
 --full-compile (every candidate through the TPU backend, as before the analysis compile);
 --compare-run-ahead adds cold plans with --no-run-ahead (the existing deployments' compiles
-started after the decision instead of with the plan), alternating with the default.
+started after the decision instead of with the plan), alternating with the default: a
+comparison for a Ray cluster (--executor ray://...); local processes run nothing ahead.
 
     python bench/planning_time.py [--model wan2.1-t2v-14b] [--topology v5e:4x4] \
         [--video 720p] [--frames 81] [--top-k K] [--compare-full] \
@@ -48,6 +49,7 @@ def main() -> int:
     ap.add_argument("--compare-run-ahead", action="store_true",
                     help="also plan cold with --no-run-ahead (the deployments' compiles after "
                          "the decision), alternating with the default, for the ratio")
+    ap.add_argument("--executor", help="passed to aoizora plan (ray://HOST:PORT for a cluster)")
     ap.add_argument("--reps", type=int, default=1,
                     help="cold runs of each kind, alternating (medians printed)")
     ap.add_argument("--compare-full", action="store_true",
@@ -58,6 +60,8 @@ def main() -> int:
             "--frames", a.frames, "--quiet"]
     if a.top_k:
         args += ["--top-k", str(a.top_k)]
+    if a.executor:
+        args += ["--executor", a.executor]
     rows = []
     runs = []
     for rep in range(a.reps):

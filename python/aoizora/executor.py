@@ -91,10 +91,14 @@ class LocalExecutor:
 
     description = "local processes"
     remote = False   # runs a model this process loaded from a user's file? (run_jobs)
-    room_ahead = True  # jobs run ahead at idle priority take only idle cores (prefetch.py)
+    # Jobs run ahead (prefetch.py) only where asked (LocalExecutor(room_ahead=True)): on two
+    # cores they gained nothing measurable, and a job the plan waits for, started at idle
+    # priority, starves while anything else keeps the cores busy.
+    room_ahead = False
 
-    def __init__(self, work: Callable[[Job], Outcome] = run_job):
+    def __init__(self, work: Callable[[Job], Outcome] = run_job, *, room_ahead: bool = False):
         self.work = work
+        self.room_ahead = room_ahead
 
     def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
             fresh_process: bool = False, background: bool = False,

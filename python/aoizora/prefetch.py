@@ -12,12 +12,12 @@ candidate is known once the shardings are enumerated (its tags), so its analysis
 compiles can start at once; whether it fits in memory is known only after Stage 1, so a
 baseline that does not fit is compiled for nothing (its outcome is never asked for).
 
-Locally the jobs run in a pool of their own at idle priority (nice 19), so they take a core
-only when the plan's own work leaves it idle: Stage 1, Stage 2 and the simulations run in
-this process on one core, and an analysis compile's child spends its first seconds starting
-Python. The decision is not delayed; what the baselines cost after it shrinks by the idle
-time they used. On Ray, where jobs reserve CPUs and have no priority, jobs run ahead only on
-a cluster with room beside one setting's own jobs (RayExecutor.room_ahead).
+Jobs run ahead only on an executor with room for them beside the plan's own jobs
+(`executor.room_ahead`): a Ray cluster of 8 or more CPUs, where tasks reserve CPUs and have
+no priority. Local processes have none by default: on two cores running ahead gained
+nothing measurable (docs/planner.md), and a job the plan waits for, started at idle
+priority, starves while anything else keeps the cores busy. LocalExecutor(room_ahead=True)
+runs them in a pool of their own at idle priority (nice 19).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Prefetch:
 
         if any(runs_in_process(j.model) for j in jobs):
             return cls()
-        if executor is not None and not getattr(executor, "room_ahead", True):
+        if not getattr(executor, "room_ahead", False):  # None: local processes, no room
             return cls()
         return cls(jobs, cache, executor)
 

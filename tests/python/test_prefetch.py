@@ -34,7 +34,7 @@ def test_deployments_compile_ahead_at_idle_priority_once_each(tmp_path):
     runs.mkdir()
     cache = Cache(str(tmp_path / "cache"))
     settings = planner.Settings(top_k=2, workers=1, cache=cache, executor=LocalExecutor(
-        work=functools.partial(recorded, str(runs))))
+        work=functools.partial(recorded, str(runs)), room_ahead=True))
     ahead = planner.plan(**TINY, settings=settings).plan
     jobs = [json.loads(p.read_text()) for p in runs.iterdir()]
     ran = [(j["kind"], j["candidate"]) for j in jobs]
@@ -66,7 +66,7 @@ def test_closing_stops_the_jobs_still_running_and_kills_their_workers():
     cands = strategies.enumerate_candidates(cfg, wl, 8)[:2]
     jobs = [Job("lower", c, cfg, wl, "cpu:8") for c in cands]
     before = set(multiprocessing.active_children())
-    ahead = Prefetch.start(jobs, None, LocalExecutor(work=sleeps))
+    ahead = Prefetch.start(jobs, None, LocalExecutor(work=sleeps, room_ahead=True))
     time.sleep(3)  # the worker is up and sleeping in the first job
     t = time.monotonic()
     ahead.close()
@@ -83,7 +83,7 @@ def test_a_job_the_thread_has_not_started_is_the_callers():
     cfg, wl = get_model("wan-tiny"), get_workload("tiny", model="wan-tiny")
     cands = strategies.enumerate_candidates(cfg, wl, 8)[:2]
     jobs = [Job("lower", c, cfg, wl, "cpu:8") for c in cands]
-    ahead = Prefetch.start(jobs, None, LocalExecutor(work=sleeps))
+    ahead = Prefetch.start(jobs, None, LocalExecutor(work=sleeps, room_ahead=True))
     second = cache_key(C.job_key(jobs[1]))
     assert ahead.take(second) is None and ahead.owner[second] == "plan"
     ahead.close()
@@ -97,8 +97,17 @@ def test_nothing_runs_ahead_for_a_model_of_this_process():
     spec = FunctionSpec.__new__(FunctionSpec)
     cand = strategies.enumerate_candidates(get_model("wan-tiny"),
                                            get_workload("tiny", model="wan-tiny"), 8)[0]
-    ahead = Prefetch.start([Job("lower", cand, spec, None, "cpu:8")], None, LocalExecutor())
+    ahead = Prefetch.start([Job("lower", cand, spec, None, "cpu:8")], None,
+                           LocalExecutor(room_ahead=True))
     assert ahead.thread is None and not ahead.futures
+
+
+def test_local_processes_run_nothing_ahead_unless_asked():
+    cfg, wl = get_model("wan-tiny"), get_workload("tiny", model="wan-tiny")
+    cand = strategies.enumerate_candidates(cfg, wl, 8)[0]
+    for executor in (None, LocalExecutor()):
+        ahead = Prefetch.start([Job("lower", cand, cfg, wl, "cpu:8")], None, executor)
+        assert ahead.thread is None and not ahead.futures
 
 
 def test_a_ray_of_two_cpus_has_no_room_to_run_ahead(ray_executor):

@@ -44,8 +44,9 @@ def add_workload_args(p) -> None:
                         "optimized HLO and only the plan's and the baselines' shardings are "
                         "compiled in full")
     p.add_argument("--no-run-ahead", action="store_true",
-                   help="start the existing deployments' compiles after the decision, not "
-                        "with the plan at idle priority (docs/planner.md)")
+                   help="on a Ray cluster of 8 or more CPUs, start the existing "
+                        "deployments' compiles after the decision, not with the plan "
+                        "(docs/planner.md)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")
