@@ -19,7 +19,8 @@ Public API (others code against this):
     run_jobs(jobs, *, workers=None, cache=Cache() | None, progress=None, executor=None,
              ahead=None)
         -> list[Outcome]: in worker processes (spawn), or on executor (executor.py: Ray);
-        a job `ahead` (prefetch.py) already runs is taken from it;
+        a job `ahead` (prefetch.py) has started is taken from it, one it has not
+        started is run here;
         cached on disk by this process; an expected failure (CompileError) is
         an Outcome with .error (.out_of_memory when it ran out of memory); a bug in our code
         propagates from run_jobs; progress(done, total, outcome) after each job.

@@ -91,12 +91,10 @@ class LocalExecutor:
 
     description = "local processes"
     remote = False   # runs a model this process loaded from a user's file? (run_jobs)
-    # Jobs run ahead (prefetch.py) only where asked (LocalExecutor(room_ahead=True)): on two
-    # cores they gained nothing measurable, and a job the plan waits for, started at idle
-    # priority, starves while anything else keeps the cores busy.
-    room_ahead = False
-
     def __init__(self, work: Callable[[Job], Outcome] = run_job, *, room_ahead: bool = False):
+        """room_ahead: let a plan run jobs ahead (prefetch.py) in a pool at idle priority. Off
+        by default: on two cores it gained nothing measurable, and a job the plan waits for,
+        started at idle priority, starves while anything else keeps the cores busy."""
         self.work = work
         self.room_ahead = room_ahead
 
