@@ -27,7 +27,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 from aoizora import measurements  # noqa: E402
 
 
+def _time(s: float) -> str:
+    return f"{s:10.4f} s" if s >= 0.1 else f"{s * 1e6:10.2f}us"
+
+
 def _size(b: int) -> str:
+    if b == 0:
+        return "-"
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if b >= scale and b % (scale // 4) == 0:
             return f"{b / scale:g} {unit}"
@@ -59,6 +65,7 @@ def rows(points, hardware: dict[str, str]) -> list[dict]:
         nominal = _nominal(p.generation)
         before = p.simulate(nominal) if nominal else sim
         out.append({"id": p.id, "generation": p.generation, "topology": p.topology,
+                    "mesh": list(getattr(p, "mesh", ())),
                     "kind": p.kind, "bytes_per_device": p.bytes_per_device,
                     "published_s": p.seconds, "simulated_before_s": before,
                     "error_before_pct": 100 * (before - p.seconds) / p.seconds,
@@ -81,12 +88,14 @@ def main(argv=None) -> int:
     for path in args.hardware:
         with open(path, encoding="utf-8") as f:
             hardware[json.load(f)["generation"]] = path
-    table = rows(measurements.load(args.data), hardware)
+    m = measurements.read(args.data, "--data")
+    table = rows(m.points + [p for p in m.programs if p.hlo], hardware)
     if args.json:
         print(json.dumps(table, indent=1))
         return 0
     print("published: measured on real TPUs (see each point's source); simulated: AoiZora's "
-          "simulator on the model, one collective alone, NOT measured")
+          "simulator on the model, one collective alone or a whole program's compiled HLO "
+          "(calibration/programs/), NOT measured")
     print("before: the nominal profile (calibration/nominal/); after: the profile in use "
           "(shipped, fitted by `aoizora calibrate`, or --hardware)")
     print(f"{'point':32} {'kind':18} {'bytes/dev':>9} {'published':>12} {'sim before':>11} "
@@ -96,8 +105,8 @@ def main(argv=None) -> int:
         held = "  (held out)" if r["held_out"] else ""
         nominal = "" if r["fitted_profile"] else " (nominal)"
         print(f"{r['id']:32} {r['kind']:18} {_size(r['bytes_per_device']):>9} "
-              f"{r['published_s'] * 1e6:10.2f}us{mark}{r['simulated_before_s'] * 1e6:9.2f}us "
-              f"{r['error_before_pct']:+6.1f}% {r['simulated_s'] * 1e6:9.2f}us "
+              f"{_time(r['published_s'])}{mark}{_time(r['simulated_before_s'])} "
+              f"{r['error_before_pct']:+6.1f}% {_time(r['simulated_s'])} "
               f"{r['error_pct']:+6.1f}%  {r['profile']}{nominal}{held}")
     used = [r for r in table if not r["held_out"]]
     for fitted, label in ((True, "fitted profiles"), (False, "nominal profiles")):

@@ -121,7 +121,7 @@ def _sensitivity(model, base, params, points) -> np.ndarray:
     t0 = np.log(model.seconds(_with(base, params, x0), points))
     cols = []
     for j in range(len(params)):
-        h = 0.05 if params[j].unit == "B/s" else 0.2   # 5 % of bandwidth, 0.2 us
+        h = {"B/s": 0.05, "s": 0.2}.get(params[j].unit, 0.02)  # 5 % of bandwidth, 0.2 us
         x = x0.copy()
         x[j] = x0[j] + h if x0[j] + h <= hi[j] else x0[j] - h
         cols.append((np.log(model.seconds(_with(base, params, x), points)) - t0) / (x[j] - x0[j]))
@@ -152,12 +152,14 @@ def _rounded(profile: dict, params) -> dict:
 
 
 def _describe(p, value: float) -> str:
-    return f"{value / 1e9:.4g} GB/s" if p.unit == "B/s" else f"{value * 1e6:.4g} us"
+    return fit_parameters.describe(p.unit, value)
 
 
 def fit(measurements, base: dict, generation: str, base_label: str, date: str) -> Fit:
-    used = [p for p in measurements.points if p.generation == generation and not p.held_out]
-    held = [p for p in measurements.points if p.generation == generation and p.held_out]
+    mine = [p for p in measurements.points + [q for q in measurements.programs if q.hlo]
+            if p.generation == generation]
+    used = [p for p in mine if not p.held_out]
+    held = [p for p in mine if p.held_out]
     if not used:
         raise UserError(f"no measured point of generation {generation} to fit"
                         + (f" ({len(held)} held out)" if held else "")
@@ -177,7 +179,7 @@ def fit(measurements, base: dict, generation: str, base_label: str, date: str) -
         out.points.append(PointFit(p.id, p.kind, p.bytes_per_device, p.seconds, float(before[i]),
                                    float(after[i]), used=not p.held_out,
                                    approximate=p.approximate, held_out=p.held_out))
-    order = {p.id: i for i, p in enumerate(measurements.points)}
+    order = {p.id: i for i, p in enumerate(measurements.points + measurements.programs)}
     out.points.sort(key=lambda q: order[q.id])
     for p in params:
         j = kept.index(p) if p in kept else -1
@@ -187,7 +189,7 @@ def fit(measurements, base: dict, generation: str, base_label: str, date: str) -
         out.parameters.append(ParameterFit(p.name, p.unit, p.meaning, p.get(base), p.get(fitted),
                                            j >= 0, reason))
     out.unused = _unused(measurements, generation)
-    out.notes = _notes(out)
+    out.notes = _notes(out) + _single_point_notes(params, kept, sens, used)
     return out
 
 
@@ -195,11 +197,25 @@ def _unused(measurements, generation: str) -> list:
     rows = [(p.id, f"generation {p.generation}") for p in measurements.points
             if p.generation != generation]
     for prog in measurements.programs:
-        rows.append((prog.id, "a whole program: not used yet (no compiled HLO to simulate; "
-                              "whole-program fitting waits for the compute model)"
-                     if not prog.hlo else "a whole program: not used yet (whole-program "
-                                          "fitting waits for the compute model)"))
+        if not prog.hlo:
+            rows.append((prog.id, "a whole program without a compiled HLO to simulate"))
+        elif prog.generation != generation:
+            rows.append((prog.id, f"generation {prog.generation}"))
     return rows
+
+
+def _single_point_notes(params, kept, sens, used) -> list:
+    """A fitted parameter only one point depends on matches that point by construction
+    (`sens`: d log t / d x, a row per used point, a column per parameter of `params`)."""
+    notes = []
+    for p in kept:
+        j = params.index(p)
+        on = [q.id for i, q in enumerate(used)
+              if abs(sens[i, j]) >= fit_parameters.MIN_SENSITIVITY]
+        if len(on) == 1:
+            notes.append(f"{p.name} is set by one point alone ({on[0]}): that point matches "
+                         "by construction and cannot check it; only other measurements can")
+    return notes
 
 
 def _notes(f: Fit) -> list:

@@ -4,13 +4,16 @@ which of them a set of measured points can determine.
 
     candidates(kinds) -> [Parameter]: link_bandwidth, then the fixed latency of each
         collective kind in `kinds`, then hop_latency (the order in which they are preferred
-        when the points cannot tell two apart).
+        when the points cannot tell two apart), then mxu_efficiency when a whole program
+        ("program" in `kinds`) is among the points.
     determinable(params, sensitivity) -> (kept, {name: reason}): the parameters the points
         determine, and why each other one keeps its base value.
 
 Only figures the simulator reads are candidates: `dma_fixed_seconds` is not (the simulator
-does not use it yet, so no point depends on it), nor are compute figures (no point of the
-collective kind runs any compute).
+does not use it yet, so no point depends on it). Of the compute figures only mxu_efficiency
+is: peak FLOP/s and HBM bandwidth are the vendor's figures, and a whole program's time,
+MXU-bound, cannot tell a lower peak from a lower efficiency; collective points run no
+compute.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ MIN_INDEPENDENT = 0.05
 @dataclass(frozen=True)
 class Parameter:
     """One figure of a profile. Fitted in `x` units: log(B/s) for a bandwidth, microseconds
-    for a latency, so that the least-squares variables are of order one."""
+    for a latency, the fraction itself for an efficiency, so that the least-squares
+    variables are of order one."""
 
     name: str            # "link_bandwidth", "hop_latency", "collective_latency.all-reduce"
-    unit: str            # "B/s" or "s"
+    unit: str            # "B/s", "s" or "fraction"
     lo: float            # physical range, in the figure's own unit; lo for a bandwidth is
     hi: float            # a fraction of the base figure (see bounds())
     meaning: str
@@ -56,10 +60,20 @@ class Parameter:
         return self.lo, self.hi
 
     def to_x(self, value: float) -> float:
-        return math.log(value) if self.unit == "B/s" else value * 1e6
+        return {"B/s": math.log, "s": lambda v: v * 1e6}.get(self.unit, float)(value)
 
     def from_x(self, x: float) -> float:
-        return math.exp(x) if self.unit == "B/s" else x * 1e-6
+        return {"B/s": math.exp, "s": lambda v: v * 1e-6}.get(self.unit, float)(x)
+
+    def describe(self, value: float) -> str:
+        return describe(self.unit, value)
+
+
+def describe(unit: str, value: float) -> str:
+    """A figure in its unit, for people: 86.3 GB/s, 1.85 us, 0.92."""
+    if unit == "B/s":
+        return f"{value / 1e9:.4g} GB/s"
+    return f"{value * 1e6:.4g} us" if unit == "s" else f"{value:.4g}"
 
 
 LINK_BANDWIDTH = Parameter(
@@ -76,8 +90,17 @@ def collective_latency(kind: str) -> Parameter:
                      "set-up (range 0-50 us)")
 
 
+MXU_EFFICIENCY = Parameter(
+    "mxu_efficiency", "fraction", 0.2, 1.0,
+    "fraction of the padded MXU peak a matmul reaches, XLA's fusions and the Pallas kernels "
+    "alike (cost/mxu.h; range 0.2-1)")
+
+
 def candidates(kinds) -> list[Parameter]:
-    return [LINK_BANDWIDTH] + [collective_latency(k) for k in sorted(set(kinds))] + [HOP_LATENCY]
+    kinds = set(kinds)
+    programs = [MXU_EFFICIENCY] if "program" in kinds else []
+    return ([LINK_BANDWIDTH] + [collective_latency(k) for k in sorted(kinds - {"program"})]
+            + [HOP_LATENCY] + programs)
 
 
 def determinable(params: list[Parameter], sensitivity: np.ndarray

@@ -17,10 +17,7 @@ import os
 import tempfile
 
 from aoizora import atomic
-
-
-def _value(unit: str, x: float) -> str:
-    return f"{x / 1e9:.4g} GB/s" if unit == "B/s" else f"{x * 1e6:.4g} us"
+from aoizora.fit_parameters import describe as _value
 
 
 def document(fit, measurements_file: str) -> dict:
@@ -54,9 +51,11 @@ def document(fit, measurements_file: str) -> dict:
             f"{', '.join(f'{p.name} {_value(p.unit, p.value)}' for p in fitted)}. "
             f"Kept from the base ({fit.base_label}): "
             f"{'; '.join(f'{p.name}: {p.reason}' for p in kept) or 'nothing'}. "
-            f"RMS error of log time {before:.3f} before, {after:.3f} after. Not fitted: the "
-            "compute figures (no point runs compute) and dma_fixed_seconds (the simulator "
-            "does not read it)." + "".join(f" Note: {n}." for n in fit.notes
+            f"RMS error of log time {before:.3f} before, {after:.3f} after. Not fitted: "
+            + ("" if any(p.kind == "program" for p in fit.points if p.used) else
+               "the compute figures (no whole program among the points), ")
+            + "peak FLOP/s and HBM bandwidth (the vendor's figures) and dma_fixed_seconds "
+            "(the simulator does not read it)." + "".join(f" Note: {n}." for n in fit.notes
                                            if "kept at the base value" not in n))
     prov.update({
         "fitted": True, "note": note, "fitted_to": used, "fitted_on": fit.date,

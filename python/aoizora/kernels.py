@@ -150,18 +150,19 @@ def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int
 @dataclass(frozen=True)
 class DeviceFigures:
     """What the block search needs of one device (one TensorCore): peak FLOP/s, HBM
-    bandwidth, the MXU tile edge."""
+    bandwidth, the MXU tile edge and the fraction of the padded peak a matmul reaches."""
 
     peak_flops: float
     hbm_bandwidth: float
     mxu_size: int
+    mxu_efficiency: float = 1.0
 
     @classmethod
     def of(cls, spec: dict) -> "DeviceFigures":
         """From a topology's chip figures (Topology.spec), shared out between its cores."""
         cores = spec.get("cores_per_chip", 1)
         return cls(spec["peak_flops"] / cores, spec["hbm_bandwidth"] / cores,
-                   int(spec.get("mxu_size", LANE)))
+                   int(spec.get("mxu_size", LANE)), float(spec.get("mxu_efficiency", 1.0)))
 
     @classmethod
     def of_topology(cls, name: str) -> "DeviceFigures":
@@ -208,8 +209,9 @@ def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
     bq, bkv, bkc = clamp_blocks(shape.q_len, shape.kv_len, blocks)
     q_pad, kv_pad = round_up(shape.q_len, bq), round_up(shape.kv_len, bkv)
     c = _core.splash_kernel_cost(shape.heads, q_pad, kv_pad, shape.head_dim, shape.head_dim,
-                                 bq, 2)
-    seconds = shape.calls * max(c["flops"] / device.peak_flops,
+                                 bq, 2, device.mxu_size)
+    # As the simulator prices it (cost/mxu.h): matmuls padded to the MXU, at its efficiency.
+    seconds = shape.calls * max(c["mxu_flops"] / (device.peak_flops * device.mxu_efficiency),
                                 c["bytes"] / device.hbm_bandwidth)
     return BlockCost(bq, bkv, bkc, q_pad, kv_pad, shape.calls * c["flops"],
                      shape.calls * c["bytes"], seconds, vmem_bytes(bq, bkv, bkc, shape.head_dim))

@@ -12,12 +12,17 @@ fitted to (issue 14).
         (single_collective.py) on the current profile of its generation, or on `hardware`.
 
 A file may say where its points were timed ("provenance": an object, kept as it is).
-Whole programs ("programs": id, generation, seconds or seconds_per_denoising_step, and
-optionally "hlo", a compiled HLO file) are read and kept, not simulated here.
+Whole programs ("programs": id, generation, seconds or seconds_per_denoising_step; to be
+simulated also "hlo", a compiled HLO file (plain or .gz, relative to the measurements
+file), "topology" and "mesh", the logical mesh shape the program runs on in JAX's default
+device order). Program.simulate(hardware) -> seconds of one run on the flow-level
+simulator; a program without "hlo" is kept and not simulated.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import math
 import os
@@ -114,8 +119,33 @@ class Program:
     id: str
     generation: str
     seconds: float
-    hlo: str = ""            # compiled HLO file, when the measurement has one
+    hlo: str = ""            # compiled HLO file (absolute path), when the measurement has one
     held_out: str = ""
+    topology: str = ""       # the slice it ran on
+    mesh: tuple = ()         # its logical mesh shape, placed in JAX's default device order
+    source: str = ""
+
+    # What calibrate's tables show of a point.
+    kind = "program"
+    bytes_per_device = 0
+    approximate = False
+
+    def simulate(self, hardware: str | None = None) -> float:
+        from aoizora import _core
+
+        topo = _core.make_topology(self.topology, hardware or "")
+        placement = _core.default_placement(topo, list(self.mesh))
+        return _core.simulate(_graph(self.hlo), topo, list(placement.device_of)).step_seconds
+
+
+@functools.lru_cache(maxsize=4)
+def _graph(path: str):
+    """The collective graph of a compiled HLO file, read once (a fit simulates it often)."""
+    from aoizora import _core
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return _core.load_hlo(f.read())
 
 
 @dataclass(frozen=True)
@@ -127,18 +157,26 @@ class Measurements:
     provenance: dict = field(default_factory=dict)
 
 
-def _program(d) -> Program:
+def _program(d, folder: str) -> Program:
     if not isinstance(d, dict) or not isinstance(d.get("id"), str):
         raise ValueError("each entry of 'programs' must be an object with a string 'id'")
     seconds = d.get("seconds", d.get("seconds_per_denoising_step"))
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
         raise ValueError(f"program {d['id']}: needs a positive 'seconds' (or "
                          "'seconds_per_denoising_step')")
+    hlo, mesh = str(d.get("hlo", "")), d.get("mesh", [])
+    if hlo and not (isinstance(d.get("topology"), str) and isinstance(mesh, list) and mesh
+                    and all(isinstance(m, int) and not isinstance(m, bool) and m > 0
+                            for m in mesh)):
+        raise ValueError(f"program {d['id']}: an 'hlo' needs the 'topology' it ran on and its "
+                         "'mesh' shape (a list of positive whole numbers)")
     return Program(id=d["id"], generation=str(d.get("generation", "")), seconds=float(seconds),
-                   hlo=str(d.get("hlo", "")), held_out=str(d.get("held_out", "")))
+                   hlo=os.path.join(folder, hlo) if hlo else "",
+                   held_out=_held_out(d.get("held_out")), topology=str(d.get("topology", "")),
+                   mesh=tuple(mesh), source=str(d.get("source", "")))
 
 
-def _parse(doc) -> Measurements:
+def _parse(doc, folder: str = ".") -> Measurements:
     if not isinstance(doc, dict):
         raise ValueError("expected a JSON object with 'schema' and 'points'")
     if doc.get("schema") != SCHEMA:
@@ -163,7 +201,7 @@ def _parse(doc) -> Measurements:
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise ValueError(f"point id {dup[0]!r} appears more than once")
-    return Measurements(points, [_program(d) for d in doc.get("programs", [])],
+    return Measurements(points, [_program(d, folder) for d in doc.get("programs", [])],
                         doc.get("provenance", {}))
 
 
@@ -200,6 +238,34 @@ def _check_runnable(p: Point) -> None:
                          "whole number of f32 elements (a multiple of 4)")
 
 
+def _check_program(p: Program) -> None:
+    """What simulating a program needs, as ValueError naming the program and the field."""
+    from aoizora import _core
+
+    if not os.path.isfile(p.hlo):
+        raise ValueError(f"program {p.id}: 'hlo' {p.hlo} is not a file")
+    try:
+        topo = _core.make_topology(p.topology)
+    except _core.CoreError as e:
+        raise ValueError(f"program {p.id}: 'topology': {e}") from None
+    if topo.spec["generation"] != p.generation:
+        raise ValueError(f"program {p.id}: 'generation' is {p.generation!r} but {p.topology} "
+                         f"is {topo.spec['generation']!r}")
+    if math.prod(p.mesh) != topo.num_devices:
+        raise ValueError(f"program {p.id}: 'mesh' {list(p.mesh)} has {math.prod(p.mesh)} "
+                         f"devices but {p.topology} has {topo.num_devices}")
+    try:
+        graph = _graph(p.hlo)
+    except (_core.CoreError, OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"program {p.id}: cannot read its 'hlo': {e}") from None
+    if graph.num_partitions != topo.num_devices:
+        raise ValueError(f"program {p.id}: its HLO was compiled for {graph.num_partitions} "
+                         f"devices but {p.topology} has {topo.num_devices}")
+    loops = [r.name for r in graph.regions if not r.trip_count_known]
+    if loops:
+        raise ValueError(f"program {p.id}: loop {loops[0]} has an unknown trip count")
+
+
 def read(path: str, flag: str = "MEASUREMENTS") -> Measurements:
     from aoizora.errors import UserError
     from aoizora.validate import read_text
@@ -210,9 +276,12 @@ def read(path: str, flag: str = "MEASUREMENTS") -> Measurements:
     except json.JSONDecodeError as e:
         raise UserError(f"{flag} {path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
     try:
-        m = _parse(doc)
+        m = _parse(doc, os.path.dirname(os.path.abspath(path)))
         for p in m.points:
             _check_runnable(p)
+        for prog in m.programs:
+            if prog.hlo:
+                _check_program(prog)
     except ValueError as e:
         raise UserError(f"{flag} {path}: {e}") from None
     return m

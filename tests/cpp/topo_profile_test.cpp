@@ -160,6 +160,9 @@ TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedParameters
         shipped.collective_latency.all_reduce = nominal->spec.collective_latency.all_reduce;
       } else if (name == "collective_latency.collective-permute") {
         shipped.collective_latency.collective_permute = nominal->spec.collective_latency.collective_permute;
+      } else if (name == "mxu_efficiency") {
+        EXPECT_LT(shipped.mxu_efficiency, 1.0) << g;  // below the roofline
+        shipped.mxu_efficiency = nominal->spec.mxu_efficiency;
       } else {
         ADD_FAILURE() << g << ": unexpected fitted parameter " << name;
       }

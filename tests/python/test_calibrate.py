@@ -90,6 +90,57 @@ def test_fit_recovers_the_figures_the_points_were_simulated_on(tmp_path):
     assert max(abs(q.error_before) for q in fit.points) > 0.15   # the nominal figures miss
 
 
+# One step of a program on v5p:2x2x1: a [8192,4096] x [4096,4096] matmul per device (275
+# GFLOP, about 0.6 ms at v5p's peak) and the all-reduce of its 64 MiB result.
+STEP_HLO = """HloModule step, num_partitions=4
+
+%add (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %s = bf16[] add(%a, %b)
+}
+
+ENTRY %main (x: bf16[8192,4096], w: bf16[4096,4096]) -> bf16[8192,4096] {
+  %x = bf16[8192,4096]{1,0} parameter(0)
+  %w = bf16[4096,4096]{1,0} parameter(1)
+  %d = bf16[8192,4096]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %r = bf16[8192,4096]{1,0} all-reduce(%d), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%add
+}
+"""
+
+
+def _program(tmp_path, seconds=1.0, **extra) -> dict:
+    (tmp_path / "step.hlo").write_text(STEP_HLO)
+    return {"id": "step", "generation": "v5p", "topology": "v5p:2x2x1", "mesh": [4],
+            "hlo": "step.hlo", "seconds": seconds, "source": "synthetic", **extra}
+
+
+def test_a_whole_program_fits_the_mxu_efficiency_beside_the_links(tmp_path):
+    truth, path = _true_profile(tmp_path)
+    truth["mxu_efficiency"] = 0.6
+    path.write_text(json.dumps(truth))
+    step = _program(tmp_path)
+    step["seconds"] = measurements._program(step, str(tmp_path)).simulate(str(path))
+    fit = _fit(_read(tmp_path, _doc(_synthetic(path, PERMUTES), programs=[step])))
+    got = _params(fit)
+    assert got["mxu_efficiency"].fitted and got["mxu_efficiency"].value == pytest.approx(0.6, rel=0.01)
+    assert got["link_bandwidth"].value == pytest.approx(70e9, rel=0.01)
+    prog = next(q for q in fit.points if q.id == "step")
+    assert prog.used and prog.kind == "program" and abs(prog.error_after) < 0.005
+    assert prog.error_before < -0.2        # at efficiency 1 the step runs too fast
+    assert any(n.startswith("mxu_efficiency is set by one point alone (step)") for n in fit.notes)
+    assert not any("link_bandwidth is set by one point" in n for n in fit.notes)
+
+
+def test_collective_points_alone_never_fit_the_mxu_efficiency(tmp_path):
+    _, path = _true_profile(tmp_path)
+    fit = _fit(_read(tmp_path, _doc(_synthetic(path, PERMUTES),
+                                    programs=[{"id": "no-hlo", "generation": "v5p",
+                                               "seconds": 2.5}])))
+    assert "mxu_efficiency" not in _params(fit)
+    assert ("no-hlo", "a whole program without a compiled HLO to simulate") in fit.unused
+
+
 def test_hop_latency_the_points_cannot_separate_keeps_its_base_value(tmp_path):
     # Every point one hop, one permute: hop and permute latency move every point alike.
     _, path = _true_profile(tmp_path)
@@ -152,7 +203,7 @@ def test_cli_writes_a_profile_that_loads_and_records_its_fit(tmp_path, capsys):
     assert prov["fitted_parameters"] == [p["name"] for p in printed["parameters"] if p["fitted"]]
     assert prof["link_bandwidth"] == pytest.approx(70e9, rel=0.01)
     assert {"id": "a-step", "why": printed["not_used"][0]["why"]} in printed["not_used"]
-    assert "not used yet" in printed["not_used"][0]["why"]
+    assert "without a compiled HLO" in printed["not_used"][0]["why"]
     # The profile drives a topology like any other.
     rc = cli.main(["topology", "v5p:2x2x1", "--json", "--hardware", str(out)])
     assert rc == 0
@@ -193,8 +244,10 @@ def test_tpu7x_points_fit_a_physical_link_only_with_xlas_ring(tmp_path, capsys):
     assert params["link_bandwidth"]["value"] == pytest.approx(89.2e9, rel=0.01)
     assert params["collective_latency.all-gather"]["value"] == pytest.approx(10.16e-6, rel=0.02)
     used = [q for q in ring["points"] if q["used"]]
-    assert [q["id"] for q in used] == [p.id for p in measurements.load()
+    published = measurements.read(measurements.PUBLISHED)
+    assert [q["id"] for q in used] == [p.id for p in published.points + published.programs
                                        if p.generation == "tpu7x"]
+    assert used[-1]["kind"] == "program"     # the whole TPU7x-8 step fits the MXU efficiency
     assert max(abs(q["error_after"]) for q in used) < 0.01
     assert not any("above the base figure" in n for n in ring["notes"])
     by_dimension = _fit_tpu7x(tmp_path, capsys, "dimension-order")
@@ -204,6 +257,7 @@ def test_tpu7x_points_fit_a_physical_link_only_with_xlas_ring(tmp_path, capsys):
     shipped = hardware_file.shipped("tpu7x")
     assert shipped["provenance"]["fitted"] is True
     assert shipped["link_bandwidth"] == pytest.approx(params["link_bandwidth"]["value"])
+    assert shipped["mxu_efficiency"] == pytest.approx(params["mxu_efficiency"]["value"])
     assert (shipped["cores_per_chip"], shipped["algorithms"]["grid"]) == (2, "bidirectional-ring")
 
 
@@ -230,8 +284,15 @@ GOOD = _point("p", "collective-permute", 4096, seconds=5e-6, pairs=RING)
     (_doc([{**GOOD, "group": {"pairs": [[0, 9]]}}]), "device id 9"),
     (_doc([GOOD, GOOD]), "appears more than once"),
     (_doc([GOOD], programs=[{"id": "x"}]), "program x: needs a positive 'seconds'"),
+    (_doc([GOOD], programs=[{"id": "x", "seconds": 1, "hlo": "step.hlo", "topology": "v5p:2x2x1"}]),
+     "program x: an 'hlo' needs the 'topology' it ran on and its 'mesh'"),
+    (_doc([GOOD], programs=[{"id": "x", "seconds": 1, "hlo": "gone.hlo", "generation": "v5p",
+                             "topology": "v5p:2x2x1", "mesh": [4]}]), "'hlo'"),
+    (_doc([GOOD], programs=[{"id": "x", "seconds": 1, "hlo": "step.hlo", "generation": "v5p",
+                             "topology": "v5p:2x2x1", "mesh": [2, 4]}]), "'mesh' [2, 4] has 8"),
 ])
 def test_bad_measurements_file_is_one_line_and_exit_2(tmp_path, capsys, body, message):
+    (tmp_path / "step.hlo").write_text(STEP_HLO)
     path = _bad_file(tmp_path, body)
     out = tmp_path / "out.json"
     rc = cli.main(["calibrate", str(path), "-o", str(out)])

@@ -1,6 +1,8 @@
 """The attention kernel of a candidate (kernels.py): splash on TPU targets in every context
 form, blockwise on CPU; the block sizes the plan records; the compiled programs."""
 
+import dataclasses
+
 import pytest
 
 from aoizora import compiler as C
@@ -54,10 +56,12 @@ def test_vmem_model_is_libtpus_scratch_plus_a_bound_on_the_scores():
 
 
 def test_block_search_beats_the_default_where_512_is_hbm_bound():
-    """v6e per device: 918 TFLOP/s over 1.64 TB/s = 560 FLOP/byte; a 512-query block of
-    128-dim heads does 512 FLOP per K/V byte, so it is HBM-bound and larger blocks pay."""
+    """A device of v6e's figures with a 128-wide MXU (no padding): 918 TFLOP/s over
+    1.64 TB/s = 560 FLOP/byte; a 512-query block of 128-dim heads does 512 FLOP per K/V
+    byte, so it is HBM-bound and larger blocks pay. (v6e's own 256-wide MXU pads Q K^T's
+    128-deep contraction: 768 MXU FLOP per byte, compute-bound; see the next test.)"""
     shape = kernels.KernelShape(heads=10, q_len=75776, kv_len=75776, head_dim=128)
-    v6e = kernels.DeviceFigures.of_topology("v6e:2x4")
+    v6e = dataclasses.replace(kernels.DeviceFigures.of_topology("v6e:2x4"), mxu_size=128)
     best, legal = kernels.choose_blocks(shape, v6e)
     default = kernels.price_blocks(shape, (512, 512, 512), v6e)
     assert legal > 100 and best.q_pad == best.kv_pad == 75776          # pads nothing
@@ -218,19 +222,22 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
 
 
 def test_search_leaves_the_default_only_for_a_modelled_gain():
-    """v6e-8, 720p 81f, Ulysses 4 (75,776 tokens a call): 512-query blocks are HBM-bound on
-    v6e, so the search moves block_q to 1024, the nearest compute-bound block that pads
-    nothing, and keeps 512 for the keys; MaxDiffusion's tuned 9472 / 1024 / 512 prices the
-    same in the model (it has no cost per grid step) and runs as its own candidate. On
-    TPU7x 512-query blocks are compute-bound: the default stays."""
+    """v6e-8, 720p 81f, Ulysses 4 (75,776 tokens a call): on v6e's 256-wide MXU Q K^T's
+    128-deep contraction pads to 256, so 512-query blocks do 768 MXU FLOP per K/V byte,
+    above v6e's 560: compute-bound, and the default stays (a 128-wide MXU would move
+    block_q up: the test above). MaxDiffusion's tuned 9472 / 1024 / 512 prices the same in
+    the model (it has no cost per grid step) and runs as its own candidate. On TPU7x too
+    512-query blocks are compute-bound: the default stays."""
     out = _planned("v6e:2x4")
     c = out["dp2-uly4w"]
-    assert (c.block_q, c.block_kv, c.block_kv_compute) == (1024, 512, 512)
+    assert (c.block_q, c.block_kv, c.block_kv_compute) == (512, 512, 512)
     tuned = out["dp2-uly4w-b9472x1024x512"]
     assert tuned.baselines == ("maxdiffusion-data2-ulysses",)
     shape = kernels.attention_shapes(c, *_MODEL_720P)
     v6e = kernels.DeviceFigures.of_topology("v6e:2x4")
+    default = kernels.price_blocks(shape, (512, 512, 512), v6e)
+    assert default.bytes < default.flops * 1.5 / v6e.peak_flops * v6e.hbm_bandwidth  # compute
     assert kernels.price_blocks(shape, (9472, 1024, 512), v6e).seconds == \
-        pytest.approx(kernels.price_blocks(shape, (1024, 512, 512), v6e).seconds)
+        pytest.approx(default.seconds)
     seven = _planned("tpu7x:2x2x1")["dp2-uly4w"]
     assert (seven.block_q, seven.block_kv, seven.block_kv_compute) == (512, 512, 512)

@@ -129,7 +129,7 @@ void bind_shlo(nb::module_& m) {
   m.def(
       "splash_kernel_cost",
       [](double batch_heads, double q_len, double kv_len, double head_dim, double head_dim_v,
-         double block_q, double dtype_bytes) {
+         double block_q, double dtype_bytes, int mxu_size) {
         // Operands q [BH, Sq, D], k [BH, Skv, D], v [BH, Skv, Dv], result o [BH, Sq, Dv]:
         // the shapes one kernel call sees (the block search prices its candidates with the
         // formula Stage 1 and the compiled-HLO model use).
@@ -143,14 +143,19 @@ void bind_shlo(nb::module_& m) {
         c.kv_bytes = batch_heads * kv_len * (head_dim + head_dim_v) * dtype_bytes;
         c.io_bytes = c.kv_bytes + batch_heads * q_len * (head_dim + head_dim_v) * dtype_bytes;
         nb::dict d;
+        double mxu = 0;
+        for (const cost::Matmul& mm : cost::splash_matmuls(c)) mxu += cost::mxu_flops(mm, mxu_size);
         d["flops"] = cost::splash_flops(c);
+        d["mxu_flops"] = mxu;
         d["bytes"] = cost::splash_bytes(c);
         return d;
       },
       nb::arg("batch_heads"), nb::arg("q_len"), nb::arg("kv_len"), nb::arg("head_dim"),
       nb::arg("head_dim_v"), nb::arg("block_q"), nb::arg("dtype_bytes") = 2,
-      "FLOPs and HBM bytes of one splash-attention forward call (cost/splash_kernel.h) on\n"
-      "lengths already padded to the blocks.");
+      nb::arg("mxu_size") = 128,
+      "FLOPs, MXU FLOPs (its matmuls padded to an MXU of mxu_size, cost/mxu.h) and HBM bytes\n"
+      "of one splash-attention forward call (cost/splash_kernel.h) on lengths already padded\n"
+      "to the blocks.");
   m.def("select_top_k", &shlo::select_top_k, nb::arg("q1"), nb::arg("k"),
         "Indices of the k lowest finite, non-negative Q1 values (stable); k <= 0 keeps all.");
   m.def("k_from_recall", &shlo::k_from_recall, nb::arg("winner_ranks"), nb::arg("min_k") = 1,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "aoizora/cost/mxu.h"
+
 namespace aoizora::cost {
 
 double best_axis_bandwidth(int64_t k, const Q1Params& p) {
@@ -72,7 +74,7 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
 }
 
 double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
-  return std::max(n.flops / p.chip.core_peak_flops(), n.bytes / p.chip.core_hbm_bandwidth());
+  return cost::compute_seconds(n.flops, n.bytes, n.matmuls, p.chip);
 }
 
 namespace {

@@ -34,7 +34,8 @@
 namespace aoizora::cost {
 
 struct Q1Params {
-  // Chip figures: peak_flops and hbm_bandwidth for compute, link_bandwidth per directed link,
+  // Chip figures: peak_flops, hbm_bandwidth and the MXU (cost/mxu.h) for compute,
+  // link_bandwidth per directed link,
   // hop_latency as alpha, the seconds per ring step. Default: the shipped v5e profile.
   topo::ChipSpec chip = topo::default_chip_spec();
   std::array<int, 3> slice_dims{1, 1, 1};

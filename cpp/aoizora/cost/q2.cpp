@@ -4,15 +4,14 @@
 #include <map>
 
 #include "aoizora/cost/algorithm.h"
+#include "aoizora/cost/mxu.h"
 
 namespace aoizora::cost {
 
 double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
   if (op.kind != hlo::OpKind::kCompute) return 0;
   // One partition runs on one device: a core's share of the chip (topo/chip_spec.h).
-  const double flops = spec.peak_flops > 0 ? op.flops / spec.core_peak_flops() : 0;
-  const double mem = spec.hbm_bandwidth > 0 ? op.bytes / spec.core_hbm_bandwidth() : 0;
-  return std::max(flops, mem);
+  return compute_seconds(op.flops, op.bytes, op.matmuls, spec);
 }
 
 namespace {

@@ -11,6 +11,9 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <vector>
+
+#include "aoizora/cost/mxu.h"
 
 namespace aoizora::cost {
 
@@ -24,6 +27,13 @@ struct SplashCall {
 
 inline double splash_flops(const SplashCall& c) {
   return 2 * c.batch_heads * c.q_len * c.kv_len * (c.head_dim + c.head_dim_v);
+}
+
+// The kernel's two matmuls per (batch, head) as the MXU runs them (cost/mxu.h): scores
+// Q K^T ([Sq, D] x [D, Skv]) and P V ([Sq, Skv] x [Skv, Dv]).
+inline std::vector<Matmul> splash_matmuls(const SplashCall& c) {
+  return {Matmul{c.q_len, c.kv_len, c.head_dim, c.batch_heads},
+          Matmul{c.q_len, c.head_dim_v, c.kv_len, c.batch_heads}};
 }
 
 inline double splash_bytes(const SplashCall& c) {

@@ -201,6 +201,7 @@ class Builder {
       op.flops = cost.flops;
       op.bytes = cost.bytes;
       op.opaque = cost.opaque;
+      op.matmuls = std::move(cost.matmuls);
     }
     for (int k : ins.operands) {
       if (k < 0) continue;

@@ -81,6 +81,7 @@ std::optional<KernelCost> attention_kernel_cost(const Computation& comp, const I
   call.kv_bytes = static_cast<double>(kk.byte_size() + v.byte_size());
   call.io_bytes = operand_bytes + static_cast<double>(ins.shape.byte_size());
   k.flops = cost::splash_flops(call);
+  k.matmuls = cost::splash_matmuls(call);
   k.bytes = cost::splash_bytes(call);
   return k;
 }

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "aoizora/hlo/kernel_cost.h"
+#include "aoizora/hlo/matmul_shape.h"
 
 namespace aoizora::hlo {
 namespace {
@@ -143,7 +144,60 @@ int parameter_index(const Computation& comp, size_t k) {
 }  // namespace
 
 CostModel::CostModel(const HloModule& module)
-    : m_(module), state_(module.computations.size(), 0), flops_(module.computations.size(), 0) {}
+    : m_(module),
+      state_(module.computations.size(), 0),
+      flops_(module.computations.size(), 0),
+      matmul_state_(module.computations.size(), 0),
+      matmuls_(module.computations.size()) {}
+
+const std::vector<cost::Matmul>& CostModel::computation_matmuls(int c) {
+  static const std::vector<cost::Matmul> kNone;
+  if (c < 0 || static_cast<size_t>(c) >= matmul_state_.size()) return kNone;
+  if (matmul_state_[c] != 0) return matmuls_[c];  // done, or a call cycle (empty so far)
+  matmul_state_[c] = 1;
+  std::vector<cost::Matmul> all;
+  const Computation& comp = m_.computations[c];
+  for (size_t i = 0; i < comp.instructions.size(); ++i) {
+    std::vector<cost::Matmul> mine = matmuls(c, static_cast<int>(i));
+    all.insert(all.end(), mine.begin(), mine.end());
+  }
+  matmuls_[c] = std::move(all);
+  matmul_state_[c] = 2;
+  return matmuls_[c];
+}
+
+std::vector<cost::Matmul> CostModel::matmuls(int c, int i) {
+  const Computation& comp = m_.computations[c];
+  const Instruction& ins = comp.instructions[i];
+  const std::string_view op = ins.opcode;
+  auto operand = [&](size_t k) -> const Shape* {
+    if (k >= ins.operands.size() || ins.operands[k] < 0) return nullptr;
+    return &comp.instructions[ins.operands[k]].shape;
+  };
+  std::optional<cost::Matmul> one;
+  if (op == "dot" && operand(0) != nullptr && operand(1) != nullptr)
+    one = dot_matmul(ins, *operand(0), *operand(1));
+  if (op == "convolution") one = convolution_matmul(ins, flops(c, i));
+  if (op == "custom-call") {
+    if (auto kernel = attention_kernel_cost(comp, ins)) return kernel->matmuls;
+    if (operand(0) != nullptr && operand(1) != nullptr)
+      one = custom_call_matmul(ins, *operand(0), *operand(1));
+  }
+  if (one) return {*one};
+  std::vector<cost::Matmul> out;
+  if (op == "fusion" || op == "call" || op == "async-start" || op == "while") {
+    for (int k : ins.called) {
+      const auto& mine = computation_matmuls(k);
+      out.insert(out.end(), mine.begin(), mine.end());
+    }
+  } else if (op == "conditional") {  // the most expensive branch stands for it (flops)
+    int best = -1;
+    for (int k : ins.called)
+      if (best < 0 || computation_flops(k) > computation_flops(best)) best = k;
+    if (best >= 0) out = computation_matmuls(best);
+  }
+  return out;
+}
 
 double CostModel::computation_flops(int c) {
   if (c < 0 || static_cast<size_t>(c) >= state_.size()) return 0;
@@ -245,6 +299,7 @@ OpCost CostModel::cost(int c, int i) {
   const Computation& comp = m_.computations[c];
   const Instruction& ins = comp.instructions[i];
   r.flops = flops(c, i);
+  r.matmuls = matmuls(c, i);
   const bool async_start = ins.opcode == "async-start";
   r.opaque = ins.opcode == "custom-call" || (async_start && ins.async_wrapped == "custom-call");
   if (ins.opcode == "custom-call") {

@@ -206,10 +206,12 @@ class Builder {
     dag_.nodes.push_back(std::move(n));
     return static_cast<int>(dag_.nodes.size()) - 1;
   }
-  int compute(const Op& op, double repeat, double flops, double bytes, bool opaque = false) {
+  int compute(const Op& op, double repeat, double flops, double bytes, bool opaque = false,
+              std::vector<cost::Matmul> matmuls = {}) {
     if (flops <= 0 && bytes <= 0 && !opaque) return -1;
     DagNode n;
     n.flops = flops;
+    n.matmuls = std::move(matmuls);
     n.bytes = bytes;
     n.opaque = opaque;
     std::vector<int> deps;
@@ -436,14 +438,19 @@ class Builder {
         for (int v : op.operands) bytes += materialized(v) ? type(v).bytes() : 0;
         for (int r : op.results) bytes += materialized(r) ? type(r).bytes() : 0;
       }
-      if (n == "dot_general") flops = dot_flops(op, nullptr);
+      std::vector<cost::Matmul> matmuls;
+      if (n == "dot_general") {
+        matmuls = {dot_matmul(op, nullptr)};
+        flops = cost::matmul_flops(matmuls[0]);
+      }
       if (n == "reduce") flops = static_cast<double>(type(op.operands[0]).num_elements());
       if (!is_elementwise(n) && n != "dot_general" && n != "reduce") flops = 0;
       if (auto call = splash_call(op, [&](int v) -> const TensorType& { return type(v); })) {
         flops = cost::splash_flops(*call);  // a Pallas attention kernel (shlo/kernel_call.h)
         bytes = cost::splash_bytes(*call);
+        matmuls = cost::splash_matmuls(*call);
       }
-      int node = compute(op, repeat, flops, bytes);
+      int node = compute(op, repeat, flops, bytes, false, std::move(matmuls));
       for (int r : op.results) {
         ShardState s;
         s.manual = true;
@@ -462,20 +469,28 @@ class Builder {
     return shape_op(op, n, repeat);
   }
 
-  double dot_flops(const Op& op, const std::vector<TensorSharding>* sh) {
-    // 2 x (result elements) x (contracted elements), all per device.
+  // The dot as the MXU runs it, per device: the result's dims are the batch dims, then
+  // lhs's free dims, then rhs's; the contraction is read from lhs. Its flops are
+  // 2 x (result elements) x (contracted elements).
+  cost::Matmul dot_matmul(const Op& op, const std::vector<TensorSharding>* sh) {
     const TensorType& lt = type(op.operands[0]);
     auto lc = attr_int_list(op.attrs, "contracting_dims", 0);
     if (!lc) lc = attr_int_list(op.attrs, "lhs_contracting_dimensions");
-    double contracted = 1;
+    auto lb = attr_int_list(op.attrs, "batching_dims", 0);
+    if (!lb) lb = attr_int_list(op.attrs, "lhs_batching_dimensions");
+    cost::Matmul mm{1, 1, 1, 1};
     std::vector<int64_t> ls = sh ? local_shape(dag_.meshes, lt, (*sh)[0]) : lt.shape;
     if (lc)
-      for (int64_t d : *lc) contracted *= static_cast<double>(ls.at(static_cast<size_t>(d)));
+      for (int64_t d : *lc) mm.k *= static_cast<double>(ls.at(static_cast<size_t>(d)));
+    const size_t batch = lb ? lb->size() : 0;
+    const size_t lhs_free = ls.size() - batch - (lc ? lc->size() : 0);
     const TensorType& rt = type(op.results[0]);
-    double out = 1;
     std::vector<int64_t> rs = sh ? local_shape(dag_.meshes, rt, (*sh)[1]) : rt.shape;
-    for (int64_t d : rs) out *= static_cast<double>(d);
-    return 2 * out * contracted;
+    for (size_t d = 0; d < rs.size(); ++d) {
+      double& side = d < batch ? mm.count : d < batch + lhs_free ? mm.m : mm.n;
+      side *= static_cast<double>(rs[d]);
+    }
+    return mm;
   }
 
   Error dot(const Op& op, double repeat) {
@@ -497,7 +512,7 @@ class Builder {
     ShardState sl = bring(l, rule.lhs, op, repeat, CommOrigin::kReshard, &dl);
     ShardState sr = bring(r, rule.rhs, op, repeat, CommOrigin::kReshard, &dr);
     std::vector<TensorSharding> sh{sl.sharding, rule.result};
-    double flops = dot_flops(op, &sh);
+    const cost::Matmul mm = dot_matmul(op, &sh);
     ShardState out;
     out.sharding = rule.result;
     out.partial = rule.partial;
@@ -505,7 +520,8 @@ class Builder {
     double bytes = local_bytes(dag_.meshes, type(l), sl) + local_bytes(dag_.meshes, type(r), sr) +
                    local_bytes(dag_.meshes, type(res), out);
     DagNode c;
-    c.flops = flops;
+    c.flops = cost::matmul_flops(mm);
+    c.matmuls = {mm};
     c.bytes = bytes;
     int node = emit(std::move(c), repeat, op, {dl, dr});
     define(res, out, node);

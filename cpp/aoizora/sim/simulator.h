@@ -3,8 +3,8 @@
 // step-by-step collective phases and link sharing as it happens.
 //
 // The model, per chip (the chip of partition p is placement.device_of[p]):
-//   - ops run in schedule order; a compute op takes its roofline time
-//     max(flops / peak_flops, bytes / hbm_bandwidth) (cost::op_seconds, as in Q2);
+//   - ops run in schedule order; a compute op takes its roofline time, its matmuls padded
+//     to the MXU at the profile's efficiency (cost/mxu.h; cost::op_seconds, as in Q2);
 //   - a collective starts on a group once every member has reached it (its sync op or its
 //     -start op); it then waits its fixed latency (SimOptions::collective_overhead, else the profile's
 //     collective_latency of its kind) and plays the flows of

@@ -48,11 +48,13 @@ def _base(arg: str | None, points) -> tuple[dict, str]:
 
 
 def _us(s: float) -> str:
-    return f"{s * 1e6:9.2f}us"
+    return f"{s:10.4f} s" if s >= 0.1 else f"{s * 1e6:9.2f}us"
 
 
 def _value(p, x: float) -> str:
-    return f"{x / 1e9:.4g} GB/s" if p.unit == "B/s" else f"{x * 1e6:.4g} us"
+    from aoizora import fit_parameters
+
+    return fit_parameters.describe(p.unit, x)
 
 
 def _as_json(fit, out: str) -> dict:
