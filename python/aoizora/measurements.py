@@ -214,17 +214,23 @@ def load(path: str = PUBLISHED) -> list[Point]:
         raise ValueError(f"{path}: {e}") from None
 
 
-def _check_runnable(p: Point) -> None:
-    """What the simulator needs of a point, as ValueError naming the point and the field."""
+def _topology(what: str, topology: str, generation: str):
+    """The slice a point or program ran on, checked against its generation (ValueError)."""
     from aoizora import _core
 
     try:
-        topo = _core.make_topology(p.topology)
+        topo = _core.make_topology(topology)
     except _core.CoreError as e:
-        raise ValueError(f"point {p.id}: 'topology': {e}") from None
-    if topo.spec["generation"] != p.generation:
-        raise ValueError(f"point {p.id}: 'generation' is {p.generation!r} but {p.topology} is "
+        raise ValueError(f"{what}: 'topology': {e}") from None
+    if topo.spec["generation"] != generation:
+        raise ValueError(f"{what}: 'generation' is {generation!r} but {topology} is "
                          f"{topo.spec['generation']!r}")
+    return topo
+
+
+def _check_runnable(p: Point) -> None:
+    """What the simulator needs of a point, as ValueError naming the point and the field."""
+    topo = _topology(f"point {p.id}", p.topology, p.generation)
     chips = [c for g in (p.groups or p.pairs) for c in g]
     bad = [c for c in chips if not isinstance(c, int) or isinstance(c, bool)
            or not 0 <= c < topo.num_devices]
@@ -244,13 +250,7 @@ def _check_program(p: Program) -> None:
 
     if not os.path.isfile(p.hlo):
         raise ValueError(f"program {p.id}: 'hlo' {p.hlo} is not a file")
-    try:
-        topo = _core.make_topology(p.topology)
-    except _core.CoreError as e:
-        raise ValueError(f"program {p.id}: 'topology': {e}") from None
-    if topo.spec["generation"] != p.generation:
-        raise ValueError(f"program {p.id}: 'generation' is {p.generation!r} but {p.topology} "
-                         f"is {topo.spec['generation']!r}")
+    topo = _topology(f"program {p.id}", p.topology, p.generation)
     if math.prod(p.mesh) != topo.num_devices:
         raise ValueError(f"program {p.id}: 'mesh' {list(p.mesh)} has {math.prod(p.mesh)} "
                          f"devices but {p.topology} has {topo.num_devices}")

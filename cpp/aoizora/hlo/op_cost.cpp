@@ -130,6 +130,12 @@ double convolution_flops(const Instruction& ins, const Shape* lhs, const Shape* 
   return 2 * in_features * out_features * batch * positions;
 }
 
+// The shape of an instruction's k-th operand, or nullptr.
+const Shape* operand_shape(const Computation& comp, const Instruction& ins, size_t k) {
+  if (k >= ins.operands.size() || ins.operands[k] < 0) return nullptr;
+  return &comp.instructions[ins.operands[k]].shape;
+}
+
 // Index of the instruction `parameter(k)` of a computation, or -1.
 int parameter_index(const Computation& comp, size_t k) {
   for (size_t i = 0; i < comp.instructions.size(); ++i) {
@@ -170,10 +176,7 @@ std::vector<cost::Matmul> CostModel::matmuls(int c, int i) {
   const Computation& comp = m_.computations[c];
   const Instruction& ins = comp.instructions[i];
   const std::string_view op = ins.opcode;
-  auto operand = [&](size_t k) -> const Shape* {
-    if (k >= ins.operands.size() || ins.operands[k] < 0) return nullptr;
-    return &comp.instructions[ins.operands[k]].shape;
-  };
+  auto operand = [&](size_t k) { return operand_shape(comp, ins, k); };
   std::optional<cost::Matmul> one;
   if (op == "dot" && operand(0) != nullptr && operand(1) != nullptr)
     one = dot_matmul(ins, *operand(0), *operand(1));
@@ -216,10 +219,7 @@ double CostModel::flops(int c, int i) {
   const Computation& comp = m_.computations[c];
   const Instruction& ins = comp.instructions[i];
   const std::string_view op = ins.opcode;
-  auto operand = [&](size_t k) -> const Shape* {
-    if (k >= ins.operands.size() || ins.operands[k] < 0) return nullptr;
-    return &comp.instructions[ins.operands[k]].shape;
-  };
+  auto operand = [&](size_t k) { return operand_shape(comp, ins, k); };
   auto called_flops = [&]() {
     double f = 0;
     for (int k : ins.called) f += computation_flops(k);
