@@ -60,7 +60,8 @@ def run(args) -> int:
     print(f"{topo.name}: {topo.num_chips} chips ({dims}){devices}, {topo.num_links} directed "
           f"links, wraparound: {wrap}")
     print(f"  chip: {s['device_kind'] or s['generation']}, {_fmt(s['peak_flops'], 'FLOP/s')} bf16, "
-          f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}")
+          f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}, "
+          f"MXU {s['mxu_size']}x{s['mxu_size']} at {100 * s['mxu_efficiency']:.4g} % of its peak")
     print(f"  link: {_fmt(s['link_bandwidth'], 'B/s')} one way, {s['hop_latency'] * 1e6:.3g} us per hop")
     if s["intra_chip_link"]:
         icl = s["intra_chip_link"]
