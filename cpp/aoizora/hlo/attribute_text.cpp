@@ -1,5 +1,6 @@
 #include "aoizora/hlo/attribute_text.h"
 
+#include <charconv>
 #include <cstring>
 
 namespace aoizora::hlo {
@@ -83,6 +84,20 @@ ValueEnd attribute_value_end(std::string_view t, size_t vb, std::string_view key
   size_t e = p;
   while (e > vb && (t[e - 1] == ' ' || t[e - 1] == '\t' || t[e - 1] == '\r')) --e;
   return {e, true, 0};
+}
+
+std::vector<int64_t> attribute_ints(std::string_view v) {
+  std::vector<int64_t> out;
+  size_t i = 0;
+  while (i < v.size()) {
+    while (i < v.size() && !(v[i] >= '0' && v[i] <= '9')) ++i;
+    size_t b = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    int64_t x;
+    if (b < i && std::from_chars(v.data() + b, v.data() + i, x).ec == std::errc())
+      out.push_back(x);
+  }
+  return out;
 }
 
 }  // namespace aoizora::hlo

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace aoizora::hlo {
 
@@ -28,5 +30,9 @@ ValueEnd attribute_value_end(std::string_view text, size_t value_begin, std::str
 // keeps its ", device_ids=(...)": for a value starting at `value_begin` and a top-level comma
 // at `comma`, the position to go on scanning from, or npos when the comma ends the value.
 size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t comma);
+
+// The whole numbers of an attribute value, in order, whatever separates them:
+// "{1,2}" -> [1, 2]. Lenient (for cost estimates): signs and junk are skipped.
+std::vector<int64_t> attribute_ints(std::string_view value);
 
 }  // namespace aoizora::hlo

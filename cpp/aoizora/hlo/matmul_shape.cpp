@@ -1,24 +1,18 @@
 #include "aoizora/hlo/matmul_shape.h"
 
 #include <algorithm>
-#include <charconv>
 #include <string_view>
 #include <vector>
+
+#include "aoizora/hlo/attribute_text.h"
 
 namespace aoizora::hlo {
 namespace {
 
-// "{1,2}" -> [1,2]
+// "{1,2}" -> [1,2] (attribute_ints gives whole numbers only: never negative).
 std::vector<size_t> dim_list(std::string_view v) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < v.size();) {
-    while (i < v.size() && !(v[i] >= '0' && v[i] <= '9')) ++i;
-    size_t b = i;
-    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
-    size_t x;
-    if (b < i && std::from_chars(v.data() + b, v.data() + i, x).ec == std::errc()) out.push_back(x);
-  }
-  return out;
+  const std::vector<int64_t> ints = attribute_ints(v);
+  return {ints.begin(), ints.end()};
 }
 
 bool listed(const std::vector<size_t>& dims, size_t d) {

@@ -1,9 +1,9 @@
 #include "aoizora/hlo/op_cost.h"
 
 #include <algorithm>
-#include <charconv>
 #include <string_view>
 
+#include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/kernel_cost.h"
 #include "aoizora/hlo/matmul_shape.h"
 
@@ -34,21 +34,6 @@ bool is_free(std::string_view op) {
                      "collective-permute-done", "get-dimension-size", "set-dimension-size"});
 }
 
-// {1,2} -> [1,2]
-std::vector<int64_t> ints(std::string_view v) {
-  std::vector<int64_t> out;
-  size_t i = 0;
-  while (i < v.size()) {
-    while (i < v.size() && !(v[i] >= '0' && v[i] <= '9')) ++i;
-    size_t b = i;
-    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
-    int64_t x;
-    if (b < i && std::from_chars(v.data() + b, v.data() + i, x).ec == std::errc())
-      out.push_back(x);
-  }
-  return out;
-}
-
 double elements(const Shape& s) {
   if (s.is_tuple()) {
     double n = 0;
@@ -72,7 +57,7 @@ std::vector<int64_t> window_field(std::string_view window, std::string_view key,
   }
   if (at == std::string_view::npos) return out;
   size_t b = at + key.size() + 1, e = window.find(' ', b);
-  std::vector<int64_t> v = ints(window.substr(b, e == std::string_view::npos ? e : e - b));
+  std::vector<int64_t> v = attribute_ints(window.substr(b, e == std::string_view::npos ? e : e - b));
   for (size_t i = 0; i < n && i < v.size(); ++i) out[i] = v[i];
   return out;
 }
@@ -122,8 +107,8 @@ double convolution_flops(const Instruction& ins, const Shape* lhs, const Shape* 
     positions *= static_cast<double>(valid);
   }
   int64_t feature_groups = 1, batch_groups = 1;
-  for (int64_t v : ints(ins.attr("feature_group_count"))) feature_groups = std::max<int64_t>(v, 1);
-  for (int64_t v : ints(ins.attr("batch_group_count"))) batch_groups = std::max<int64_t>(v, 1);
+  for (int64_t v : attribute_ints(ins.attr("feature_group_count"))) feature_groups = std::max<int64_t>(v, 1);
+  for (int64_t v : attribute_ints(ins.attr("batch_group_count"))) batch_groups = std::max<int64_t>(v, 1);
   const double in_features = static_cast<double>(dim(*lhs, ll, 'f')) / feature_groups;
   const double out_features = static_cast<double>(dim(out, ol, 'f'));
   const double batch = static_cast<double>(dim(*lhs, ll, 'b')) / batch_groups;
@@ -141,7 +126,7 @@ int parameter_index(const Computation& comp, size_t k) {
   for (size_t i = 0; i < comp.instructions.size(); ++i) {
     const Instruction& ins = comp.instructions[i];
     if (ins.opcode != "parameter") continue;
-    std::vector<int64_t> n = ints(ins.raw_operands);
+    std::vector<int64_t> n = attribute_ints(ins.raw_operands);
     if (n.size() == 1 && static_cast<size_t>(n[0]) == k) return static_cast<int>(i);
   }
   return -1;
@@ -230,7 +215,7 @@ double CostModel::flops(int c, int i) {
     const Shape* lhs = operand(0);
     double k = 1;
     if (lhs != nullptr)
-      for (int64_t d : ints(ins.attr("lhs_contracting_dims")))
+      for (int64_t d : attribute_ints(ins.attr("lhs_contracting_dims")))
         if (d >= 0 && static_cast<size_t>(d) < lhs->dims.size()) k *= lhs->dims[d];
     return 2 * out * k;
   }
@@ -252,7 +237,7 @@ double CostModel::flops(int c, int i) {
       return (static_cast<double>(in->num_elements()) - n_out) * per;
     }
     double window = 1;
-    for (int64_t w : ints(ins.attr("window").substr(0, ins.attr("window").find(' ')))) window *= w;
+    for (int64_t w : attribute_ints(ins.attr("window").substr(0, ins.attr("window").find(' ')))) window *= w;
     return out * window * per;
   }
   if (op == "all-reduce" || op == "all-reduce-start" || op == "reduce-scatter") {
