@@ -1,246 +1,58 @@
-// The event engine behind simulate(): chips walk their schedules (a "chip" here is a device:
-// one TensorCore, two per chip on TPU7x; see topo/topology.h), collectives become group
-// instances that play their flows step by step, flows share links max-min fairly.
+// The event engine behind simulate() (simulator.h has the model): it wires chips walking
+// their schedules (chip_schedule.h), collectives lowered to group plans of routed flows
+// (collective_lowering.h) and played as group instances (group_instance.h), flows sharing
+// links (flow_network.h), all in the order of one event queue (event_queue.h); then the
+// results and the critical path (critical_path.h). A "chip" here is a device: one
+// TensorCore, two per chip on TPU7x (topo/topology.h).
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
-#include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "aoizora/cost/q2.h"
-#include "aoizora/sim/max_min.h"
+#include "aoizora/sim/chip_schedule.h"
+#include "aoizora/sim/collective_lowering.h"
+#include "aoizora/sim/critical_path.h"
+#include "aoizora/sim/event_queue.h"
+#include "aoizora/sim/flow_network.h"
+#include "aoizora/sim/group_instance.h"
 #include "aoizora/sim/simulator.h"
 
 namespace aoizora::sim {
 
 namespace {
-Error Fail(std::string message) {
-  Error e;
-  e.message = std::move(message);
-  return e;
-}
-}  // namespace
-
-Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
-                          const place::Placement& placement) {
-  const int n = graph.num_partitions;
-  if (static_cast<int>(placement.device_of.size()) != n)
-    return Fail("placement has " + std::to_string(placement.device_of.size()) +
-                 " devices for a program of " + std::to_string(n) + " partitions");
-  std::vector<char> used(topology.num_devices(), 0);
-  for (int p = 0; p < n; ++p) {
-    const int c = placement.device_of[p];
-    if (c < 0 || c >= topology.num_devices())
-      return Fail("placement maps partition " + std::to_string(p) + " to device " +
-                   std::to_string(c) + ", but " + topology.name + " has devices 0.." +
-                   std::to_string(topology.num_devices() - 1));
-    if (used[c]++) return Fail("placement maps two partitions to device " + std::to_string(c));
-  }
-  for (const hlo::Collective& c : graph.collectives) {
-    for (const auto& g : c.groups)
-      for (int p : g)
-        if (p < 0 || p >= n)
-          return Fail("collective " + c.name + " names partition " + std::to_string(p) +
-                       " outside 0.." + std::to_string(n - 1));
-    for (auto [s, d] : c.source_target_pairs)
-      if (s < 0 || s >= n || d < 0 || d >= n)
-        return Fail("collective " + c.name + " has a source-target pair outside 0.." +
-                     std::to_string(n - 1));
-    if (c.region < 0 || c.region >= static_cast<int>(graph.regions.size()))
-      return Fail("collective " + c.name + " names region " + std::to_string(c.region));
-  }
-  const int nc = static_cast<int>(graph.collectives.size());
-  for (const hlo::Region& r : graph.regions)
-    for (const hlo::ScheduledOp& op : r.ops) {
-      if (op.kind != hlo::OpKind::kCompute && (op.collective < 0 || op.collective >= nc))
-        return Fail("op " + op.name + " names collective " + std::to_string(op.collective));
-      for (int c : op.collectives)
-        if (c < 0 || c >= nc)
-          return Fail("op " + op.name + " names collective " + std::to_string(c));
-    }
-  return true;
-}
-
-namespace {
-
-// The profile's fixed latency of one execution of a collective of this kind.
-double fixed_latency(const topo::CollectiveLatency& l, hlo::CollectiveKind kind) {
-  using K = hlo::CollectiveKind;
-  switch (kind) {
-    case K::kAllGather: return l.all_gather;
-    case K::kAllReduce: return l.all_reduce;
-    case K::kReduceScatter: return l.reduce_scatter;
-    case K::kAllToAll:
-    case K::kRaggedAllToAll: return l.all_to_all;
-    case K::kCollectivePermute: return l.collective_permute;
-    case K::kCollectiveBroadcast: return l.collective_broadcast;
-  }
-  return 0;
-}
-
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// One flow of a collective's expansion, with its route resolved.
-struct FlowSpec {
-  int src = 0;       // chip
-  int dst = 0;       // chip
-  int src_member = 0;   // index of src in the group's members
-  int dst_member = -1;  // index of dst in the group's members, -1 if outside the group
-  int step = 0;
-  double bytes = 0;
-  int route = 0;     // index into Engine::routes_
-  double latency = 0;
-};
-
-struct GroupPlan {
-  std::vector<int> members;                   // chips
-  int num_steps = 0;
-  std::vector<std::vector<std::vector<int>>> out;  // [member][step] -> flow ids
-  std::vector<std::vector<int>> in_count;     // [member][step]
-  std::vector<std::vector<int>> out_count;    // [member][step]
-  std::vector<int> member_flows;              // [member]: flows it sends or receives
-  int num_flows = 0;
-};
-
-struct CollectivePlan {
-  std::vector<int> group_of_partition;        // -1: not a participant
-  std::vector<int> member_of_partition;       // its index in its group's members
-  std::vector<GroupPlan> groups;
-  std::vector<FlowSpec> flows;
-  int label = 0;
-  double overhead = 0;                        // fixed seconds before the first flow
-};
-
-struct Instance {
-  int collective = 0;
-  int group = 0;
-  int arrived = 0;
-  double last_arrival = -1;
-  int last_arriver = -1;     // chip
-  double t0 = -1;            // every member arrived
-  std::vector<int> next_step;              // per member
-  std::vector<std::vector<int>> pending;   // per member per step: undelivered inflows
-  std::vector<std::vector<int>> unsent;    // per member per step: outflows not yet drained
-  std::vector<int> member_left;            // per member: its flows not yet delivered
-  std::vector<char> member_done;           // per member: its part is over
-  int flows_left = 0;
-  bool done = false;
-  double end = 0;
-  double weight = 1;
-  std::vector<int> waiters;  // chips blocked on it
-};
-
-enum class SegKind : uint8_t { kCompute, kWait, kJump };
-
-struct Segment {
-  double start = 0;
-  double end = 0;
-  SegKind kind = SegKind::kCompute;
-  int label = 0;      // op label for compute, instance id for waits
-  double weight = 1;
-};
-
-// One loop a chip is executing: which iteration, and what steady-state extrapolation needs.
-struct LoopFrame {
-  int loop = 0;              // index into Engine::loops_
-  int64_t trip = 1;
-  int64_t iter = 0;          // the iteration being executed
-  int64_t sim_iters = 1;     // iterations simulated for real
-  double weight = 1;         // how many iterations the current one stands for
-  double prev_end = 0;       // end of the previous iteration (or loop start)
-  double prev_prev_end = 0;
-  ChipTime iter_start_stats;
-};
-
-struct ChipState {
-  int chip = 0;
-  int partition = 0;
-  int region = 0;
-  int op = 0;
-  std::vector<LoopFrame> loops;  // the loops being executed, outermost first
-  double weight = 1;         // product of the loops' iteration weights
-  ChipTime stats;
-  std::vector<int> open;     // per collective: the instance of its last -start
-  std::vector<int64_t> arrivals;  // per collective: executions begun so far
-  bool finished = false;
-  double finish = 0;
-  bool computed = false;     // the current op's compute part has run
-  double blocked_since = 0;
-  int waiting = 0;           // instances still to complete before the chip may go on
-  double blocked_t0 = 0;     // latest start among them
-  std::vector<Segment> segments;
-};
-
-enum class EvKind : uint8_t { kResume, kStart, kDrained, kDeliver };
-
-struct Event {
-  double time;
-  int64_t seq;
-  EvKind kind;
-  int a;  // chip or instance
-  int b;  // flow id for deliveries
-  bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : seq > o.seq;
-  }
-};
-
-struct ActiveFlow {
-  int inst = 0;
-  int flow = 0;
-  double remaining = 0;
-  double rate = 0;
-};
 
 class Engine {
  public:
   Engine(const hlo::CollectiveGraph& g, const topo::Topology& t, const place::Placement& p,
          const SimOptions& o, const FlowModel& m)
       : graph_(g), topo_(t), place_(p), opt_(o), model_(m),
-        solver_(capacities(t)),
+        schedule_(g, o.max_iterations),
+        routes_(t.num_devices(), m.route),
+        network_(t, routes_, o.record_timeline ? &result_.timeline : nullptr),
         plans_(g.collectives.size()),
-        planned_(g.collectives.size(), 0),
-        route_of_pair_(static_cast<size_t>(t.num_devices()) * t.num_devices(), -1) {
+        planned_(g.collectives.size(), 0) {
     partition_of_chip_.assign(t.num_devices(), -1);
     for (int p2 = 0; p2 < static_cast<int>(p.device_of.size()); ++p2)
       partition_of_chip_[p.device_of[p2]] = p2;
-    loops_ = hlo::schedule_loops(g);
-    loops_starting_at_.resize(g.regions.size());
-    for (size_t l = 0; l < loops_.size(); ++l)
-      if (loops_[l].first_region >= 0 && loops_[l].first_region < static_cast<int>(g.regions.size()))
-        loops_starting_at_[loops_[l].first_region].push_back(static_cast<int>(l));
     op_labels_.resize(g.regions.size());
     for (size_t r = 0; r < g.regions.size(); ++r)
       for (const auto& op : g.regions[r].ops) op_labels_[r].push_back(label(op.name));
     result_.link_bytes.assign(t.links.size(), 0.0);
-    link_load_.assign(t.links.size(), 0.0);
   }
 
   Result<SimResult> run();
 
  private:
-  static std::vector<double> capacities(const topo::Topology& t) {
-    std::vector<double> cap(t.links.size());
-    for (size_t i = 0; i < t.links.size(); ++i)
-      cap[i] = t.links[i].bandwidth > 0 ? t.links[i].bandwidth : t.spec.link_bandwidth;
-    return cap;
-  }
   int label(const std::string& name) {
     auto [it, fresh] = label_ids_.try_emplace(name, static_cast<int>(labels_.size()));
     if (fresh) labels_.push_back(name);
     return it->second;
   }
-  void push(double time, EvKind kind, int a, int b = 0) {
-    queue_.push(Event{time, seq_++, kind, a, b});
-  }
-  int route_id(int src, int dst);
   const CollectivePlan& plan(int c);
   void run_chip(int ci, double now);
-  void enter_region(ChipState& s, int region, double now);
   void end_region(ChipState& s, double now);
-  double end_iteration(ChipState& s, LoopFrame& f, double now);
-  void update_weight(ChipState& s) const;
   Error deadlock() const;
   int arrive(ChipState& s, int coll, double now);
   void start_instance(int inst, double now);
@@ -251,22 +63,22 @@ class Engine {
   void complete(int inst, double now);
   void member_complete(int inst, int member, double now);
   bool member_done(int inst, int chip_index) const;
-  void solve_rates(double now);
-  void critical_path();
+  void fill_results();
+  void fill_timeline();
 
   const hlo::CollectiveGraph& graph_;
   const topo::Topology& topo_;
   const place::Placement& place_;
   const SimOptions& opt_;
   const FlowModel& model_;
-  MaxMinSolver solver_;
+  SimResult result_;  // before network_, which records into its timeline
 
-  std::vector<hlo::Loop> loops_;
-  std::vector<std::vector<int>> loops_starting_at_;  // per region, outer loops first
+  ChipSchedule schedule_;
+  RouteTable routes_;
+  FlowNetwork network_;
+  EventQueue queue_;
   std::vector<CollectivePlan> plans_;
   std::vector<char> planned_;
-  std::vector<int> route_of_pair_;
-  std::vector<std::vector<int>> routes_;
   std::vector<int> partition_of_chip_;
   std::vector<std::vector<int>> op_labels_;
   std::vector<std::string> labels_;
@@ -277,202 +89,26 @@ class Engine {
   // Instances some members have arrived at, by (collective, group, execution): every chip
   // walks the same loops, so a group's members agree on how often each collective ran.
   std::map<std::tuple<int, int, int64_t>, int> open_instances_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
-  int64_t seq_ = 0;
-
-  std::vector<ActiveFlow> active_;
-  bool flows_changed_ = false;
-  std::vector<std::span<const int>> span_scratch_;
-  std::vector<double> rate_scratch_;
-  std::vector<double> link_load_;
-
-  SimResult result_;
 };
-
-int Engine::route_id(int src, int dst) {
-  int& id = route_of_pair_[static_cast<size_t>(src) * topo_.num_devices() + dst];
-  if (id < 0) {
-    id = static_cast<int>(routes_.size());
-    routes_.push_back(src == dst ? std::vector<int>{} : model_.route(src, dst));
-  }
-  return id;
-}
 
 const CollectivePlan& Engine::plan(int ci) {
   CollectivePlan& cp = plans_[ci];
   if (planned_[ci]) return cp;
   planned_[ci] = 1;
   const hlo::Collective& c = graph_.collectives[ci];
-  const int n = graph_.num_partitions;
+  cp = lower_collective(c, graph_.num_partitions, place_.device_of, partition_of_chip_, topo_,
+                        opt_, model_, routes_);
   cp.label = label(c.name);
-  cp.overhead = opt_.collective_overhead >= 0 ? opt_.collective_overhead
-                                              : fixed_latency(topo_.spec.collective_latency, c.kind);
-  cp.group_of_partition.assign(n, -1);
-  cp.member_of_partition.assign(n, -1);
-  std::vector<std::vector<int>> groups = c.groups;
-  if (!c.source_target_pairs.empty()) {
-    // A permute synchronises the partitions its pairs connect: connected components.
-    std::vector<int> parent(n);
-    for (int i = 0; i < n; ++i) parent[i] = i;
-    auto find = [&](int x) {
-      while (parent[x] != x) x = parent[x] = parent[parent[x]];
-      return x;
-    };
-    std::vector<char> in(n, 0);
-    for (auto [s, d] : c.source_target_pairs) {
-      in[s] = in[d] = 1;
-      parent[find(s)] = find(d);
-    }
-    std::map<int, std::vector<int>> comps;
-    for (int i = 0; i < n; ++i)
-      if (in[i]) comps[find(i)].push_back(i);
-    groups.clear();
-    for (auto& [root, members] : comps) groups.push_back(members);
-    std::sort(groups.begin(), groups.end());
-  } else if (groups.empty()) {
-    groups.emplace_back();
-    for (int i = 0; i < n; ++i) groups.back().push_back(i);
-  }
-  std::vector<int> member_of_chip(topo_.num_devices(), -1);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    GroupPlan gp;
-    for (int p : groups[g]) {
-      cp.group_of_partition[p] = static_cast<int>(g);
-      cp.member_of_partition[p] = static_cast<int>(gp.members.size());
-      gp.members.push_back(place_.device_of[p]);
-    }
-    cp.groups.push_back(std::move(gp));
-  }
-  cost::CollectiveFlows cf = model_.expand(c);
-  int num_steps = cf.num_steps;
-  for (const cost::Flow& f : cf.flows) num_steps = std::max(num_steps, f.step + 1);
-  for (GroupPlan& gp : cp.groups) {
-    gp.num_steps = num_steps;
-    gp.out.assign(gp.members.size(), std::vector<std::vector<int>>(num_steps));
-    gp.in_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
-    gp.out_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
-    gp.member_flows.assign(gp.members.size(), 0);
-  }
-  for (const cost::Flow& f : cf.flows) {
-    const int sp = partition_of_chip_[f.src];
-    if (sp < 0 || cp.group_of_partition[sp] < 0) continue;  // not a participant: ignored
-    GroupPlan& gp = cp.groups[cp.group_of_partition[sp]];
-    FlowSpec fs;
-    fs.src = f.src;
-    fs.dst = f.dst;
-    fs.step = f.step;
-    fs.bytes = f.bytes;
-    fs.route = route_id(f.src, f.dst);
-    for (int l : routes_[fs.route]) {
-      const double link_lat = topo_.links[l].latency > 0 ? topo_.links[l].latency
-                                                         : topo_.spec.hop_latency;
-      fs.latency += opt_.hop_latency >= 0 ? opt_.hop_latency : link_lat;
-    }
-    const auto src_it = std::find(gp.members.begin(), gp.members.end(), f.src);
-    const auto dst_it = std::find(gp.members.begin(), gp.members.end(), f.dst);
-    if (dst_it != gp.members.end()) {
-      fs.dst_member = static_cast<int>(dst_it - gp.members.begin());
-      ++gp.in_count[fs.dst_member][f.step];
-    }
-    fs.src_member = static_cast<int>(src_it - gp.members.begin());
-    ++gp.member_flows[fs.src_member];
-    if (fs.dst_member >= 0 && fs.dst_member != fs.src_member) ++gp.member_flows[fs.dst_member];
-    const int id = static_cast<int>(cp.flows.size());
-    cp.flows.push_back(fs);
-    gp.out[fs.src_member][f.step].push_back(id);
-    ++gp.out_count[fs.src_member][f.step];
-    ++gp.num_flows;
-  }
   return cp;
 }
 
-// Puts chip s at the first op of `region` at time `now`, entering the loops that begin there
-// (those nested in the loop being executed, outermost first). A loop of no trips is skipped,
-// and past the last region the chip has finished.
-void Engine::enter_region(ChipState& s, int region, double now) {
-  const int num_regions = static_cast<int>(graph_.regions.size());
-  while (region < num_regions) {
-    int skip_to = -1;
-    for (int l : loops_starting_at_[region]) {
-      const int top = s.loops.empty() ? -1 : s.loops.back().loop;
-      if (loops_[l].parent != top) continue;
-      if (loops_[l].trip_count <= 0) {
-        skip_to = loops_[l].last_region + 1;
-        break;
-      }
-      LoopFrame f;
-      f.loop = l;
-      f.trip = loops_[l].trip_count;
-      f.sim_iters = (opt_.max_iterations <= 0 || f.trip <= opt_.max_iterations)
-                        ? f.trip : opt_.max_iterations;
-      f.weight = f.sim_iters == 1 && f.trip > 1 ? static_cast<double>(f.trip) : 1.0;
-      f.prev_end = f.prev_prev_end = now;
-      f.iter_start_stats = s.stats;
-      s.loops.push_back(f);
-    }
-    if (skip_to < 0) break;
-    region = skip_to;
-  }
-  update_weight(s);
-  s.region = region;
-  s.op = 0;
-  if (region >= num_regions) {
-    s.finished = true;
-    s.finish = now;
-  }
-}
-
-void Engine::update_weight(ChipState& s) const {
-  s.weight = 1;
-  for (const LoopFrame& f : s.loops) s.weight *= f.weight;
-}
-
-// Ends the current iteration of loop frame f at `now`; returns when the chip goes on (later
-// than `now` when the rest of the loop is extrapolated at the period of its last iteration).
-double Engine::end_iteration(ChipState& s, LoopFrame& f, double now) {
-  f.prev_prev_end = f.prev_end;
-  f.prev_end = now;
-  ++f.iter;
-  double resume = now;
-  if (f.iter == f.sim_iters && f.trip > f.sim_iters) {
-    const double skipped = static_cast<double>(f.trip - f.sim_iters);
-    const double period = f.prev_end - f.prev_prev_end;
-    s.stats.compute += skipped * (s.stats.compute - f.iter_start_stats.compute);
-    s.stats.comm += skipped * (s.stats.comm - f.iter_start_stats.comm);
-    s.stats.idle += skipped * (s.stats.idle - f.iter_start_stats.idle);
-    resume = now + skipped * period;
-    if (resume > now) s.segments.push_back({now, resume, SegKind::kJump, f.loop, 1.0});
-    result_.extrapolated = true;
-    f.iter = f.trip;
-  }
-  if (f.iter < f.trip) {
-    f.iter_start_stats = s.stats;
-    f.weight = (f.iter == f.sim_iters - 1 && f.trip > f.sim_iters)
-                   ? static_cast<double>(f.trip - f.sim_iters + 1) : 1.0;
-  }
-  return resume;
-}
-
-// Called when chip s has run every op of its region at `now`: ends the iterations of the
-// loops whose body ends here (innermost first), and goes back to a loop's first region or
-// on to the next region. A chip whose next op lies after an extrapolated span is parked
-// (op -1) until a resume event at its end.
+// A chip whose next op lies after an extrapolated span is parked (op -1) until a resume
+// event at its end.
 void Engine::end_region(ChipState& s, double now) {
-  double t = now;
-  int next = s.region + 1;
-  while (!s.loops.empty() && loops_[s.loops.back().loop].last_region == s.region) {
-    LoopFrame& f = s.loops.back();
-    t = end_iteration(s, f, t);
-    if (f.iter < f.trip) {
-      next = loops_[f.loop].first_region;
-      break;
-    }
-    s.loops.pop_back();
-  }
-  enter_region(s, next, t);
+  const double t = schedule_.end_region(s, now, &result_.extrapolated);
   if (s.finished || t <= now) return;
-  push(t, EvKind::kResume, static_cast<int>(&s - chips_.data()));
-  s.op = -1;  // parked until the resume event
+  queue_.push(t, EventKind::kResume, static_cast<int>(&s - chips_.data()));
+  s.op = -1;
 }
 
 // The collectives an op performs or completes.
@@ -510,7 +146,7 @@ void Engine::run_chip(int ci, double now) {
     }
     const std::span<const int> colls = op_collectives(op);
     if (!colls.empty() && now > entry) {
-      push(now, EvKind::kResume, ci);  // s.computed stays set: resume at the collective part
+      queue_.push(now, EventKind::kResume, ci);  // s.computed stays set: resume at the collective part
       return;
     }
     s.computed = false;
@@ -566,7 +202,7 @@ int Engine::arrive(ChipState& s, int coll, double now) {
   if (in.arrived == static_cast<int>(cp.groups[g].members.size())) {
     open_instances_.erase(it);
     in.t0 = now;
-    push(now + cp.overhead, EvKind::kStart, id);
+    queue_.push(now + cp.overhead, EventKind::kStart, id);
   }
   return id;
 }
@@ -606,17 +242,16 @@ void Engine::release(int id, int m, double now) {
 
 void Engine::start_flow(int id, int f, double now) {
   const FlowSpec& fs = plans_[instances_[id].collective].flows[f];
-  const std::vector<int>& links = routes_[fs.route];
+  const std::vector<int>& links = routes_.links(fs.route);
   ++result_.flows;
   const double w = instances_[id].weight;
   for (int l : links) result_.link_bytes[l] += fs.bytes * w;
   if (links.empty() || fs.bytes <= 0) {
-    push(now, EvKind::kDrained, id, f);
-    push(now + fs.latency, EvKind::kDeliver, id, f);
+    queue_.push(now, EventKind::kDrained, id, f);
+    queue_.push(now + fs.latency, EventKind::kDeliver, id, f);
     return;
   }
-  active_.push_back(ActiveFlow{id, f, fs.bytes, 0});
-  flows_changed_ = true;
+  network_.add(id, f, fs.route, fs.bytes);
 }
 
 // The flow's bytes have left its sender.
@@ -668,7 +303,7 @@ void Engine::member_complete(int id, int m, double now) {
     s.stats.comm += now - std::max(b, s.blocked_t0);
     if (now > b) s.segments.push_back({b, now, SegKind::kWait, id, s.weight});
     ++s.op;
-    push(now, EvKind::kResume, ci);
+    queue_.push(now, EventKind::kResume, ci);
   }
   in.waiters.resize(keep);
 }
@@ -693,23 +328,6 @@ void Engine::complete(int id, double now) {
   in.member_done.shrink_to_fit();
 }
 
-void Engine::solve_rates(double now) {
-  span_scratch_.clear();
-  for (const ActiveFlow& a : active_)
-    span_scratch_.push_back(routes_[plans_[instances_[a.inst].collective].flows[a.flow].route]);
-  solver_.solve(span_scratch_, rate_scratch_);
-  for (size_t i = 0; i < active_.size(); ++i) active_[i].rate = rate_scratch_[i];
-  if (!opt_.record_timeline) return;
-  std::vector<double> load(topo_.links.size(), 0.0);
-  for (size_t i = 0; i < active_.size(); ++i)
-    for (int l : span_scratch_[i]) load[l] += active_[i].rate;
-  for (size_t l = 0; l < load.size(); ++l)
-    if (load[l] != link_load_[l]) {
-      result_.timeline.links.push_back({static_cast<int>(l), now, load[l]});
-      link_load_[l] = load[l];
-    }
-}
-
 Result<SimResult> Engine::run() {
   const int n = graph_.num_partitions;
   chips_.resize(n);
@@ -719,62 +337,46 @@ Result<SimResult> Engine::run() {
     s.partition = p;
     s.open.assign(graph_.collectives.size(), -1);
     s.arrivals.assign(graph_.collectives.size(), 0);
-    enter_region(s, 0, 0.0);
-    if (!s.finished) push(0.0, EvKind::kResume, p);
+    schedule_.enter_region(s, 0, 0.0);
+    if (!s.finished) queue_.push(0.0, EventKind::kResume, p);
   }
 
   double last = 0;  // time active flows were last advanced to
   std::vector<ActiveFlow> finished;
   while (true) {
-    double t_flow = kInf;
-    for (const ActiveFlow& a : active_)
-      if (a.rate > 0) t_flow = std::min(t_flow, last + a.remaining / a.rate);
-    const double t_event = queue_.empty() ? kInf : queue_.top().time;
-    const double t = std::min(t_flow, t_event);
-    if (t == kInf) break;
-    // Advance every active flow to t; those (all but) drained are done.
-    const double dt = t - last;
-    const double tol = 1e-12 * std::max(t, 1e-9);
+    const double t = std::min(network_.next_drain(last), queue_.next_time());
+    if (t == std::numeric_limits<double>::infinity()) break;
     finished.clear();
-    size_t keep = 0;
-    for (size_t i = 0; i < active_.size(); ++i) {
-      ActiveFlow a = active_[i];
-      a.remaining -= a.rate * dt;
-      if (a.remaining <= 0 || (a.rate > 0 && a.remaining / a.rate <= tol))
-        finished.push_back(a);
-      else
-        active_[keep++] = a;
-    }
-    active_.resize(keep);
+    network_.advance(t - last, t, finished);
     last = t;
     for (const ActiveFlow& a : finished) {
       ++result_.events;
-      flows_changed_ = true;
       const FlowSpec& fs = plans_[instances_[a.inst].collective].flows[a.flow];
-      push(t + fs.latency, EvKind::kDeliver, a.inst, a.flow);
+      queue_.push(t + fs.latency, EventKind::kDeliver, a.inst, a.flow);
       drained(a.inst, a.flow, t);
     }
-    while (!queue_.empty() && queue_.top().time <= t) {
-      const Event e = queue_.top();
-      queue_.pop();
+    while (!queue_.empty() && queue_.next_time() <= t) {
+      const Event e = queue_.pop();
       ++result_.events;
       switch (e.kind) {
-        case EvKind::kResume: run_chip(e.a, e.time); break;
-        case EvKind::kStart: start_instance(e.a, e.time); break;
-        case EvKind::kDrained: drained(e.a, e.b, e.time); break;
-        case EvKind::kDeliver: deliver(e.a, e.b, e.time); break;
+        case EventKind::kResume: run_chip(e.a, e.time); break;
+        case EventKind::kStart: start_instance(e.a, e.time); break;
+        case EventKind::kDrained: drained(e.a, e.b, e.time); break;
+        case EventKind::kDeliver: deliver(e.a, e.b, e.time); break;
       }
     }
-    if (flows_changed_) {
-      solve_rates(t);
-      flows_changed_ = false;
-    }
+    network_.solve_if_changed(t);
   }
 
   for (const ChipState& s : chips_)
     if (!s.finished) return deadlock();
+  fill_results();
+  if (opt_.record_timeline) fill_timeline();
+  return std::move(result_);
+}
 
-  // Results.
+void Engine::fill_results() {
+  const int n = graph_.num_partitions;
   result_.chips.assign(topo_.num_devices(), ChipTime{});
   double step = 0;
   for (const ChipState& s : chips_) step = std::max(step, s.finish);
@@ -793,33 +395,36 @@ Result<SimResult> Engine::run() {
   }
   result_.compute_bound_seconds = n > 0 ? compute : 0;
   result_.link_utilization.assign(topo_.links.size(), 0.0);
-  const std::vector<double>& cap = solver_.capacity();
+  const std::vector<double>& cap = network_.capacity();
   for (size_t l = 0; l < topo_.links.size(); ++l)
     if (step > 0 && cap[l] > 0) result_.link_utilization[l] = result_.link_bytes[l] / (cap[l] * step);
-  critical_path();
-  if (opt_.record_timeline) {
-    Timeline& tl = result_.timeline;
-    tl.labels = labels_;
-    for (const ChipState& s : chips_)
-      for (const Segment& seg : s.segments) {
-        if (seg.kind == SegKind::kCompute) {
-          tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kCompute, seg.label});
-        } else if (seg.kind == SegKind::kJump) {
-          tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kExtrapolated,
-                               label(loops_[seg.label].name)});
-        } else {
-          const Instance& in = instances_[seg.label];
-          const int lab = plans_[in.collective].label;
-          const double split = std::clamp(in.t0, seg.start, seg.end);
-          if (split > seg.start)
-            tl.slices.push_back({s.chip, seg.start, split, SliceKind::kCollectiveWait, lab});
-          if (seg.end > split)
-            tl.slices.push_back({s.chip, split, seg.end, SliceKind::kCollectiveComm, lab});
-        }
+  CriticalPath path = critical_path(chips_, instances_, plans_, labels_, graph_,
+                                    topo_.num_devices(), opt_.top_contributors);
+  result_.critical_path_seconds = path.seconds;
+  result_.critical_path = std::move(path.contributors);
+}
+
+// Every chip's segments as trace slices; a wait splits where its group's last member arrived.
+void Engine::fill_timeline() {
+  Timeline& tl = result_.timeline;
+  for (const ChipState& s : chips_)
+    for (const Segment& seg : s.segments) {
+      if (seg.kind == SegKind::kCompute) {
+        tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kCompute, seg.label});
+      } else if (seg.kind == SegKind::kJump) {
+        tl.slices.push_back({s.chip, seg.start, seg.end, SliceKind::kExtrapolated,
+                             label(schedule_.loops()[seg.label].name)});
+      } else {
+        const Instance& in = instances_[seg.label];
+        const int lab = plans_[in.collective].label;
+        const double split = std::clamp(in.t0, seg.start, seg.end);
+        if (split > seg.start)
+          tl.slices.push_back({s.chip, seg.start, split, SliceKind::kCollectiveWait, lab});
+        if (seg.end > split)
+          tl.slices.push_back({s.chip, split, seg.end, SliceKind::kCollectiveComm, lab});
       }
-    tl.labels = labels_;  // the extrapolation labels may have added names
-  }
-  return std::move(result_);
+    }
+  tl.labels = labels_;  // with the extrapolated loops' names
 }
 
 // The error for a run that ended with chips still blocked: the first such chip, the op it
@@ -851,61 +456,6 @@ Error Engine::deadlock() const {
                  what, "", 0, 0};
   }
   return Error{"simulated deadlock", "", 0, 0};
-}
-
-// Walks back from the last chip to finish: through its compute ops, and through each wait
-// into the collective's communication or, when the group started late, to the member that
-// arrived last. Extrapolated spans are covered by the weights of the last real iteration.
-void Engine::critical_path() {
-  if (chips_.empty()) return;
-  int ci = 0;
-  for (int i = 1; i < static_cast<int>(chips_.size()); ++i)
-    if (chips_[i].finish > chips_[ci].finish) ci = i;
-  std::vector<int> chip_index(topo_.num_devices(), -1);
-  for (int i = 0; i < static_cast<int>(chips_.size()); ++i) chip_index[chips_[i].chip] = i;
-  std::vector<double> by_label(labels_.size() + 1, 0.0);
-  std::vector<std::string> kind_of(labels_.size() + 1, "compute");
-  double t = chips_[ci].finish;
-  double total = 0;
-  for (int64_t guard = 0; t > 0 && guard < 100000000; ++guard) {
-    const std::vector<Segment>& segs = chips_[ci].segments;
-    // The last segment that starts before t.
-    auto it = std::lower_bound(segs.begin(), segs.end(), t,
-                               [](const Segment& s, double v) { return s.start < v; });
-    if (it == segs.begin()) break;
-    const Segment& seg = *(it - 1);
-    const double end = std::min(seg.end, t);
-    if (seg.kind == SegKind::kCompute) {
-      by_label[seg.label] += (end - seg.start) * seg.weight;
-      total += (end - seg.start) * seg.weight;
-      t = seg.start;
-    } else if (seg.kind == SegKind::kJump) {
-      t = seg.start;
-    } else {
-      const Instance& in = instances_[seg.label];
-      const int lab = plans_[in.collective].label;
-      kind_of[lab] = std::string(hlo::to_string(graph_.collectives[in.collective].kind));
-      const double comm = std::max(0.0, end - std::max(seg.start, in.t0));
-      by_label[lab] += comm * seg.weight;
-      total += comm * seg.weight;
-      if (in.t0 > seg.start && in.last_arriver >= 0 && chip_index[in.last_arriver] != ci) {
-        ci = chip_index[in.last_arriver];
-        t = in.t0;
-      } else {
-        t = seg.start;
-      }
-    }
-  }
-  result_.critical_path_seconds = total;
-  std::vector<Contributor> all;
-  for (size_t l = 0; l < labels_.size(); ++l)
-    if (by_label[l] > 0) all.push_back({labels_[l], kind_of[l], by_label[l]});
-  std::stable_sort(all.begin(), all.end(), [](const Contributor& a, const Contributor& b) {
-    return a.seconds != b.seconds ? a.seconds > b.seconds : a.name < b.name;
-  });
-  if (opt_.top_contributors >= 0 && static_cast<int>(all.size()) > opt_.top_contributors)
-    all.resize(opt_.top_contributors);
-  result_.critical_path = std::move(all);
 }
 
 }  // namespace

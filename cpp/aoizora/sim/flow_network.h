@@ -1,0 +1,54 @@
+// The flows on the wire. Each active flow has bytes left and a max-min fair rate over the
+// links of its route (MaxMinSolver, link capacities from the topology); rates are solved
+// again, at the next solve_if_changed(), after any flow starts or drains. With a timeline,
+// every change of a link's total rate is recorded. Knows nothing of collectives: a flow is
+// (instance, flow id) to it, handed back when it drains.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "aoizora/sim/collective_lowering.h"
+#include "aoizora/sim/max_min.h"
+#include "aoizora/sim/timeline.h"
+#include "aoizora/topo/topology.h"
+
+namespace aoizora::sim {
+
+struct ActiveFlow {
+  int inst = 0;
+  int flow = 0;
+  int route = 0;          // RouteTable id
+  double remaining = 0;   // bytes
+  double rate = 0;        // bytes/s
+};
+
+class FlowNetwork {
+ public:
+  // `timeline` (may be null) receives link rate samples.
+  FlowNetwork(const topo::Topology& topology, const RouteTable& routes, Timeline* timeline);
+
+  void add(int inst, int flow, int route, double bytes);
+  // The earliest time an active flow drains, given they were last advanced to `last`;
+  // +infinity when none is moving.
+  double next_drain(double last) const;
+  // Moves every flow on by dt to time t; those drained (to a relative tolerance) are removed
+  // and appended to `drained`.
+  void advance(double dt, double t, std::vector<ActiveFlow>& drained);
+  // Re-solves the rates at `now` if a flow started or drained since the last solve.
+  void solve_if_changed(double now);
+
+  const std::vector<double>& capacity() const { return solver_.capacity(); }
+
+ private:
+  const RouteTable& routes_;
+  MaxMinSolver solver_;
+  Timeline* timeline_;
+  std::vector<ActiveFlow> active_;
+  bool changed_ = false;
+  std::vector<std::span<const int>> span_scratch_;
+  std::vector<double> rate_scratch_;
+  std::vector<double> link_load_;  // per link: the last recorded total rate
+};
+
+}  // namespace aoizora::sim
