@@ -190,6 +190,12 @@ TEST(HardwareProfile, NegativeOrNonFiniteFigureIsAnErrorNamingIt) {
   EXPECT_NE(str.find("'hbm_bytes' must be a number"), std::string::npos) << str;
 }
 
+TEST(HardwareProfile, MxuEfficiencyAboveOneIsAnError) {
+  const std::string above = error_of(v5e_with_figure("mxu_efficiency", "1.2"));
+  EXPECT_NE(above.find("'mxu_efficiency' must be at most 1"), std::string::npos) << above;
+  EXPECT_TRUE(profile_from_json(v5e_with_figure("mxu_efficiency", "1.0"), "ok.json").ok());
+}
+
 TEST(HardwareProfile, MalformedFitRecordIsAnErrorNamingTheField) {
   // The shipped v5e profile is fitted: it has residuals and fitted_parameters to spoil.
   const std::string res = error_of(v5e_with("\"residuals\": {", "\"residuals\": {\"bogus\": 1, "));

@@ -280,6 +280,10 @@ Result<HardwareProfile> profile_from_json(const std::string& text, const std::st
     AOIZORA_TRY(x, r.number(*v, f.key, f.zero_ok));
     s.*f.field = x;
   }
+  // A fraction of the padded roofline: above 1 would price matmuls faster than the MXU runs.
+  if (s.mxu_efficiency > 1)
+    return r.fail("'mxu_efficiency' must be at most 1 (a fraction of the MXU's peak), got " +
+                  Reader::repr(s.mxu_efficiency));
   AOIZORA_TRY(mxu_v, r.need(root, "mxu_size", ""));
   AOIZORA_TRY(mxu, r.number(*mxu_v, "mxu_size", false));
   if (mxu != std::floor(mxu) || mxu > 1 << 16) return r.fail("'mxu_size' must be a whole number of elements");
