@@ -95,6 +95,25 @@ TEST(ShloDag, ExplicitCollectivesInShardMapNameTheirAxes) {
   EXPECT_EQ(comms(dag_of(testdata::kRingAllToAll))[2]->axes[0], "data");
 }
 
+// GSPMD's synthetic axes are named "s<stride>x<size>"; a user's axis that merely starts with
+// 's' and holds an 'x' ("sx", "seq_x") is an ordinary axis (it read as stride 0: a crash).
+TEST(ShloDag, AxisNamedLikeASyntheticOneIsAnOrdinaryAxis) {
+  auto rename = [](std::string t, const std::string& from, const std::string& to) {
+    for (size_t at = 0; (at = t.find(from, at)) != std::string::npos; at += to.size())
+      t.replace(at, from.size(), to);
+    return t;
+  };
+  const std::string text = rename(rename(testdata::kRingAllToAll, "\"model\"", "\"seq_x\""),
+                                  "\"data\"", "\"sx\"");
+  const PredictionDag d = dag_of(text.c_str());
+  auto c = comms(d);
+  ASSERT_EQ(c.size(), 3u);
+  ASSERT_EQ(c[1]->axes.size(), 1u);
+  ASSERT_EQ(c[2]->axes.size(), 1u);
+  EXPECT_EQ(c[1]->axes[0], "seq_x");
+  EXPECT_EQ(c[2]->axes[0], "sx");
+}
+
 TEST(ShloDag, WhileTripCountAndCalleesInlined) {
   // lax.scan over 4 layers: the body's row-parallel matmul all-reduces [256,1024] bf16
   // (x is split over data) once per layer.

@@ -285,6 +285,27 @@ Error Builder::opaque(const Op& op, double repeat) {
   return Error{};
 }
 
+namespace {
+
+// The device-id stride of a GSPMD synthetic axis, named "s<stride>x<size>" (sharding.h); any
+// other name (a user's "sx" or "seq_x") is nullopt.
+std::optional<int64_t> synthetic_axis_stride(const std::string& name) {
+  const size_t x = name.find('x');
+  if (name.size() < 4 || name[0] != 's' || x == std::string::npos || x < 2 || x + 1 == name.size())
+    return std::nullopt;
+  auto digits = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i)
+      if (name[i] < '0' || name[i] > '9') return false;
+    return true;
+  };
+  if (!digits(1, x) || !digits(x + 1, name.size()) || x - 1 > 18) return std::nullopt;
+  const int64_t stride = std::stoll(name.substr(1, x - 1));
+  if (stride <= 0) return std::nullopt;
+  return stride;
+}
+
+}  // namespace
+
 std::vector<std::string> Builder::axes_of_group(const std::vector<int64_t>& g, int64_t* size) {
   std::vector<std::string> out;
   const Mesh* mesh = dag_.meshes.find(mesh_);
@@ -294,9 +315,7 @@ std::vector<std::string> Builder::axes_of_group(const std::vector<int64_t>& g, i
   std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> axes;  // name, stride, size
   for (size_t k = mesh->axes.size(); k-- > 0;) {
     const MeshAxis& a = mesh->axes[k];
-    int64_t st = stride;
-    if (a.name.size() > 1 && a.name[0] == 's' && a.name.find('x') != std::string::npos)
-      st = std::atoll(a.name.c_str() + 1);  // GSPMD synthetic axis: stride in the name
+    const int64_t st = synthetic_axis_stride(a.name).value_or(stride);
     axes.push_back({a.name, {st, a.size}});
     stride *= a.size;
   }
