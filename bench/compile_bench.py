@@ -88,11 +88,11 @@ def main() -> None:
         else:
             chosen = [] if args.compile == "baselines" else \
                 [x for x in KIND_PICKS.get(n, []) if x in by]
-            chosen += [c.name for c in S.baseline_candidates(model, workload, n).values()
+            chosen += [c.name for c in S.baseline_shardings(model, workload, n).values()
                        if c.name not in chosen]
         jobs = [C.Job("compile", by[x], model, workload, topo) for x in chosen]
         if args.splash:
-            base = S.baseline_candidates(model, workload, n)[S.MAXDIFFUSION_CFG]
+            base = S.baseline_shardings(model, workload, n)[S.MAXDIFFUSION_CFG]
             jobs.append(C.Job("compile", kernels.with_kernel(base, model, workload, "tpu", topo),
                               model, workload, topo))
         with tempfile.TemporaryDirectory() as root:

@@ -45,7 +45,7 @@ def main() -> None:
         for c in by.values():
             print(f"{c.name:<22} {','.join(c.kinds):<45} {' '.join(c.baselines)}")
         return
-    names = args.candidate or sorted({c.name for c in S.baseline_candidates(model, w, n).values()})
+    names = args.candidate or sorted({c.name for c in S.baseline_shardings(model, w, n).values()})
     folder = os.path.join(args.out, args.topology.replace(":", "_"))
     os.makedirs(folder, exist_ok=True)
     jobs = []

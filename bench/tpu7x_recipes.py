@@ -46,7 +46,7 @@ def main() -> int:
                      settings=planner.Settings(cache=Cache()))
     stage2, plan = r.stage2, r.plan
     cfg, wl = validate.workload(args.model, args.video, args.frames)
-    recipes = strategies.baseline_candidates(cfg, wl, stage2.num_devices)
+    recipes = strategies.baseline_shardings(cfg, wl, stage2.num_devices)
     print(f"{args.model} {args.video} {args.frames}f on {args.topology} "
           f"(simulated ms per forward)")
     c = plan.choice

@@ -7,7 +7,7 @@ Public API (others code against this):
                                   .mesh_shape, .axis_names, .rules (logical -> mesh axes),
                                   .kinds, .baselines (tags), .to_dict(), Candidate.from_dict(d)
     enumerate_candidates(model, workload, n_chips) -> list[Candidate]   (deterministic order)
-    baseline_candidates(model, workload, n_chips) -> dict[tag, Candidate]
+    baseline_shardings(model, workload, n_chips) -> dict[tag, Candidate]
     count_candidates(model, workload, n_chips) -> dict[str, int]         (by kind, for docs)
     Layout(candidate, mesh, model)  how a candidate runs on a jax Mesh: .spec(axes, shape),
                                   .constrain(x, axes), .gather(w, axes), attention cores
@@ -43,7 +43,7 @@ from typing import Any, Sequence
 FORMS = ("none", "allgather_kv", "ring", "ulysses", "ulysses_ring")
 FORM_TAG = {"allgather_kv": "ag", "ring": "ring", "ulysses": "uly", "ulysses_ring": "usp"}
 
-# Baseline tags (see baseline_candidates).
+# Baseline tags (see baseline_shardings).
 MAXDIFFUSION_DEFAULT = "maxdiffusion-default"
 MAXDIFFUSION_CFG = "maxdiffusion-data2"
 # MaxDiffusion's other attention forms on its CFG mesh (data 2 x context N/2), weights
@@ -252,7 +252,7 @@ def _baseline_tags(cands: list[Candidate], heads: int, n: int, batch: int) -> di
     return tags
 
 
-def baseline_candidates(model, workload, n_chips: int) -> dict[str, Candidate]:
+def baseline_shardings(model, workload, n_chips: int) -> dict[str, Candidate]:
     """Baseline tag -> the candidate that implements it (absent when illegal for the slice)."""
     out = {}
     for c in enumerate_candidates(model, workload, n_chips):

@@ -91,12 +91,7 @@ def _pick(results, link=LINK, alpha=ALPHA):
     return baselines.baseline_candidates(None, results, link, alpha).get(baselines.ALPA)
 
 
-@pytest.fixture
-def no_hand_tuned(monkeypatch):
-    monkeypatch.setattr(strategies, "baseline_candidates", lambda *a: {})
-
-
-def test_picks_the_least_cost_sharding(no_hand_tuned):
+def test_picks_the_least_cost_sharding():
     ag = result("ctx4-ag", KV_GATHER, compute=1e-3, context=4, form="allgather_kv")
     uly = result("ctx4-uly", ULYSSES, compute=1e-3, context=4, form="ulysses", ulysses=4)
     assert baselines.alpa_cost(ag, LINK, ALPHA) == pytest.approx(1e-3 + 482e-6, rel=1e-12)
@@ -104,7 +99,7 @@ def test_picks_the_least_cost_sharding(no_hand_tuned):
     assert _pick([ag, uly]).name == "ctx4-uly"
 
 
-def test_only_shardings_that_fit_are_picked(no_hand_tuned):
+def test_only_shardings_that_fit_are_picked():
     ag = result("ctx4-ag", KV_GATHER, compute=1e-3, context=4, form="allgather_kv")
     uly = result("ctx4-uly", ULYSSES, compute=1e-3, fits=False, context=4, form="ulysses",
                  ulysses=4)
@@ -114,7 +109,7 @@ def test_only_shardings_that_fit_are_picked(no_hand_tuned):
     assert _pick([ag, uly]) is None
 
 
-def test_equal_costs_break_ties_by_name(no_hand_tuned):
+def test_equal_costs_break_ties_by_name():
     a = result("b-second", ULYSSES, compute=1e-3, context=4, form="ulysses", ulysses=4)
     b = result("a-first", ULYSSES, compute=1e-3, context=4, form="ulysses", ulysses=4)
     assert _pick([a, b]).name == "a-first"

@@ -39,7 +39,7 @@ def test_a_tpu_candidate_carries_its_splash_block_sizes_as_flash_block_sizes():
 
 
 def test_recipes_map_to_maxdiffusions_own_keys():
-    base = strategies.baseline_candidates(MODEL, WORKLOAD, 8)
+    base = strategies.baseline_shardings(MODEL, WORKLOAD, 8)
     assert maxdiffusion.overrides(base[strategies.MAXDIFFUSION_CFG]) == {
         "ici_data_parallelism": 2, "ici_fsdp_parallelism": 1, "ici_context_parallelism": 4,
         "ici_tensor_parallelism": 1, "attention": "flash"}
@@ -64,7 +64,7 @@ def _plan(topology: str, candidate: strategies.Candidate, device_of: list[int]):
 
 
 def test_emitted_order_builds_the_planned_mesh_on_tpu7x():
-    usp = strategies.baseline_candidates(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
+    usp = strategies.baseline_shardings(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
     usp = kernels.with_kernel(usp, MODEL, WORKLOAD, "tpu", "tpu7x:2x2x1")
     # A placement that is not jax's default: the Ulysses pairs across chips.
     device_of = [0, 2, 1, 3, 4, 6, 5, 7]
@@ -86,7 +86,7 @@ def test_emitted_order_builds_the_planned_mesh_on_tpu7x():
 
 
 def test_an_order_for_another_slice_is_one_line():
-    usp = strategies.baseline_candidates(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
+    usp = strategies.baseline_shardings(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
     doc = yaml.safe_load(maxdiffusion.yaml_text(_plan("tpu7x:2x2x1", usp, list(range(8)))))
     with pytest.raises(UserError, match="does not fit"):
         maxdiffusion.maxdiffusion_mesh(doc, tpu.compile_only_devices("v5e:2x2"))

@@ -53,15 +53,15 @@ def test_padding_when_the_sequence_does_not_divide():
 
 
 def test_baselines_are_members_of_the_space(big):
-    b8 = S.baseline_candidates(*big, 8)
+    b8 = S.baseline_shardings(*big, 8)
     assert b8[S.MAXDIFFUSION_DEFAULT].name == "ag8w"
     assert b8[S.MAXDIFFUSION_CFG].name == "dp2-ag4w"  # MaxDiffusion's data 2 x context 4
     assert b8[S.XDIT_USP].name == "dp2-usp2x2"
     assert b8[S.WAN_OFFICIAL].name == "uly8w"
-    b16 = S.baseline_candidates(*big, 16)
+    b16 = S.baseline_shardings(*big, 16)
     assert b16[S.XDIT_USP].name == "dp2-usp4x2"      # 40 heads: Ulysses 4 (8 does not divide)
     assert S.WAN_OFFICIAL not in b16                  # 16 does not divide 40 heads
-    b4 = S.baseline_candidates(*big, 4)
+    b4 = S.baseline_shardings(*big, 4)
     assert b4[S.XDIT_USP].name == "usp2x2"            # CFG 2 would leave no ring
     assert S.MAXDIFFUSION_CFG in b4 and b4[S.MAXDIFFUSION_CFG].name == "dp2-ag2w"
 

@@ -91,7 +91,7 @@ def test_report_draws_both_cores_of_each_chip(result):
 
 
 def test_tpu7x_14b_candidates_include_ulysses_on_the_cores():
-    cands = strategies.baseline_candidates(get_model("wan2.1-t2v-14b"), get_workload("720p", 81), 8)
+    cands = strategies.baseline_shardings(get_model("wan2.1-t2v-14b"), get_workload("720p", 81), 8)
     assert cands[strategies.MAXDIFFUSION_USP].name == "dp2-usp2x2w"
 
 
