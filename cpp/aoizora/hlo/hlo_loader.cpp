@@ -1,7 +1,10 @@
+// The loader's walk: the entry computation in schedule order, cut into regions at while
+// loops (trip counts multiplied through nesting), calls inlined, every op priced (op_cost.h);
+// collectives read where they are scheduled (collective_instruction.h), async pairs and
+// async-updates stitched, fusion chains joined (async_chains.h).
 #include "aoizora/hlo/hlo_loader.h"
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -10,55 +13,18 @@
 #include <unordered_map>
 #include <utility>
 
+#include "aoizora/hlo/async_chains.h"
+#include "aoizora/hlo/collective_instruction.h"
 #include "aoizora/hlo/device_count.h"
 #include "aoizora/hlo/hlo_module.h"
 #include "aoizora/hlo/hlo_parser.h"
 #include "aoizora/hlo/op_cost.h"
-#include "aoizora/hlo/replica_groups.h"
 #include "aoizora/hlo/trip_count.h"
 
 namespace aoizora::hlo {
 namespace {
 
 constexpr int kMaxCallDepth = 32;
-
-// The collective kind of an opcode (sync or -start), or nullopt.
-std::optional<CollectiveKind> collective_kind(std::string_view op) {
-  constexpr std::string_view kStart = "-start";
-  if (op.size() > kStart.size() && op.substr(op.size() - kStart.size()) == kStart)
-    op.remove_suffix(kStart.size());
-  if (op == "all-gather") return CollectiveKind::kAllGather;
-  if (op == "all-reduce") return CollectiveKind::kAllReduce;
-  if (op == "reduce-scatter") return CollectiveKind::kReduceScatter;
-  if (op == "all-to-all") return CollectiveKind::kAllToAll;
-  if (op == "collective-permute") return CollectiveKind::kCollectivePermute;
-  if (op == "collective-broadcast") return CollectiveKind::kCollectiveBroadcast;
-  if (op == "ragged-all-to-all") return CollectiveKind::kRaggedAllToAll;
-  return std::nullopt;
-}
-
-bool is_async_start(std::string_view op) {
-  return op.size() > 6 && op.substr(op.size() - 6) == "-start" && collective_kind(op);
-}
-
-bool is_collective_done(std::string_view op) {
-  return op == "all-gather-done" || op == "all-reduce-done" ||
-         op == "collective-permute-done" || op == "reduce-scatter-done" ||
-         op == "all-to-all-done";
-}
-
-std::optional<int64_t> to_int(std::string_view s) {
-  int64_t v;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-// A collective instruction found somewhere in the module: computation and index.
-struct Found {
-  int comp;
-  int index;
-};
 
 class Builder {
  public:
@@ -266,16 +232,18 @@ class Builder {
       async = ins.opcode == "async-start";
     }
     if (!async && ins.opcode == "fusion" && !found.empty()) {
-      std::vector<int> chained = chained_collectives(found);
+      std::vector<int> chained = chains_.chained(m_, found, g_);
       if (!chained.empty()) {
-        continue_chain(ins, chained, std::move(op));
+        chains_.continue_chain(ins, chained, std::move(op), g_);
         return true;
       }
     }
+    const CollectiveSite site{region_index, op_index, region.repeat, g_.replica_count,
+                              g_.num_partitions};
     for (const Found& f : found) {
-      auto col = make_collective(f, ins, async, region_index, op_index);
+      auto col = read_collective(m_, f, ins, async, site, filename_);
       if (!col.ok()) return col.error();
-      tail_.emplace_back(region_index, op_index);
+      chains_.scheduled(static_cast<int>(g_.collectives.size()), region_index, op_index);
       op.collectives.push_back(static_cast<int>(g_.collectives.size()));
       g_.collectives.push_back(std::move(*col));
     }
@@ -285,131 +253,10 @@ class Builder {
       if (async) in_flight_[{region_index, op_index}] = op.collectives;
       if (ins.opcode == "fusion" && !async)
         for (int ci : op.collectives)
-          if (g_.collectives[ci].channel_id >= 0) open_[g_.collectives[ci].channel_id] = ci;
+          if (g_.collectives[ci].channel_id >= 0) chains_.open(g_.collectives[ci].channel_id, ci);
     }
     region.ops.push_back(std::move(op));
     return true;
-  }
-
-  // The TPU compiler prints one asynchronous collective as a chain of fusions that each wrap
-  // the same collective (same channel_id): a start, continuation fusions (compute that runs
-  // while the collective is in flight; a backend_config continuation_config), possibly inside
-  // a nested loop, and a done. Counting every link would move the data once per link and
-  // serialise the continuations' compute. A fusion-wrapped collective opens a chain; a later
-  // fusion wrapping a collective of the same channel, kind and size continues it, and closes
-  // it unless it is a continuation. Returns the collectives `ins` continues, or {}.
-  std::vector<int> chained_collectives(const std::vector<Found>& found) const {
-    std::vector<int> chained;
-    for (const Found& f : found) {
-      const Computation& comp = m_.computations[f.comp];
-      const Instruction& inner = comp.instructions[f.index];
-      auto channel = to_int(inner.attr("channel_id"));
-      auto it = channel ? open_.find(*channel) : open_.end();
-      if (it == open_.end()) return {};
-      int64_t operand_bytes = 0;
-      for (int k : inner.operands)
-        if (k >= 0) operand_bytes += comp.instructions[k].shape.byte_size();
-      const Collective& col = g_.collectives[it->second];
-      if (col.kind != *collective_kind(inner.opcode) || col.operand_bytes != operand_bytes)
-        return {};
-      chained.push_back(it->second);
-    }
-    return chained;
-  }
-
-  // Appends a link of a chain: the previous link becomes the start (if it was the first) or
-  // plain compute (a continuation), and this one the done until a later link continues it.
-  void continue_chain(const Instruction& ins, const std::vector<int>& chained, ScheduledOp op) {
-    const int region_index = static_cast<int>(g_.regions.size()) - 1;
-    const int op_index = static_cast<int>(g_.regions.back().ops.size());
-    const bool continuation = is_continuation_fusion(ins);
-    for (int ci : chained) {
-      Collective& col = g_.collectives[ci];
-      ScheduledOp& prev = g_.regions[tail_[ci].first].ops[tail_[ci].second];
-      if (tail_[ci] == std::pair{col.region, col.start_op}) {
-        prev.kind = OpKind::kCollectiveStart;
-        col.async = true;
-      } else {
-        prev.kind = OpKind::kCompute;
-        prev.collective = -1;
-        prev.collectives.clear();
-      }
-      col.done_op = op_index;
-      col.done_region = col.region == region_index ? -1 : region_index;
-      tail_[ci] = {region_index, op_index};
-      if (!continuation) open_.erase(col.channel_id);
-    }
-    op.collectives = chained;
-    op.collective = chained.front();
-    op.kind = OpKind::kCollectiveDone;
-    g_.regions.back().ops.push_back(std::move(op));
-  }
-
-  Result<Collective> make_collective(const Found& f, const Instruction& caller, bool async,
-                                     int region_index, int op_index) {
-    const Computation& comp = m_.computations[f.comp];
-    const Instruction& ins = comp.instructions[f.index];
-    Collective col;
-    col.kind = *collective_kind(ins.opcode);
-    col.name = std::string(caller.name);
-    col.opcode = std::string(ins.opcode);
-    col.async = async;
-    col.repeat = g_.regions[region_index].repeat;
-    col.region = region_index;
-    col.start_op = col.done_op = op_index;
-    std::string_view channel = ins.attr("channel_id");
-    if (!channel.empty()) {
-      if (auto v = to_int(channel)) col.channel_id = *v;
-    }
-    for (int k : ins.operands)
-      if (k >= 0) col.operand_bytes += comp.instructions[k].shape.byte_size();
-    if (async && ins.opcode != caller.opcode) {
-      col.result_bytes = ins.shape.byte_size();  // inside an async-start wrapper
-    } else if (is_async_start(ins.opcode)) {
-      col.result_bytes = col.operand_bytes;       // set from the -done's shape when it comes
-    } else {
-      col.result_bytes = ins.shape.byte_size();
-    }
-    if (col.kind == CollectiveKind::kAllToAll || col.kind == CollectiveKind::kRaggedAllToAll ||
-        col.kind == CollectiveKind::kCollectivePermute ||
-        col.kind == CollectiveKind::kCollectiveBroadcast) {
-      if (col.kind != CollectiveKind::kRaggedAllToAll) col.result_bytes = col.operand_bytes;
-    }
-    // An all-reduce fused with the slice of its result is a reduce-scatter (TPU's
-    // all-reduce-scatter fusion): its result is the fusion's result.
-    if (col.kind == CollectiveKind::kAllReduce && caller.opcode == "fusion" &&
-        &caller != &ins) {
-      int64_t fused_result = caller.shape.byte_size();
-      if (fused_result > 0 && fused_result < col.result_bytes) {
-        col.kind = CollectiveKind::kReduceScatter;
-        col.result_bytes = fused_result;
-      }
-    }
-    if (col.kind == CollectiveKind::kCollectivePermute) {
-      std::string_view pairs = ins.attr("source_target_pairs");
-      if (!pairs.empty()) {
-        auto p = parse_source_target_pairs(pairs);
-        if (!p.ok()) return error_at(ins, "source_target_pairs: " + p.error().message);
-        col.source_target_pairs = std::move(*p);
-      }
-      return col;
-    }
-    Groups raw;
-    std::string_view rg = ins.attr("replica_groups");
-    if (!rg.empty()) {
-      auto parsed = parse_replica_groups(rg);
-      if (!parsed.ok()) return error_at(ins, "replica_groups: " + parsed.error().message);
-      raw = std::move(*parsed);
-    }
-    const bool has_ugdi = col.kind == CollectiveKind::kAllGather ||
-                          col.kind == CollectiveKind::kAllReduce ||
-                          col.kind == CollectiveKind::kReduceScatter;
-    GroupMode mode = group_mode(!channel.empty(), has_ugdi,
-                                ins.attr("use_global_device_ids") == "true");
-    auto groups = resolve_groups(raw, mode, g_.replica_count, g_.num_partitions);
-    if (!groups.ok()) return error_at(ins, groups.error().message);
-    col.groups = std::move(*groups);
-    return col;
   }
 
   const HloModule& m_;
@@ -420,13 +267,10 @@ class Builder {
   std::vector<std::vector<std::pair<int, int>>> where_;
   std::vector<int> inlined_;  // computations being inlined by `call`
   std::vector<int> loops_;    // the loops being walked, outermost first
-  // Async collective fusion chains: the open chain of each channel_id (its collective), and
-  // the (region, op) of each collective's latest link.
-  std::map<int64_t, int> open_;
+  AsyncChains chains_;
   // The collectives in flight after each -start or async-update op, by (region, op): what a
   // -done, async-done or async-update of it continues.
   std::map<std::pair<int, int>, std::vector<int>> in_flight_;
-  std::vector<std::pair<int, int>> tail_;
 };
 
 }  // namespace
