@@ -40,7 +40,7 @@ KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective
 
 @dataclass(frozen=True)
 class PredictedCollective:
-    """One collective Stage 1 predicts (shlo::PredictedCollective; identical ones merged).
+    """One collective Stage 1 predicts (stage1::PredictedCollective; identical ones merged).
 
     bytes is V, per device, for one execution: the whole buffer the collective works on
     (all-gather: its gathered result; reduce-scatter: its unscattered operand; all-reduce,

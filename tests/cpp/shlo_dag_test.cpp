@@ -10,7 +10,8 @@
 #include "aoizora/shlo/parser.h"
 #include "aoizora/shlo/propagate.h"
 #include "aoizora/shlo/reshard.h"
-#include "aoizora/shlo/stage1.h"
+#include "aoizora/stage1/candidate_analysis.h"
+#include "aoizora/stage1/top_k.h"
 #include "aoizora/topo/catalog.h"
 #include "shlo_testdata.h"
 
@@ -373,16 +374,16 @@ TEST(ShloQ1, BestGroupCostsUseTheSimulatorsAlgorithms) {
 }
 
 TEST(ShloStage1, RejectsWhatDoesNotFitWithTheNumbers) {
-  Stage1Options o;
+  stage1::Stage1Options o;
   o.chip.hbm_bytes = 4e6;  // 4 MB chips: the matmul's 3.67 MB of parameters + activations do not fit
   o.hbm_usable_fraction = 1.0;
-  Result<Stage1Result> r = analyze_stablehlo(testdata::kMatmul, o);
+  Result<stage1::Stage1Result> r = stage1::analyze_stablehlo(testdata::kMatmul, o);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_FALSE(r->fits);
   EXPECT_NE(r->reject_reason.find("parameters 0.00 GB"), std::string::npos) << r->reject_reason;
   EXPECT_NE(r->reject_reason.find("usable HBM"), std::string::npos);
   o.chip.hbm_bytes = 16e9;
-  r = analyze_stablehlo(testdata::kMatmul, o);
+  r = stage1::analyze_stablehlo(testdata::kMatmul, o);
   EXPECT_TRUE(r->fits);
   EXPECT_TRUE(r->reject_reason.empty());
   EXPECT_DOUBLE_EQ(r->comm_bytes_by_kind.at("reduce-scatter"), 512.0 * 2048 * 2);
@@ -390,15 +391,15 @@ TEST(ShloStage1, RejectsWhatDoesNotFitWithTheNumbers) {
   EXPECT_GT(r->q1_seconds, 0);
   EXPECT_GE(r->q1_seconds, r->compute_seconds);
   o.topology = "v5e:9x9x9";
-  EXPECT_FALSE(analyze_stablehlo(testdata::kMatmul, o).ok());
+  EXPECT_FALSE(stage1::analyze_stablehlo(testdata::kMatmul, o).ok());
 }
 
 TEST(ShloStage1, TopKAndRecall) {
-  EXPECT_EQ(select_top_k({3.0, 1.0, INFINITY, 2.0, -1.0}, 2), (std::vector<int>{1, 3}));
-  EXPECT_EQ(select_top_k({2.0, 1.0, 2.0}, 0), (std::vector<int>{1, 0, 2}));  // stable ties
-  EXPECT_EQ(select_top_k({2.0, 1.0}, 5), (std::vector<int>{1, 0}));
-  EXPECT_EQ(k_from_recall({0, 0, 2, 1}), 4);  // worst winner rank 2 -> K 3, plus slack 1
-  EXPECT_EQ(k_from_recall({}, 2, 0), 2);
+  EXPECT_EQ(stage1::select_top_k({3.0, 1.0, INFINITY, 2.0, -1.0}, 2), (std::vector<int>{1, 3}));
+  EXPECT_EQ(stage1::select_top_k({2.0, 1.0, 2.0}, 0), (std::vector<int>{1, 0, 2}));  // stable ties
+  EXPECT_EQ(stage1::select_top_k({2.0, 1.0}, 5), (std::vector<int>{1, 0}));
+  EXPECT_EQ(stage1::k_from_recall({0, 0, 2, 1}), 4);  // worst winner rank 2 -> K 3, plus slack 1
+  EXPECT_EQ(stage1::k_from_recall({}, 2, 0), 2);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "aoizora/shlo/parser.h"
-#include "aoizora/shlo/stage1.h"
+#include "aoizora/stage1/candidate_analysis.h"
 #include "shlo_testdata.h"
 
 namespace aoizora::shlo {
@@ -253,8 +253,8 @@ TEST(ShloParser, TruncatedAndCorruptedTextNeverThrows) {
       s.insert(std::min(at, s.size()), bad);
       Result<Module> m = Error{};
       EXPECT_NO_THROW(m = parse_module(s)) << bad << " at " << at;
-      Stage1Options o;
-      if (m.ok()) EXPECT_NO_THROW((void)analyze_stablehlo(s, o)) << bad << " at " << at;
+      stage1::Stage1Options o;
+      if (m.ok()) EXPECT_NO_THROW((void)stage1::analyze_stablehlo(s, o)) << bad << " at " << at;
     }
   }
 }

@@ -1,4 +1,4 @@
-// Python view of shlo/ (Stage 1): analyze_stablehlo(text, **options) -> dict, and the
+// Python view of Stage 1 (stage1/, over shlo/): analyze_stablehlo(text, **options) -> dict, and the
 // Top-K helpers. A dict keeps the result JSON-ready for the planner's report.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
@@ -9,7 +9,8 @@
 
 #include "aoizora/bind/bind.h"
 #include "aoizora/cost/splash_kernel.h"
-#include "aoizora/shlo/stage1.h"
+#include "aoizora/stage1/candidate_analysis.h"
+#include "aoizora/stage1/top_k.h"
 
 namespace nb = nanobind;
 
@@ -17,8 +18,8 @@ namespace aoizora::bind {
 
 namespace {
 
-shlo::Stage1Options options_from(const nb::kwargs& kw, bool* nodes) {
-  shlo::Stage1Options o;
+stage1::Stage1Options options_from(const nb::kwargs& kw, bool* nodes) {
+  stage1::Stage1Options o;
   for (auto [k, v] : kw) {
     std::string key = nb::cast<std::string>(k);
     if (key == "topology") o.topology = nb::cast<std::string>(v);
@@ -41,7 +42,7 @@ shlo::Stage1Options options_from(const nb::kwargs& kw, bool* nodes) {
   return o;
 }
 
-nb::dict to_dict(const shlo::Stage1Result& r, bool with_nodes) {
+nb::dict to_dict(const stage1::Stage1Result& r, bool with_nodes) {
   nb::dict d;
   d["q1_seconds"] = r.q1_seconds;
   d["compute_seconds"] = r.compute_seconds;
@@ -60,7 +61,7 @@ nb::dict to_dict(const shlo::Stage1Result& r, bool with_nodes) {
   d["comm_seconds_by_axis"] = r.comm_seconds_by_axis;
   d["comm_bytes_by_axis"] = r.comm_bytes_by_axis;
   nb::list collectives;
-  for (const shlo::PredictedCollective& c : r.collectives) {
+  for (const stage1::PredictedCollective& c : r.collectives) {
     nb::dict x;
     x["kind"] = c.kind;
     x["origin"] = c.origin;
@@ -110,12 +111,12 @@ void bind_shlo(nb::module_& m) {
       "analyze_stablehlo",
       [](std::string_view text, nb::kwargs kw) {
         bool nodes = false;
-        shlo::Stage1Options o = options_from(kw, &nodes);
+        stage1::Stage1Options o = options_from(kw, &nodes);
         std::string owned(text);
-        Result<shlo::Stage1Result> r = Error{};
+        Result<stage1::Stage1Result> r = Error{};
         {
           nb::gil_scoped_release release;
-          r = shlo::analyze_stablehlo(owned, o);
+          r = stage1::analyze_stablehlo(owned, o);
         }
         return to_dict(unwrap(std::move(r)), nodes);
       },
@@ -156,9 +157,9 @@ void bind_shlo(nb::module_& m) {
       "FLOPs, MXU FLOPs (its matmuls padded to an MXU of mxu_size, cost/mxu.h) and HBM bytes\n"
       "of one splash-attention forward call (cost/splash_kernel.h) on lengths already padded\n"
       "to the blocks.");
-  m.def("select_top_k", &shlo::select_top_k, nb::arg("q1"), nb::arg("k"),
+  m.def("select_top_k", &stage1::select_top_k, nb::arg("q1"), nb::arg("k"),
         "Indices of the k lowest finite, non-negative Q1 values (stable); k <= 0 keeps all.");
-  m.def("k_from_recall", &shlo::k_from_recall, nb::arg("winner_ranks"), nb::arg("min_k") = 1,
+  m.def("k_from_recall", &stage1::k_from_recall, nb::arg("winner_ranks"), nb::arg("min_k") = 1,
         nb::arg("slack") = 1,
         "Smallest K whose Top-K held the Stage-2 winner in every setting, plus slack.");
 }

@@ -1,4 +1,4 @@
-// Stage 1's per-collective record (shlo/stage1.h PredictedCollective): kind, origin, mesh
+// Stage 1's per-collective record (stage1/candidate_analysis.h PredictedCollective): kind, origin, mesh
 // axes, real group size, V bytes per device (the gathered array of an all-gather) and
 // executions of each predicted collective, as the Alpa-style baseline prices them.
 #include <gtest/gtest.h>
@@ -9,11 +9,13 @@
 #include <sstream>
 #include <string>
 
-#include "aoizora/shlo/stage1.h"
+#include "aoizora/stage1/candidate_analysis.h"
 #include "shlo_testdata.h"
 
-namespace aoizora::shlo {
+namespace aoizora::stage1 {
 namespace {
+
+namespace testdata = shlo::testdata;
 
 Stage1Result analyze(const char* text) {
   Result<Stage1Result> r = analyze_stablehlo(text, Stage1Options{});
@@ -165,4 +167,4 @@ TEST(ShloStage1Hardware, AProfileOfAnotherGenerationIsAnError) {
 }
 
 }  // namespace
-}  // namespace aoizora::shlo
+}  // namespace aoizora::stage1

@@ -13,7 +13,7 @@
 #include "aoizora/shlo/dag.h"
 #include "aoizora/topo/catalog.h"
 
-namespace aoizora::shlo {
+namespace aoizora::stage1 {
 
 struct Stage1Options {
   // Chip figures (topo::ChipSpec; hop_latency is Q1's alpha per ring step); default: the
@@ -69,22 +69,13 @@ struct Stage1Result {
   std::map<std::string, double> comm_bytes_by_axis;
   std::vector<PredictedCollective> collectives;
   std::vector<std::string> warnings;
-  PredictionDag dag;
+  shlo::PredictionDag dag;
 };
 
 // The DAG's communication nodes as PredictedCollective records (see there for the bytes
 // convention); deterministic: records in order of first occurrence.
-std::vector<PredictedCollective> predicted_collectives(const PredictionDag& dag);
+std::vector<PredictedCollective> predicted_collectives(const shlo::PredictionDag& dag);
 
 Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Options& options);
 
-// Indices of the k best candidates by Q1 (ascending, stable), skipping those whose q1 is
-// negative or not finite (rejected). k <= 0 keeps them all.
-std::vector<int> select_top_k(const std::vector<double>& q1, int k);
-
-// The smallest K whose Top-K contained the winner in every recorded setting: `winner_ranks`
-// holds, per setting, the 0-based Q1 rank of the logical sharding that won after Stage 2.
-// At least `min_k`; `slack` extra ranks added as a safety margin.
-int k_from_recall(const std::vector<int>& winner_ranks, int min_k = 1, int slack = 1);
-
-}  // namespace aoizora::shlo
+}  // namespace aoizora::stage1

@@ -1,4 +1,4 @@
-#include "aoizora/shlo/stage1.h"
+#include "aoizora/stage1/candidate_analysis.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "aoizora/shlo/parser.h"
 #include "aoizora/topo/catalog.h"
 
-namespace aoizora::shlo {
+namespace aoizora::stage1 {
 
 namespace {
 std::string gb(double bytes) {
@@ -22,18 +22,18 @@ std::string gb(double bytes) {
 }
 }  // namespace
 
-std::vector<PredictedCollective> predicted_collectives(const PredictionDag& dag) {
+std::vector<PredictedCollective> predicted_collectives(const shlo::PredictionDag& dag) {
   std::vector<PredictedCollective> out;
   using Key = std::tuple<std::string, std::string, std::vector<std::string>, int64_t, double>;
   std::map<Key, size_t> index;
-  for (const DagNode& n : dag.nodes) {
-    if (n.kind != DagNode::Kind::kComm) continue;
+  for (const shlo::DagNode& n : dag.nodes) {
+    if (n.kind != shlo::DagNode::Kind::kComm) continue;
     PredictedCollective c;
-    c.kind = std::string(to_string(n.comm));
-    c.origin = std::string(to_string(n.origin));
+    c.kind = std::string(shlo::to_string(n.comm));
+    c.origin = std::string(shlo::to_string(n.origin));
     c.axes = n.axes;
     c.group_size = n.group_size;
-    c.bytes = n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
+    c.bytes = n.comm == shlo::CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
     Key key{c.kind, c.origin, c.axes, c.group_size, c.bytes};
     auto [it, fresh] = index.emplace(std::move(key), out.size());
     if (fresh) out.push_back(std::move(c));
@@ -53,9 +53,9 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
     o.slice_dims = t->dims;
     o.slice_wrap = t->wrap;
   }
-  Result<Module> m = parse_module(text);
+  Result<shlo::Module> m = shlo::parse_module(text);
   if (!m.ok()) return m.error();
-  Result<PredictionDag> dag = build_dag(*m);
+  Result<shlo::PredictionDag> dag = shlo::build_dag(*m);
   if (!dag.ok()) return dag.error();
 
   cost::Q1Params p;
@@ -85,15 +85,15 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   r.peak_activation_bytes = dag->peak_activation_bytes;
   r.num_devices = dag->num_devices;
   r.warnings = dag->warnings;
-  for (const DagNode& n : dag->nodes) {
-    if (n.kind == DagNode::Kind::kCompute) {
+  for (const shlo::DagNode& n : dag->nodes) {
+    if (n.kind == shlo::DagNode::Kind::kCompute) {
       r.flops += n.flops * n.repeat;
       continue;
     }
-    std::string kind(to_string(n.comm));
+    std::string kind(shlo::to_string(n.comm));
     r.comm_bytes_by_kind[kind] += n.operand_bytes * n.repeat;
     r.comm_count_by_kind[kind] += n.repeat;
-    r.comm_bytes_by_origin[std::string(to_string(n.origin))] += n.operand_bytes * n.repeat;
+    r.comm_bytes_by_origin[std::string(shlo::to_string(n.origin))] += n.operand_bytes * n.repeat;
     for (const std::string& a : n.axes)
       r.comm_bytes_by_axis[a] += n.operand_bytes * n.repeat / static_cast<double>(n.axes.size());
   }
@@ -111,19 +111,4 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   return r;
 }
 
-std::vector<int> select_top_k(const std::vector<double>& q1, int k) {
-  std::vector<int> idx;
-  for (size_t i = 0; i < q1.size(); ++i)
-    if (std::isfinite(q1[i]) && q1[i] >= 0) idx.push_back(static_cast<int>(i));
-  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return q1[static_cast<size_t>(a)] < q1[static_cast<size_t>(b)]; });
-  if (k > 0 && static_cast<size_t>(k) < idx.size()) idx.resize(static_cast<size_t>(k));
-  return idx;
-}
-
-int k_from_recall(const std::vector<int>& winner_ranks, int min_k, int slack) {
-  int worst = -1;
-  for (int r : winner_ranks) worst = std::max(worst, r);
-  return std::max(min_k, worst + 1 + slack);
-}
-
-}  // namespace aoizora::shlo
+}  // namespace aoizora::stage1
