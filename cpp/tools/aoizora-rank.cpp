@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "aoizora/hlo/hlo_loader.h"
-#include "aoizora/place/search.h"
+#include "aoizora/stage2/placement_search.h"
 #include "aoizora/topo/catalog.h"
 
 using namespace aoizora;
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::string hlo_path, topo_name, hardware_path, mesh_text;
   int top = 10;
   bool json = false;
-  place::RankOptions options;
+  stage2::RankOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     if (mesh.empty()) mesh.push_back(1);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Result<place::Ranking> r = place::rank_placements(*g, *t, mesh, options);
+  Result<stage2::Ranking> r = stage2::rank_placements(*g, *t, mesh, options);
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!r.ok()) return std::fprintf(stderr, "aoizora-rank: %s\n", r.error().to_string().c_str()), 2;

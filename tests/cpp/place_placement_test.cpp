@@ -6,7 +6,7 @@
 #include "aoizora/place/jax_default.h"
 #include "aoizora/place/placement.h"
 #include "aoizora/place/ring_orders.h"
-#include "aoizora/place/search.h"
+#include "aoizora/stage2/placement_search.h"
 #include "aoizora/topo/catalog.h"
 
 namespace aoizora::place {
@@ -138,18 +138,20 @@ TEST(Search, LocalSearchFindsAOneHopRing) {
   cost::Q2Evaluator q2(g, t);
   const double best_possible = (1 << 20) / t.spec.link_bandwidth + t.spec.hop_latency;
   double found = 0;
-  Placement p = local_search(q2, row_major(t), SearchOptions{7, 3000, 0.02}, &found);
+  Placement p =
+      stage2::local_search(q2, row_major(t), stage2::SearchOptions{7, 3000, 0.02}, &found);
   EXPECT_NEAR(found, best_possible, 1e-12);
   EXPECT_NEAR(q2.seconds(p.device_of), found, 1e-15);
   // Deterministic for a seed.
-  EXPECT_EQ(local_search(q2, row_major(t), SearchOptions{7, 3000, 0.02}).device_of, p.device_of);
+  EXPECT_EQ(stage2::local_search(q2, row_major(t), stage2::SearchOptions{7, 3000, 0.02}).device_of,
+            p.device_of);
 }
 
 TEST(Search, RankingPutsRingFriendlyOrdersFirst) {
   topo::Topology t = must("v5e:2x4");
-  RankOptions o;
+  stage2::RankOptions o;
   o.search_starts = 0;
-  Result<Ranking> r = rank_placements(ring_graph(), t, {8}, o);
+  Result<stage2::Ranking> r = stage2::rank_placements(ring_graph(), t, {8}, o);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->jax_default.has_value());
   const double best_possible = (1 << 20) / t.spec.link_bandwidth + t.spec.hop_latency;

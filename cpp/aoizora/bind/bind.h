@@ -26,7 +26,7 @@ T unwrap(Result<T> result) {
 
 void bind_base(nanobind::module_& m);
 void bind_hlo(nanobind::module_& m);
-void bind_topo(nanobind::module_& m);   // topo/, place/ and cost/ (Q2)
+void bind_topo(nanobind::module_& m);   // topo/, place/, cost/ (Q2) and stage2/
 void bind_sim(nanobind::module_& m);
 void bind_shlo(nanobind::module_& m);
 

@@ -1,5 +1,5 @@
-// Python view of topo/, place/ and cost/ (flows and Q2). Every function that takes a topology
-// accepts a bound Topology or a catalog name / JSON path.
+// Python view of topo/, place/, cost/ (flows and Q2) and stage2/ (the placement search).
+// Every function that takes a topology accepts a bound Topology or a catalog name / JSON path.
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -15,7 +15,7 @@
 #include "aoizora/place/axis_order.h"
 #include "aoizora/place/jax_default.h"
 #include "aoizora/place/ring_orders.h"
-#include "aoizora/place/search.h"
+#include "aoizora/stage2/placement_search.h"
 #include "aoizora/topo/catalog.h"
 
 namespace nb = nanobind;
@@ -330,25 +330,25 @@ void bind_topo(nb::module_& m) {
       }, nb::arg("placements"), "Q2 seconds of each device_of list, evaluated in C++.")
       .def_prop_ro("num_patterns", &cost::Q2Evaluator::num_patterns);
 
-  nb::class_<place::RankedPlacement>(m, "RankedPlacement")
-      .def_ro("placement", &place::RankedPlacement::placement)
-      .def_ro("q2", &place::RankedPlacement::q2)
-      .def_prop_ro("name", [](const place::RankedPlacement& r) { return r.placement.name; })
-      .def_prop_ro("device_of", [](const place::RankedPlacement& r) { return r.placement.device_of; })
-      .def("__repr__", [](const place::RankedPlacement& r) {
+  nb::class_<stage2::RankedPlacement>(m, "RankedPlacement")
+      .def_ro("placement", &stage2::RankedPlacement::placement)
+      .def_ro("q2", &stage2::RankedPlacement::q2)
+      .def_prop_ro("name", [](const stage2::RankedPlacement& r) { return r.placement.name; })
+      .def_prop_ro("device_of", [](const stage2::RankedPlacement& r) { return r.placement.device_of; })
+      .def("__repr__", [](const stage2::RankedPlacement& r) {
         return "<RankedPlacement '" + r.placement.name + "' q2=" + std::to_string(r.q2) + ">";
       });
-  nb::class_<place::Ranking>(m, "Ranking")
-      .def_ro("ranked", &place::Ranking::ranked, "best first")
-      .def_ro("default", &place::Ranking::jax_default, "JAX's own order, or None")
-      .def_ro("default_error", &place::Ranking::default_error)
-      .def_ro("evaluated", &place::Ranking::evaluated);
+  nb::class_<stage2::Ranking>(m, "Ranking")
+      .def_ro("ranked", &stage2::Ranking::ranked, "best first")
+      .def_ro("default", &stage2::Ranking::jax_default, "JAX's own order, or None")
+      .def_ro("default_error", &stage2::Ranking::default_error)
+      .def_ro("evaluated", &stage2::Ranking::evaluated);
   m.def("rank_placements", [](const hlo::CollectiveGraph& g, nb::handle t, std::vector<int> mesh,
                               bool axis_orders, int max_axis_orders, bool ring_orders,
                               int search_starts, int search_iterations, uint64_t seed,
                               bool remove_symmetric) {
     TopoArg a = topo_arg(t);
-    place::RankOptions o;
+    stage2::RankOptions o;
     o.axis_orders = axis_orders;
     o.max_axis_orders = max_axis_orders;
     o.ring_orders = ring_orders;
@@ -356,10 +356,10 @@ void bind_topo(nb::module_& m) {
     o.search.iterations = search_iterations;
     o.search.seed = seed;
     o.remove_symmetric = remove_symmetric;
-    Result<place::Ranking> r = Error{};
+    Result<stage2::Ranking> r = Error{};
     {
       nb::gil_scoped_release release;
-      r = place::rank_placements(g, a.get(), mesh, o);
+      r = stage2::rank_placements(g, a.get(), mesh, o);
     }
     return unwrap(std::move(r));
   }, nb::arg("graph"), nb::arg("topology"), nb::arg("mesh_shape"), nb::arg("axis_orders") = true,

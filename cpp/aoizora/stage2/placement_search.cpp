@@ -1,4 +1,4 @@
-#include "aoizora/place/search.h"
+#include "aoizora/stage2/placement_search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include "aoizora/place/ring_orders.h"
 #include "aoizora/place/symmetry.h"
 
-namespace aoizora::place {
+namespace aoizora::stage2 {
 
-Placement local_search(cost::Q2Evaluator& q2, const Placement& start, const SearchOptions& options,
-                       double* best_seconds) {
+place::Placement local_search(cost::Q2Evaluator& q2, const place::Placement& start,
+                              const SearchOptions& options, double* best_seconds) {
   std::mt19937_64 rng(options.seed);
   std::vector<int> cur = start.device_of, best = cur;
   double cur_s = q2.seconds(cur), best_s = cur_s;
@@ -49,11 +49,11 @@ Placement local_search(cost::Q2Evaluator& q2, const Placement& start, const Sear
     }
   }
   if (best_seconds != nullptr) *best_seconds = best_s;
-  return Placement{"search(" + start.name + ")", best};
+  return place::Placement{"search(" + start.name + ")", best};
 }
 
 Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::Topology& t,
-                                const MeshShape& mesh, const RankOptions& options) {
+                                const place::MeshShape& mesh, const RankOptions& options) {
   int64_t size = 1;
   for (int m : mesh) size *= m;
   if (size != t.num_devices())
@@ -67,16 +67,16 @@ Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::T
   cost::Q2Evaluator q2(graph, t);
   Ranking out;
   const auto symmetries =
-      options.remove_symmetric ? route_symmetries(t) : std::vector<std::vector<int>>{};
+      options.remove_symmetric ? place::route_symmetries(t) : std::vector<std::vector<int>>{};
   std::set<std::vector<int>> seen;
-  auto add = [&](Placement p) {
-    std::vector<int> key = symmetries.empty() ? p.device_of : canonical(p.device_of, symmetries, t.cores_per_chip());
+  auto add = [&](place::Placement p) {
+    std::vector<int> key = symmetries.empty() ? p.device_of : place::canonical(p.device_of, symmetries, t.cores_per_chip());
     if (!seen.insert(key).second) return;
     const double s = q2.seconds(p.device_of);
     ++out.evaluated;
     out.ranked.push_back(RankedPlacement{std::move(p), s});
   };
-  Result<Placement> d = default_placement(t, mesh);
+  Result<place::Placement> d = place::default_placement(t, mesh);
   if (d.ok()) {
     out.jax_default = RankedPlacement{*d, q2.seconds(d->device_of)};
     ++out.evaluated;
@@ -84,32 +84,32 @@ Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::T
   } else {
     out.default_error = d.error().message;
   }
-  add(row_major(t));
+  add(place::row_major(t));
   if (options.axis_orders && t.is_grid()) {
-    AxisOrderOptions ao;
+    place::AxisOrderOptions ao;
     ao.max_candidates = options.max_axis_orders;
     ao.remove_symmetric = options.remove_symmetric;
-    Result<std::vector<Placement>> orders = enumerate_axis_orders(t, mesh, ao);
+    Result<std::vector<place::Placement>> orders = place::enumerate_axis_orders(t, mesh, ao);
     if (!orders.ok()) return orders.error();
-    for (Placement& p : *orders) add(std::move(p));
+    for (place::Placement& p : *orders) add(std::move(p));
   }
   if (options.ring_orders && t.is_grid()) {
-    for (Placement& p : snake_orders(t)) add(std::move(p));
-    for (Placement& p : tile_cycle_orders(t, mesh)) add(std::move(p));
+    for (place::Placement& p : place::snake_orders(t)) add(std::move(p));
+    for (place::Placement& p : place::tile_cycle_orders(t, mesh)) add(std::move(p));
   }
   auto by_q2 = [](const RankedPlacement& a, const RankedPlacement& b) { return a.q2 < b.q2; };
   std::stable_sort(out.ranked.begin(), out.ranked.end(), by_q2);
   const int starts = std::min<int>(options.search_starts, static_cast<int>(out.ranked.size()));
-  std::vector<Placement> found;
+  std::vector<place::Placement> found;
   for (int i = 0; i < starts; ++i) {
     SearchOptions so = options.search;
     so.seed = options.search.seed + static_cast<uint64_t>(i);
     found.push_back(local_search(q2, out.ranked[static_cast<size_t>(i)].placement, so));
     out.evaluated += so.iterations + 1;
   }
-  for (Placement& p : found) add(std::move(p));
+  for (place::Placement& p : found) add(std::move(p));
   std::stable_sort(out.ranked.begin(), out.ranked.end(), by_q2);
   return out;
 }
 
-}  // namespace aoizora::place
+}  // namespace aoizora::stage2

@@ -14,7 +14,7 @@
 #include "aoizora/place/placement.h"
 #include "aoizora/topo/topology.h"
 
-namespace aoizora::place {
+namespace aoizora::stage2 {
 
 struct SearchOptions {
   uint64_t seed = 0;
@@ -24,8 +24,8 @@ struct SearchOptions {
 
 // Swaps two partitions' chips at random (simulated annealing cooling to greedy); returns the
 // best placement seen, named "search(<start name>)". Deterministic for a seed.
-Placement local_search(cost::Q2Evaluator& q2, const Placement& start, const SearchOptions& options,
-                       double* best_seconds = nullptr);
+place::Placement local_search(cost::Q2Evaluator& q2, const place::Placement& start,
+                              const SearchOptions& options, double* best_seconds = nullptr);
 
 struct RankOptions {
   bool axis_orders = true;
@@ -37,7 +37,7 @@ struct RankOptions {
 };
 
 struct RankedPlacement {
-  Placement placement;
+  place::Placement placement;
   double q2 = 0;  // seconds
 };
 
@@ -50,6 +50,6 @@ struct Ranking {
 
 // Ranks placements of `graph` on `t` for the logical mesh (product = chips).
 Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::Topology& t,
-                                const MeshShape& mesh, const RankOptions& options = {});
+                                const place::MeshShape& mesh, const RankOptions& options = {});
 
-}  // namespace aoizora::place
+}  // namespace aoizora::stage2
