@@ -6,34 +6,11 @@
 
 namespace aoizora::shlo {
 
-std::vector<int64_t> local_shape(const MeshTable& meshes, const TensorType& type,
-                                 const TensorSharding& s) {
-  std::vector<int64_t> out = type.shape;
-  for (size_t d = 0; d < out.size(); ++d) {
-    int64_t f = shard_factor(meshes, s, d);
-    out[d] = (out[d] + f - 1) / f;
-  }
-  return out;
-}
-
-double local_bytes(const MeshTable& meshes, const TensorType& type, const ShardState& st) {
-  if (st.manual) return type.bytes();
-  double n = 1;
-  for (int64_t d : local_shape(meshes, type, st.sharding)) n *= static_cast<double>(d);
-  return n * type.element_bytes;
-}
-
 TensorSharding replicated(const std::string& mesh, size_t rank) {
   TensorSharding s;
   s.mesh = mesh;
   s.dims.resize(rank);
   return s;
-}
-
-int64_t num_shards(const MeshTable& meshes, const TensorSharding& s) {
-  int64_t n = 1;
-  for (size_t d = 0; d < s.dims.size(); ++d) n *= shard_factor(meshes, s, d);
-  return n;
 }
 
 namespace {

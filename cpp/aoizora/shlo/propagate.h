@@ -14,26 +14,8 @@
 
 namespace aoizora::shlo {
 
-// A value during analysis: its sharding, the axes over which it is still a partial sum
-// (result of a contraction or reduction over a sharded dim), and whether it is manual
-// (inside shard_map: its type is already per device).
-struct ShardState {
-  TensorSharding sharding;
-  std::vector<AxisRef> partial;
-  bool manual = false;
-  bool from_inputs = true;   // depends only on program inputs (weights, latents)
-};
-
-// Per-device shape of a global type under a sharding (ceil division).
-std::vector<int64_t> local_shape(const MeshTable& meshes, const TensorType& type,
-                                 const TensorSharding& s);
-double local_bytes(const MeshTable& meshes, const TensorType& type, const ShardState& st);
-
 // Sharding with rank dims, all unsharded, on mesh.
 TensorSharding replicated(const std::string& mesh, size_t rank);
-
-// Number of devices the sharding splits a tensor over.
-int64_t num_shards(const MeshTable& meshes, const TensorSharding& s);
 
 // Sharding of the result of a reshape from `in` to `out` shapes, and the operand sharding
 // it needs (axes on dimensions that do not map through are dropped).

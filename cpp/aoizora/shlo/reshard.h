@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "aoizora/shlo/dag.h"
-#include "aoizora/shlo/propagate.h"
+#include "aoizora/shlo/ir.h"
+#include "aoizora/shlo/sharding.h"
 
 namespace aoizora::shlo {
 
