@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "aoizora/shlo/ir.h"
+#include "aoizora/shlo/shard_state.h"  // ShardState, local_shape: for the rules and their users
 #include "aoizora/shlo/sharding.h"
 
 namespace aoizora::shlo {

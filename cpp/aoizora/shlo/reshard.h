@@ -8,6 +8,7 @@
 
 #include "aoizora/shlo/dag.h"
 #include "aoizora/shlo/ir.h"
+#include "aoizora/shlo/shard_state.h"
 #include "aoizora/shlo/sharding.h"
 
 namespace aoizora::shlo {

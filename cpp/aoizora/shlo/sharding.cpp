@@ -3,8 +3,6 @@
 #include <cctype>
 #include <numeric>
 
-#include "aoizora/shlo/ir.h"
-
 namespace aoizora::shlo {
 
 int64_t Mesh::num_devices() const {
@@ -299,23 +297,6 @@ std::string to_string(const TensorSharding& s) {
     out += "}";
   }
   return out + "]";
-}
-
-std::vector<int64_t> local_shape(const MeshTable& meshes, const TensorType& type,
-                                 const TensorSharding& s) {
-  std::vector<int64_t> out = type.shape;
-  for (size_t d = 0; d < out.size(); ++d) {
-    int64_t f = shard_factor(meshes, s, d);
-    out[d] = (out[d] + f - 1) / f;
-  }
-  return out;
-}
-
-double local_bytes(const MeshTable& meshes, const TensorType& type, const ShardState& st) {
-  if (st.manual) return type.bytes();
-  double n = 1;
-  for (int64_t d : local_shape(meshes, type, st.sharding)) n *= static_cast<double>(d);
-  return n * type.element_bytes;
 }
 
 int64_t num_shards(const MeshTable& meshes, const TensorSharding& s) {

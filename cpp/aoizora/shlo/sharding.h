@@ -3,8 +3,6 @@
 // (`mhlo.sharding = "{devices=[2,4]<=[8]}"`). A GSPMD tile assignment has no axis names:
 // each tiled dimension becomes a synthetic axis named by its device-id stride and size
 // ("s4x2"), so two GSPMD shardings that split the same devices the same way share axes.
-// Also a value's sharding state during analysis (ShardState: pending partial sums, manual)
-// and the per-device shape and bytes it implies, which propagate.h and reshard.h share.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +13,6 @@
 #include "aoizora/base/status.h"
 
 namespace aoizora::shlo {
-
-struct TensorType;  // ir.h, which includes this header
 
 struct MeshAxis {
   std::string name;
@@ -78,21 +74,6 @@ std::vector<AxisRef> used_axes(const TensorSharding& s);
 // `{"x"}, {}` style, for messages and tests.
 std::string to_string(const TensorSharding& s);
 std::string to_string(const AxisRef& a);
-
-// A value during analysis: its sharding, the axes over which it is still a partial sum
-// (result of a contraction or reduction over a sharded dim), and whether it is manual
-// (inside shard_map: its type is already per device).
-struct ShardState {
-  TensorSharding sharding;
-  std::vector<AxisRef> partial;
-  bool manual = false;
-  bool from_inputs = true;   // depends only on program inputs (weights, latents)
-};
-
-// Per-device shape of a global type under a sharding (ceil division).
-std::vector<int64_t> local_shape(const MeshTable& meshes, const TensorType& type,
-                                 const TensorSharding& s);
-double local_bytes(const MeshTable& meshes, const TensorType& type, const ShardState& st);
 
 // Number of devices the sharding splits a tensor over.
 int64_t num_shards(const MeshTable& meshes, const TensorSharding& s);
