@@ -93,7 +93,7 @@ def collective_latency(kind: str) -> Parameter:
 MXU_EFFICIENCY = Parameter(
     "mxu_efficiency", "fraction", 0.2, 1.0,
     "fraction of the padded MXU peak a matmul reaches, XLA's fusions and the Pallas kernels "
-    "alike (cost/mxu.h; range 0.2-1)")
+    "alike (compute/mxu.h; range 0.2-1)")
 
 
 def candidates(kinds) -> list[Parameter]:

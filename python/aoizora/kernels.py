@@ -21,7 +21,7 @@ of the MXU tile that covers the length in exactly k blocks (the least padding fo
 and 512, 1024, 2048 and 4096; block_kv_compute is 512 or block_kv. A triple is legal when an
 upper bound of the kernel's scoped VMEM (vmem_bytes) fits the limit we compile with
 (scoped_vmem_bytes, set in jaxenv). Each legal triple is priced with the kernel model Stage 1
-and the simulator use (cost/splash_kernel.h through _core.splash_kernel_cost: FLOPs on the
+and the simulator use (compute/splash_kernel.h through _core.splash_kernel_cost: FLOPs on the
 padded lengths, K/V streamed once per query block) at the device's roofline; the cheapest
 wins, ties to the blocks nearest the default (512 each), then to the smaller score tile (the
 cheaper to compile). The model has no per-grid-step overhead, so among blocks that pad
@@ -210,7 +210,7 @@ def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
     q_pad, kv_pad = round_up(shape.q_len, bq), round_up(shape.kv_len, bkv)
     c = _core.splash_kernel_cost(shape.heads, q_pad, kv_pad, shape.head_dim, shape.head_dim,
                                  bq, 2, device.mxu_size)
-    # As the simulator prices it (cost/mxu.h): matmuls padded to the MXU, at its efficiency.
+    # As the simulator prices it (compute/mxu.h): matmuls padded to the MXU, at its efficiency.
     seconds = shape.calls * max(c["mxu_flops"] / (device.peak_flops * device.mxu_efficiency),
                                 c["bytes"] / device.hbm_bandwidth)
     return BlockCost(bq, bkv, bkc, q_pad, kv_pad, shape.calls * c["flops"],

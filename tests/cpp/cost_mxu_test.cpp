@@ -1,10 +1,10 @@
-// The MXU-aware compute model (cost/mxu.h) and the matmuls the HLO cost model and Stage 1's
+// The MXU-aware compute model (compute/mxu.h) and the matmuls the HLO cost model and Stage 1's
 // DAG read from real op forms: hand-computed cases.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 #include "aoizora/cost/q2.h"
 #include "aoizora/hlo/hlo_loader.h"
 #include "aoizora/shlo/dag_builder.h"
@@ -26,26 +26,26 @@ topo::ChipSpec chip(int tile, double efficiency = 1.0) {
 // Attention with head_dim 128: Q K^T contracts over 128, which half fills a 256-wide MXU;
 // P V keeps P stationary and streams V^T, so nothing pads. On a 128-wide MXU neither pads.
 TEST(Mxu, ContractionPadsAndTheCompilerStreamsTheNarrowOperand) {
-  const cost::Matmul scores{4096, 4096, 128, 40}, values{4096, 128, 4096, 40};
-  EXPECT_DOUBLE_EQ(cost::mxu_flops(scores, 256), 2 * cost::matmul_flops(scores));
-  EXPECT_DOUBLE_EQ(cost::mxu_flops(values, 256), cost::matmul_flops(values));
-  EXPECT_DOUBLE_EQ(cost::mxu_flops(scores, 128), cost::matmul_flops(scores));
+  const compute::Matmul scores{4096, 4096, 128, 40}, values{4096, 128, 4096, 40};
+  EXPECT_DOUBLE_EQ(compute::mxu_flops(scores, 256), 2 * compute::matmul_flops(scores));
+  EXPECT_DOUBLE_EQ(compute::mxu_flops(values, 256), compute::matmul_flops(values));
+  EXPECT_DOUBLE_EQ(compute::mxu_flops(scores, 128), compute::matmul_flops(scores));
   // A tensor-parallel shard of 14B's FFN (13824 / 4 = 3456 = 13.5 x 256) streams through
   // 8192 stationary rows unpadded; with 300 rows (pad 512) it is cheaper to pad N to 3584.
-  const cost::Matmul ffn{8192, 3456, 5120, 1}, few_rows{300, 3456, 5120, 1};
-  EXPECT_DOUBLE_EQ(cost::mxu_flops(ffn, 256), cost::matmul_flops(ffn));
-  EXPECT_DOUBLE_EQ(cost::mxu_flops(few_rows, 256), 2.0 * 300 * 3584 * 5120);
-  EXPECT_DOUBLE_EQ(cost::mxu_flops(few_rows, 128), 2.0 * 300 * 3456 * 5120);
+  const compute::Matmul ffn{8192, 3456, 5120, 1}, few_rows{300, 3456, 5120, 1};
+  EXPECT_DOUBLE_EQ(compute::mxu_flops(ffn, 256), compute::matmul_flops(ffn));
+  EXPECT_DOUBLE_EQ(compute::mxu_flops(few_rows, 256), 2.0 * 300 * 3584 * 5120);
+  EXPECT_DOUBLE_EQ(compute::mxu_flops(few_rows, 128), 2.0 * 300 * 3456 * 5120);
 }
 
 TEST(Mxu, SecondsChargeThePaddedMatmulAtTheEfficiencyAndTheRestAtPeak) {
-  const cost::Matmul scores{4096, 4096, 128, 1};
-  const double dense = cost::matmul_flops(scores), other = 1e9;
-  const double t = cost::compute_seconds(dense + other, 0, {scores}, chip(256, 0.8));
+  const compute::Matmul scores{4096, 4096, 128, 1};
+  const double dense = compute::matmul_flops(scores), other = 1e9;
+  const double t = compute::compute_seconds(dense + other, 0, {scores}, chip(256, 0.8));
   EXPECT_DOUBLE_EQ(t, (2 * dense / 0.8 + other) / 1e15);
   // Without matmuls an op is priced as before: flops at peak, or its bytes if slower.
-  EXPECT_DOUBLE_EQ(cost::compute_seconds(dense, 0, {}, chip(256, 0.8)), dense / 1e15);
-  EXPECT_DOUBLE_EQ(cost::compute_seconds(1e6, 1e9, {}, chip(256)), 1e9 / 1e12);
+  EXPECT_DOUBLE_EQ(compute::compute_seconds(dense, 0, {}, chip(256, 0.8)), dense / 1e15);
+  EXPECT_DOUBLE_EQ(compute::compute_seconds(1e6, 1e9, {}, chip(256)), 1e9 / 1e12);
 }
 
 hlo::ScheduledOp root_op(const std::string& computations, const std::string& entry) {
@@ -67,7 +67,7 @@ TEST(Mxu, DilatedConvolutionContractsOverItsFeatureDim) {
   EXPECT_DOUBLE_EQ(op.matmuls[0].k, 128);
   EXPECT_DOUBLE_EQ(op.matmuls[0].n, 592);
   EXPECT_DOUBLE_EQ(op.matmuls[0].m * op.matmuls[0].count, 2.0 * 12 * 592);
-  EXPECT_DOUBLE_EQ(cost::matmul_flops(op.matmuls[0]), op.flops);
+  EXPECT_DOUBLE_EQ(compute::matmul_flops(op.matmuls[0]), op.flops);
   // FLOP-bound (unlimited HBM): 128 pads nothing; 256 pads K 128 -> 256 and the stationary
   // side's 2 x 12 x 592 = 14208 rows to 14336 (cheaper than padding N 592 to 768).
   topo::ChipSpec narrow = chip(128), wide = chip(256);
@@ -90,8 +90,8 @@ TEST(Mxu, FusedDotKeepsItsBatchAndFreeDims) {
   ROOT %r = bf16[8,256,512]{2,1,0} fusion(%a, %b), kind=kOutput, calls=%f
 })");
   ASSERT_EQ(op.matmuls.size(), 1u);
-  EXPECT_EQ(op.matmuls[0], (cost::Matmul{256, 512, 128, 8}));
-  EXPECT_DOUBLE_EQ(op.flops, cost::matmul_flops(op.matmuls[0]) + 8.0 * 256 * 512);  // + negate
+  EXPECT_EQ(op.matmuls[0], (compute::Matmul{256, 512, 128, 8}));
+  EXPECT_DOUBLE_EQ(op.flops, compute::matmul_flops(op.matmuls[0]) + 8.0 * 256 * 512);  // + negate
 }
 
 shlo::PredictionDag dag_of(const std::string& text) {
@@ -102,8 +102,8 @@ shlo::PredictionDag dag_of(const std::string& text) {
   return std::move(d).value();
 }
 
-std::vector<cost::Matmul> dot_matmuls(const shlo::PredictionDag& d) {
-  std::vector<cost::Matmul> out;
+std::vector<compute::Matmul> dot_matmuls(const shlo::PredictionDag& d) {
+  std::vector<compute::Matmul> out;
   for (const shlo::DagNode& n : d.nodes)
     if (n.op == "stablehlo.dot_general") out.insert(out.end(), n.matmuls.begin(), n.matmuls.end());
   return out;
@@ -114,7 +114,7 @@ std::vector<cost::Matmul> dot_matmuls(const shlo::PredictionDag& d) {
 TEST(Mxu, StageOneDotIsTheLocalShard) {
   auto mm = dot_matmuls(dag_of(shlo::testdata::kMatmul));
   ASSERT_GE(mm.size(), 1u);
-  EXPECT_EQ(mm[0], (cost::Matmul{512, 2048, 512, 1}));
+  EXPECT_EQ(mm[0], (compute::Matmul{512, 2048, 512, 1}));
 }
 
 TEST(Mxu, StageOneBatchedDotCountsItsBatch) {
@@ -126,7 +126,7 @@ TEST(Mxu, StageOneBatchedDotCountsItsBatch) {
 }
 )mlir"));
   ASSERT_EQ(mm.size(), 1u);
-  EXPECT_EQ(mm[0], (cost::Matmul{256, 512, 128, 8}));
+  EXPECT_EQ(mm[0], (compute::Matmul{256, 512, 128, 8}));
 }
 
 }  // namespace

@@ -30,27 +30,27 @@ TEST(ShloKernelCall, SplashCallIsPricedFromItsShapesAndBlockSizes) {
   op.operands = {0, 1, 2, 3, 4, 5};
   op.results = {6};
   const auto type = [&](int v) -> const TensorType& { return types[static_cast<size_t>(v)]; };
-  const std::optional<cost::SplashCall> c = splash_call(op, type);
+  const std::optional<compute::SplashCall> c = splash_call(op, type);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->batch_heads, 8);
   EXPECT_EQ(c->q_len, 256);
   EXPECT_EQ(c->kv_len, 512);
   EXPECT_EQ(c->block_q, 128);  // not block_q_dkv's null
-  EXPECT_DOUBLE_EQ(cost::splash_flops(*c), 2.0 * 8 * 256 * 512 * (16 + 16));
+  EXPECT_DOUBLE_EQ(compute::splash_flops(*c), 2.0 * 8 * 256 * 512 * (16 + 16));
   double io = 0;
   for (const TensorType& t : types) io += t.bytes();
   // Two q blocks: K and V are read once more than the operands count them.
-  EXPECT_DOUBLE_EQ(cost::splash_bytes(*c), io + 2 * (8 * 512 * 16 * 4.0));
+  EXPECT_DOUBLE_EQ(compute::splash_bytes(*c), io + 2 * (8 * 512 * 16 * 4.0));
   // Any other custom call stays unpriced here.
   op.attrs = "{kernel_name = \"my_kernel\"}";
   EXPECT_FALSE(splash_call(op, type).has_value());
 }
 
 TEST(ShloKernelCall, BlockSizesReadInBothTextForms) {
-  EXPECT_EQ(cost::kernel_block_size("{\\\"block_q\\\": 512, \\\"block_kv\\\": 1024}", "block_kv"), 1024);
-  EXPECT_EQ(cost::kernel_block_size("\\\\\\22block_q_dkv\\\\\\22: 7, \\\\\\22block_q\\\\\\22: 384", "block_q"), 384);
-  EXPECT_EQ(cost::kernel_block_size("\\\"block_q\\\": null", "block_q"), 0);
-  EXPECT_EQ(cost::kernel_block_size("no sizes here", "block_q"), 0);
+  EXPECT_EQ(compute::kernel_block_size("{\\\"block_q\\\": 512, \\\"block_kv\\\": 1024}", "block_kv"), 1024);
+  EXPECT_EQ(compute::kernel_block_size("\\\\\\22block_q_dkv\\\\\\22: 7, \\\\\\22block_q\\\\\\22: 384", "block_q"), 384);
+  EXPECT_EQ(compute::kernel_block_size("\\\"block_q\\\": null", "block_q"), 0);
+  EXPECT_EQ(compute::kernel_block_size("no sizes here", "block_q"), 0);
 }
 
 }  // namespace

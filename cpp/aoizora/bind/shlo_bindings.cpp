@@ -8,7 +8,7 @@
 #include <string>
 
 #include "aoizora/bind/bind.h"
-#include "aoizora/cost/splash_kernel.h"
+#include "aoizora/compute/splash_kernel.h"
 #include "aoizora/stage1/candidate_analysis.h"
 #include "aoizora/stage1/top_k.h"
 
@@ -134,7 +134,7 @@ void bind_shlo(nb::module_& m) {
         // Operands q [BH, Sq, D], k [BH, Skv, D], v [BH, Skv, Dv], result o [BH, Sq, Dv]:
         // the shapes one kernel call sees (the block search prices its candidates with the
         // formula Stage 1 and the compiled-HLO model use).
-        cost::SplashCall c;
+        compute::SplashCall c;
         c.batch_heads = batch_heads;
         c.q_len = q_len;
         c.kv_len = kv_len;
@@ -145,17 +145,17 @@ void bind_shlo(nb::module_& m) {
         c.io_bytes = c.kv_bytes + batch_heads * q_len * (head_dim + head_dim_v) * dtype_bytes;
         nb::dict d;
         double mxu = 0;
-        for (const cost::Matmul& mm : cost::splash_matmuls(c)) mxu += cost::mxu_flops(mm, mxu_size);
-        d["flops"] = cost::splash_flops(c);
+        for (const compute::Matmul& mm : compute::splash_matmuls(c)) mxu += compute::mxu_flops(mm, mxu_size);
+        d["flops"] = compute::splash_flops(c);
         d["mxu_flops"] = mxu;
-        d["bytes"] = cost::splash_bytes(c);
+        d["bytes"] = compute::splash_bytes(c);
         return d;
       },
       nb::arg("batch_heads"), nb::arg("q_len"), nb::arg("kv_len"), nb::arg("head_dim"),
       nb::arg("head_dim_v"), nb::arg("block_q"), nb::arg("dtype_bytes") = 2,
       nb::arg("mxu_size") = 128,
-      "FLOPs, MXU FLOPs (its matmuls padded to an MXU of mxu_size, cost/mxu.h) and HBM bytes\n"
-      "of one splash-attention forward call (cost/splash_kernel.h) on lengths already padded\n"
+      "FLOPs, MXU FLOPs (its matmuls padded to an MXU of mxu_size, compute/mxu.h) and HBM bytes\n"
+      "of one splash-attention forward call (compute/splash_kernel.h) on lengths already padded\n"
       "to the blocks.");
   m.def("select_top_k", &stage1::select_top_k, nb::arg("q1"), nb::arg("k"),
         "Indices of the k lowest finite, non-negative Q1 values (stable); k <= 0 keeps all.");

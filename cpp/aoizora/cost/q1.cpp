@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 
 namespace aoizora::cost {
 
@@ -74,7 +74,7 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
 }
 
 double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
-  return cost::compute_seconds(n.flops, n.bytes, n.matmuls, p.chip);
+  return compute::compute_seconds(n.flops, n.bytes, n.matmuls, p.chip);
 }
 
 namespace {

@@ -34,7 +34,7 @@
 namespace aoizora::cost {
 
 struct Q1Params {
-  // Chip figures: peak_flops, hbm_bandwidth and the MXU (cost/mxu.h) for compute,
+  // Chip figures: peak_flops, hbm_bandwidth and the MXU (compute/mxu.h) for compute,
   // link_bandwidth per directed link,
   // hop_latency as alpha, the seconds per ring step. Default: the shipped v5e profile.
   topo::ChipSpec chip = topo::default_chip_spec();

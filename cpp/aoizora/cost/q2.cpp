@@ -4,14 +4,14 @@
 #include <map>
 
 #include "aoizora/cost/algorithm.h"
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 
 namespace aoizora::cost {
 
 double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
   if (op.kind != hlo::OpKind::kCompute) return 0;
   // One partition runs on one device: a core's share of the chip (topo/chip_spec.h).
-  return compute_seconds(op.flops, op.bytes, op.matmuls, spec);
+  return compute::compute_seconds(op.flops, op.bytes, op.matmuls, spec);
 }
 
 namespace {

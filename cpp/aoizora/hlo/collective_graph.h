@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 
 namespace aoizora::hlo {
 
@@ -79,7 +79,7 @@ struct ScheduledOp {
   double flops = 0;        // per device; multiply-add = 2
   double bytes = 0;        // HBM bytes read + written, per device
   bool opaque = false;     // a custom-call whose cost was estimated from its shapes
-  std::vector<cost::Matmul> matmuls;  // the matmuls among its flops (cost/mxu.h prices them)
+  std::vector<compute::Matmul> matmuls;  // the matmuls among its flops (compute/mxu.h prices them)
   int collective = -1;     // index into CollectiveGraph::collectives for collective ops
   // Every collective this op performs or completes (a fusion may wrap several); when not
   // empty, collectives.front() == collective.

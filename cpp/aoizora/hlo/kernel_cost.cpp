@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "aoizora/cost/splash_kernel.h"
+#include "aoizora/compute/splash_kernel.h"
 
 namespace aoizora::hlo {
 namespace {
@@ -62,16 +62,16 @@ std::optional<KernelCost> attention_kernel_cost(const Computation& comp, const I
   k.head_dim_v = v.dims[n - 1];
 
   const std::string_view meta = ins.attr("frontend_attributes");
-  k.block_q = cost::kernel_block_size(meta, "block_q");
-  k.block_kv = cost::kernel_block_size(meta, "block_kv");
-  k.block_kv_compute = cost::kernel_block_size(meta, "block_kv_compute");
+  k.block_q = compute::kernel_block_size(meta, "block_q");
+  k.block_kv = compute::kernel_block_size(meta, "block_kv");
+  k.block_kv_compute = compute::kernel_block_size(meta, "block_kv_compute");
   if (k.block_q <= 0 && ins.shape.is_tuple() && !ins.shape.tuple.empty()) {
     const Shape& m_scratch = ins.shape.tuple[0];  // [.., block_q, 128]
     if (m_scratch.dims.size() >= 2) k.block_q = m_scratch.dims[m_scratch.dims.size() - 2];
   }
   if (k.block_q <= 0 || k.block_q > k.q_len) k.block_q = k.q_len;
 
-  cost::SplashCall call;
+  compute::SplashCall call;
   call.batch_heads = static_cast<double>(k.batch_heads);
   call.q_len = static_cast<double>(k.q_len);
   call.kv_len = static_cast<double>(k.kv_len);
@@ -80,9 +80,9 @@ std::optional<KernelCost> attention_kernel_cost(const Computation& comp, const I
   call.block_q = static_cast<double>(k.block_q);
   call.kv_bytes = static_cast<double>(kk.byte_size() + v.byte_size());
   call.io_bytes = operand_bytes + static_cast<double>(ins.shape.byte_size());
-  k.flops = cost::splash_flops(call);
-  k.matmuls = cost::splash_matmuls(call);
-  k.bytes = cost::splash_bytes(call);
+  k.flops = compute::splash_flops(call);
+  k.matmuls = compute::splash_matmuls(call);
+  k.bytes = compute::splash_bytes(call);
   return k;
 }
 

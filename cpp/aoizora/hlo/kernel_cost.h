@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 
 #include "aoizora/hlo/hlo_module.h"
 
@@ -36,7 +36,7 @@ struct KernelCost {
   int64_t q_len = 0, kv_len = 0, head_dim = 0, head_dim_v = 0;
   int64_t block_q = 0, block_kv = 0, block_kv_compute = 0;  // 0 when not recorded
   double flops = 0;             // per device, one execution
-  std::vector<cost::Matmul> matmuls;  // its two matmuls, as the MXU runs them (cost/mxu.h)
+  std::vector<compute::Matmul> matmuls;  // its two matmuls, as the MXU runs them (compute/mxu.h)
   double bytes = 0;             // HBM bytes read + written, per device, one execution
 };
 

@@ -1,4 +1,4 @@
-// The matmul an HLO instruction runs on the MXU, read from its shapes (cost/mxu.h prices it).
+// The matmul an HLO instruction runs on the MXU, read from its shapes (compute/mxu.h prices it).
 //   dot:         count = the batch dims, k = the contracting dims, n = rhs's other dims,
 //                m = lhs's other dims.
 //   convolution: n = the output feature dim, m = the other output elements, k = what the
@@ -11,14 +11,14 @@
 
 #include <optional>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 #include "aoizora/hlo/hlo_module.h"
 
 namespace aoizora::hlo {
 
-std::optional<cost::Matmul> dot_matmul(const Instruction& ins, const Shape& lhs, const Shape& rhs);
-std::optional<cost::Matmul> convolution_matmul(const Instruction& ins, double flops);
-std::optional<cost::Matmul> custom_call_matmul(const Instruction& ins, const Shape& a,
+std::optional<compute::Matmul> dot_matmul(const Instruction& ins, const Shape& lhs, const Shape& rhs);
+std::optional<compute::Matmul> convolution_matmul(const Instruction& ins, double flops);
+std::optional<compute::Matmul> custom_call_matmul(const Instruction& ins, const Shape& a,
                                                const Shape& b);
 
 }  // namespace aoizora::hlo

@@ -141,15 +141,15 @@ CostModel::CostModel(const HloModule& module)
       matmul_state_(module.computations.size(), 0),
       matmuls_(module.computations.size()) {}
 
-const std::vector<cost::Matmul>& CostModel::computation_matmuls(int c) {
-  static const std::vector<cost::Matmul> kNone;
+const std::vector<compute::Matmul>& CostModel::computation_matmuls(int c) {
+  static const std::vector<compute::Matmul> kNone;
   if (c < 0 || static_cast<size_t>(c) >= matmul_state_.size()) return kNone;
   if (matmul_state_[c] != 0) return matmuls_[c];  // done, or a call cycle (empty so far)
   matmul_state_[c] = 1;
-  std::vector<cost::Matmul> all;
+  std::vector<compute::Matmul> all;
   const Computation& comp = m_.computations[c];
   for (size_t i = 0; i < comp.instructions.size(); ++i) {
-    std::vector<cost::Matmul> mine = matmuls(c, static_cast<int>(i));
+    std::vector<compute::Matmul> mine = matmuls(c, static_cast<int>(i));
     all.insert(all.end(), mine.begin(), mine.end());
   }
   matmuls_[c] = std::move(all);
@@ -157,12 +157,12 @@ const std::vector<cost::Matmul>& CostModel::computation_matmuls(int c) {
   return matmuls_[c];
 }
 
-std::vector<cost::Matmul> CostModel::matmuls(int c, int i) {
+std::vector<compute::Matmul> CostModel::matmuls(int c, int i) {
   const Computation& comp = m_.computations[c];
   const Instruction& ins = comp.instructions[i];
   const std::string_view op = ins.opcode;
   auto operand = [&](size_t k) { return operand_shape(comp, ins, k); };
-  std::optional<cost::Matmul> one;
+  std::optional<compute::Matmul> one;
   if (op == "dot" && operand(0) != nullptr && operand(1) != nullptr)
     one = dot_matmul(ins, *operand(0), *operand(1));
   if (op == "convolution") one = convolution_matmul(ins, flops(c, i));
@@ -172,7 +172,7 @@ std::vector<cost::Matmul> CostModel::matmuls(int c, int i) {
       one = custom_call_matmul(ins, *operand(0), *operand(1));
   }
   if (one) return {*one};
-  std::vector<cost::Matmul> out;
+  std::vector<compute::Matmul> out;
   if (op == "fusion" || op == "call" || op == "async-start" || op == "while") {
     for (int k : ins.called) {
       const auto& mine = computation_matmuls(k);

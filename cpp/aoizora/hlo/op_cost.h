@@ -16,7 +16,7 @@
 #include <limits>
 #include <vector>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 #include "aoizora/hlo/hlo_module.h"
 
 namespace aoizora::hlo {
@@ -27,8 +27,8 @@ struct OpCost {
   // A custom-call: flops estimated from shapes (2*M*N*K when they read as a matmul, else 0).
   // False for a Pallas kernel that kernel_cost.h prices from its shapes and block sizes.
   bool opaque = false;
-  // The matmuls among its flops, as the MXU runs them (cost/mxu.h pads them to the tile).
-  std::vector<cost::Matmul> matmuls;
+  // The matmuls among its flops, as the MXU runs them (compute/mxu.h pads them to the tile).
+  std::vector<compute::Matmul> matmuls;
 };
 
 // The operands and root-tuple outputs (inclusive index ranges) that an instruction really
@@ -53,11 +53,11 @@ class CostModel {
   // Flops of one execution of a computation (sum over its instructions).
   double computation_flops(int computation);
   // The matmuls of one execution of a computation (every instruction's, called ones included).
-  const std::vector<cost::Matmul>& computation_matmuls(int computation);
+  const std::vector<compute::Matmul>& computation_matmuls(int computation);
 
  private:
   double flops(int computation, int instruction);
-  std::vector<cost::Matmul> matmuls(int computation, int instruction);
+  std::vector<compute::Matmul> matmuls(int computation, int instruction);
   // Bytes computation `c` reads through instruction `ins` (a parameter or a bitcast of one).
   double read_bytes(int c, int ins, int depth);
   // Bytes a fusion computation writes: its root, or only the update of an in-place
@@ -68,7 +68,7 @@ class CostModel {
   std::vector<int> state_;  // 0 = not computed, 1 = in progress, 2 = done
   std::vector<double> flops_;
   std::vector<int> matmul_state_;  // as state_, for matmuls_
-  std::vector<std::vector<cost::Matmul>> matmuls_;
+  std::vector<std::vector<compute::Matmul>> matmuls_;
 };
 
 }  // namespace aoizora::hlo

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 
 #include "aoizora/shlo/sharding.h"
 
@@ -42,7 +42,7 @@ struct DagNode {
   double flops = 0;          // multiply-add = 2
   double bytes = 0;          // HBM bytes read + written (fused elementwise chains count once)
   bool opaque = false;       // a custom-call whose FLOPs are unknown
-  std::vector<cost::Matmul> matmuls;  // the matmuls among its flops (cost/mxu.h prices them)
+  std::vector<compute::Matmul> matmuls;  // the matmuls among its flops (compute/mxu.h prices them)
   // Communication (per device, the hlo::Collective convention).
   CommKind comm = CommKind::kAllReduce;
   CommOrigin origin = CommOrigin::kExplicit;

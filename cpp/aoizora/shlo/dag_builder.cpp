@@ -242,17 +242,17 @@ Error Builder::visit(const Op& op, std::string_view n, double repeat) {
       for (int v : op.operands) bytes += materialized(v) ? type(v).bytes() : 0;
       for (int r : op.results) bytes += materialized(r) ? type(r).bytes() : 0;
     }
-    std::vector<cost::Matmul> matmuls;
+    std::vector<compute::Matmul> matmuls;
     if (n == "dot_general") {
       matmuls = {dot_matmul(op, nullptr)};
-      flops = cost::matmul_flops(matmuls[0]);
+      flops = compute::matmul_flops(matmuls[0]);
     }
     if (n == "reduce") flops = static_cast<double>(type(op.operands[0]).num_elements());
     if (!is_elementwise(n) && n != "dot_general" && n != "reduce") flops = 0;
     if (auto call = splash_call(op, [&](int v) -> const TensorType& { return type(v); })) {
-      flops = cost::splash_flops(*call);  // a Pallas attention kernel (shlo/kernel_call.h)
-      bytes = cost::splash_bytes(*call);
-      matmuls = cost::splash_matmuls(*call);
+      flops = compute::splash_flops(*call);  // a Pallas attention kernel (shlo/kernel_call.h)
+      bytes = compute::splash_bytes(*call);
+      matmuls = compute::splash_matmuls(*call);
     }
     int node = compute(op, repeat, flops, bytes, false, std::move(matmuls));
     for (int r : op.results) {

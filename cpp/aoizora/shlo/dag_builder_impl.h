@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "aoizora/base/status.h"
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 #include "aoizora/shlo/dag.h"
 #include "aoizora/shlo/ir.h"
 #include "aoizora/shlo/memory_tracker.h"
@@ -69,7 +69,7 @@ class Builder {
   // ---- node emission ----
   int emit(DagNode n, double repeat, const Op& op, const std::vector<int>& deps);
   int compute(const Op& op, double repeat, double flops, double bytes, bool opaque = false,
-              std::vector<cost::Matmul> matmuls = {});
+              std::vector<compute::Matmul> matmuls = {});
   // Brings operand v to sharding `to` (resolving partial sums), emitting the implicit
   // communication. Returns the resulting state; the value itself keeps its state, since
   // other users may want it differently (a temporary holds the resharded copy).
@@ -91,7 +91,7 @@ class Builder {
   // The dot as the MXU runs it, per device: the result's dims are the batch dims, then
   // lhs's free dims, then rhs's; the contraction is read from lhs. Its flops are
   // 2 x (result elements) x (contracted elements).
-  cost::Matmul dot_matmul(const Op& op, const std::vector<TensorSharding>* sh);
+  compute::Matmul dot_matmul(const Op& op, const std::vector<TensorSharding>* sh);
   Error dot(const Op& op, double repeat);
   Error reduce(const Op& op, double repeat);
   Error broadcast(const Op& op, double repeat);

@@ -5,13 +5,13 @@
 
 namespace aoizora::shlo {
 
-std::optional<cost::SplashCall> splash_call(const Op& op,
+std::optional<compute::SplashCall> splash_call(const Op& op,
                                             const std::function<const TensorType&(int)>& type) {
   if (op.name != "stablehlo.custom_call" || op.callee != "tpu_custom_call" ||
       op.attrs.find("kernel_name = \"splash_mha_fwd") == std::string::npos)
     return std::nullopt;
   std::vector<const TensorType*> qkv;
-  cost::SplashCall c;
+  compute::SplashCall c;
   for (int v : op.operands) {
     const TensorType& t = type(v);
     c.io_bytes += t.bytes();
@@ -29,7 +29,7 @@ std::optional<cost::SplashCall> splash_call(const Op& op,
   c.head_dim = static_cast<double>(q[n - 1]);
   c.kv_len = static_cast<double>(k[n - 2]);
   c.head_dim_v = static_cast<double>(v[n - 1]);
-  c.block_q = static_cast<double>(cost::kernel_block_size(op.attrs, "block_q"));
+  c.block_q = static_cast<double>(compute::kernel_block_size(op.attrs, "block_q"));
   c.kv_bytes = qkv[1]->bytes() + qkv[2]->bytes();
   return c;
 }

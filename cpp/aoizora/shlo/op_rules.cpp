@@ -13,13 +13,13 @@
 
 namespace aoizora::shlo::detail {
 
-cost::Matmul Builder::dot_matmul(const Op& op, const std::vector<TensorSharding>* sh) {
+compute::Matmul Builder::dot_matmul(const Op& op, const std::vector<TensorSharding>* sh) {
   const TensorType& lt = type(op.operands[0]);
   auto lc = attr_int_list(op.attrs, "contracting_dims", 0);
   if (!lc) lc = attr_int_list(op.attrs, "lhs_contracting_dimensions");
   auto lb = attr_int_list(op.attrs, "batching_dims", 0);
   if (!lb) lb = attr_int_list(op.attrs, "lhs_batching_dimensions");
-  cost::Matmul mm{1, 1, 1, 1};
+  compute::Matmul mm{1, 1, 1, 1};
   std::vector<int64_t> ls = sh ? local_shape(dag_.meshes, lt, (*sh)[0]) : lt.shape;
   if (lc)
     for (int64_t d : *lc) mm.k *= static_cast<double>(ls.at(static_cast<size_t>(d)));
@@ -53,7 +53,7 @@ Error Builder::dot(const Op& op, double repeat) {
   ShardState sl = bring(l, rule.lhs, op, repeat, CommOrigin::kReshard, &dl);
   ShardState sr = bring(r, rule.rhs, op, repeat, CommOrigin::kReshard, &dr);
   std::vector<TensorSharding> sh{sl.sharding, rule.result};
-  const cost::Matmul mm = dot_matmul(op, &sh);
+  const compute::Matmul mm = dot_matmul(op, &sh);
   ShardState out;
   out.sharding = rule.result;
   out.partial = rule.partial;
@@ -61,7 +61,7 @@ Error Builder::dot(const Op& op, double repeat) {
   double bytes = local_bytes(dag_.meshes, type(l), sl) + local_bytes(dag_.meshes, type(r), sr) +
                  local_bytes(dag_.meshes, type(res), out);
   DagNode c;
-  c.flops = cost::matmul_flops(mm);
+  c.flops = compute::matmul_flops(mm);
   c.matmuls = {mm};
   c.bytes = bytes;
   int node = emit(std::move(c), repeat, op, {dl, dr});

@@ -57,7 +57,7 @@ int Builder::emit(DagNode n, double repeat, const Op& op, const std::vector<int>
 }
 
 int Builder::compute(const Op& op, double repeat, double flops, double bytes, bool opaque,
-                     std::vector<cost::Matmul> matmuls) {
+                     std::vector<compute::Matmul> matmuls) {
   if (flops <= 0 && bytes <= 0 && !opaque) return -1;
   DagNode n;
   n.flops = flops;

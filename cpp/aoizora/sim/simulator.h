@@ -4,7 +4,7 @@
 //
 // The model, per chip (the chip of partition p is placement.device_of[p]):
 //   - ops run in schedule order; a compute op takes its roofline time, its matmuls padded
-//     to the MXU at the profile's efficiency (cost/mxu.h; cost::op_seconds, as in Q2);
+//     to the MXU at the profile's efficiency (compute/mxu.h; cost::op_seconds, as in Q2);
 //   - a collective starts on a group once every member has reached it (its sync op or its
 //     -start op); it then waits its fixed latency (SimOptions::collective_overhead, else the profile's
 //     collective_latency of its kind) and plays the flows of

@@ -51,8 +51,8 @@ struct ChipSpec {
   double hbm_bandwidth = 0;      // bytes/s
   double link_bandwidth = 0;     // usable one-way bytes/s per directed link
   double hop_latency = 1e-6;     // seconds per hop
-  int mxu_size = 128;            // MXU tile edge: matmul dims pad to it (cost/mxu.h)
-  double mxu_efficiency = 1.0;   // fraction of the padded peak a matmul reaches (cost/mxu.h)
+  int mxu_size = 128;            // MXU tile edge: matmul dims pad to it (compute/mxu.h)
+  double mxu_efficiency = 1.0;   // fraction of the padded peak a matmul reaches (compute/mxu.h)
   double dma_fixed_seconds = 0;  // fixed cost of one remote DMA; unused yet (0 = not modelled)
   CollectiveLatency collective_latency;
   GroupAlgorithms algorithms;

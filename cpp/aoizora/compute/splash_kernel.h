@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "aoizora/cost/mxu.h"
+#include "aoizora/compute/mxu.h"
 
-namespace aoizora::cost {
+namespace aoizora::compute {
 
 struct SplashCall {
   double batch_heads = 0;  // B x H of one call
@@ -29,7 +29,7 @@ inline double splash_flops(const SplashCall& c) {
   return 2 * c.batch_heads * c.q_len * c.kv_len * (c.head_dim + c.head_dim_v);
 }
 
-// The kernel's two matmuls per (batch, head) as the MXU runs them (cost/mxu.h): scores
+// The kernel's two matmuls per (batch, head) as the MXU runs them (compute/mxu.h): scores
 // Q K^T ([Sq, D] x [D, Skv]) and P V ([Sq, Skv] x [Skv, Dv]).
 inline std::vector<Matmul> splash_matmuls(const SplashCall& c) {
   return {Matmul{c.q_len, c.kv_len, c.head_dim, c.batch_heads},
@@ -65,4 +65,4 @@ inline int64_t kernel_block_size(std::string_view text, std::string_view key) {
   return 0;
 }
 
-}  // namespace aoizora::cost
+}  // namespace aoizora::compute

@@ -20,7 +20,7 @@
 
 #include "aoizora/topo/chip_spec.h"
 
-namespace aoizora::cost {
+namespace aoizora::compute {
 
 // `count` independent matmuls [m,k] x [k,n] (a batch, or heads), per device.
 struct Matmul {
@@ -52,4 +52,4 @@ inline double compute_seconds(double flops, double bytes, const std::vector<Matm
   return std::max(t_flops, t_bytes);
 }
 
-}  // namespace aoizora::cost
+}  // namespace aoizora::compute
