@@ -26,7 +26,10 @@ T unwrap(Result<T> result) {
 
 void bind_base(nanobind::module_& m);
 void bind_hlo(nanobind::module_& m);
-void bind_topo(nanobind::module_& m);   // topo/, place/, cost/ (Q2) and stage2/
+void bind_topo(nanobind::module_& m);
+void bind_place(nanobind::module_& m);
+void bind_cost(nanobind::module_& m);    // flows and Q2
+void bind_stage2(nanobind::module_& m);  // the placement search
 void bind_sim(nanobind::module_& m);
 void bind_shlo(nanobind::module_& m);
 

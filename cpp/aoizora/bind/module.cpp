@@ -5,6 +5,9 @@ NB_MODULE(_core, m) {
   aoizora::bind::bind_base(m);
   aoizora::bind::bind_hlo(m);
   aoizora::bind::bind_topo(m);
+  aoizora::bind::bind_place(m);
+  aoizora::bind::bind_cost(m);
+  aoizora::bind::bind_stage2(m);
   aoizora::bind::bind_sim(m);
   aoizora::bind::bind_shlo(m);
 }
