@@ -31,6 +31,6 @@ void bind_place(nanobind::module_& m);
 void bind_cost(nanobind::module_& m);    // flows and Q2
 void bind_stage2(nanobind::module_& m);  // the placement search
 void bind_sim(nanobind::module_& m);
-void bind_shlo(nanobind::module_& m);
+void bind_stage1(nanobind::module_& m);
 
 }  // namespace aoizora::bind

@@ -9,5 +9,5 @@ NB_MODULE(_core, m) {
   aoizora::bind::bind_cost(m);
   aoizora::bind::bind_stage2(m);
   aoizora::bind::bind_sim(m);
-  aoizora::bind::bind_shlo(m);
+  aoizora::bind::bind_stage1(m);
 }

@@ -106,7 +106,7 @@ nb::dict to_dict(const stage1::Stage1Result& r, bool with_nodes) {
 
 }  // namespace
 
-void bind_shlo(nb::module_& m) {
+void bind_stage1(nb::module_& m) {
   m.def(
       "analyze_stablehlo",
       [](std::string_view text, nb::kwargs kw) {
