@@ -1,4 +1,4 @@
-"""A saved plan (aoizora.plan/1, plan.py) checked against its schema before use.
+"""A saved plan (aoizora.plan/1, plan_format.py) checked against its schema before use.
 
     load(path, flag="--plan") -> plan.Plan; UserError (one line) naming the first field that
         is missing or of the wrong type, or a choice that contradicts itself (mesh size,
@@ -60,7 +60,7 @@ def check_choice(c, where: str) -> None:
 
 
 def check(d) -> None:
-    from aoizora.plan import SCHEMA
+    from aoizora.plan_format import SCHEMA
 
     if not isinstance(d, dict):
         raise ValueError(f"expected a JSON object of schema {SCHEMA}")
@@ -85,7 +85,7 @@ def check(d) -> None:
 
 
 def load(path: str, flag: str = "--plan"):
-    from aoizora.plan import Plan
+    from aoizora.plan_format import Plan
 
     text = read_text(path, flag, "plan JSON file")
     try:

@@ -28,7 +28,7 @@ from aoizora.compiler import Job, Outcome, run_jobs, runs_in_process
 from aoizora.prefetch import Prefetch
 from aoizora.errors import NoFitError, UserError
 from aoizora.models.base import FunctionSpec
-from aoizora.plan import Choice, Plan
+from aoizora.plan_format import Choice, Plan
 from aoizora.stage2 import Pair, Stage2, UnknownTripCount
 
 # How many of the best pairs by Q2 the simulator re-judges before the final choice.

@@ -13,7 +13,7 @@ from aoizora.block_timeline import block_timeline
 from aoizora.errors import UserError
 from aoizora.placement import axis_groups_on_chips
 from aoizora.placement_words import axis_shapes, placement_in_words
-from aoizora.plan import Choice
+from aoizora.plan_format import Choice
 from aoizora.strategies import Candidate
 
 

@@ -187,7 +187,7 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
     from types import SimpleNamespace
 
     from aoizora import planner
-    from aoizora.plan import Choice
+    from aoizora.plan_format import Choice
 
     out = _planned("tpu7x:2x2x1")
     tuned = "dp2-usp2x2w-b6400x2048x1024"

@@ -19,7 +19,7 @@ import pytest
 from aoizora import measurements
 from aoizora.errors import UserError
 from aoizora.measure import collectives, local_slice, plan_run, platform, sizes
-from aoizora.plan import Plan
+from aoizora.plan_format import Plan
 from test_bad_input import refused, run
 
 TINY_PLAN = Path(__file__).parents[1] / "data" / "plans" / "wan_tiny.v5e_2x2.json"

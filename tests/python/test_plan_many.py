@@ -17,7 +17,7 @@ import pytest
 
 from aoizora import cli, strategies
 from aoizora.errors import UserError
-from aoizora.plan import Plan
+from aoizora.plan_format import Plan
 from aoizora.settings_file import load
 
 SETTINGS = """\

@@ -23,7 +23,7 @@ import pytest
 
 from aoizora import cli, tpu
 from aoizora.models import get_model, get_workload
-from aoizora.plan import Plan
+from aoizora.plan_format import Plan
 
 TOPOLOGY = "v5e:2x4"
 PRESETS = {  # name: (video, tokens per sample at 1 frame)

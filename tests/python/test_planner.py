@@ -15,7 +15,7 @@ from aoizora import compiler, kernels, planner, tpu
 from aoizora.cache import Cache
 from aoizora.errors import UserError
 from aoizora.models import get_model, get_workload, wan
-from aoizora.plan import Plan
+from aoizora.plan_format import Plan
 
 TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
 

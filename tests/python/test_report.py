@@ -15,7 +15,7 @@ import pytest
 from aoizora import _core, planner, step_split
 from aoizora.cache import Cache
 from aoizora.placement_words import axis_shapes, group_shape, placement_in_words
-from aoizora.plan import Choice, Plan
+from aoizora.plan_format import Choice, Plan
 from aoizora.report import render
 
 TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")

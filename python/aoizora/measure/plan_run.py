@@ -102,7 +102,7 @@ def _run_pair(row: Row, c, choice, model, workload, devs, repeats: int) -> None:
     from jax.errors import JaxRuntimeError
 
     from aoizora import compiler
-    from aoizora.plan import mesh_from_coords
+    from aoizora.plan_format import mesh_from_coords
 
     mesh = mesh_from_coords(choice.device_coords, choice.mesh_shape, choice.axis_names, devs,
                             choice.chip_ids)

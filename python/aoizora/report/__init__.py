@@ -12,7 +12,7 @@ block timeline), tables.py (the tables).
 from __future__ import annotations
 
 from aoizora.atomic import write_atomic
-from aoizora.plan import Plan
+from aoizora.plan_format import Plan
 from aoizora.report.page import render
 from aoizora.report.slices import slice_svg
 

@@ -19,7 +19,7 @@ import html
 import os
 from typing import Any
 
-from aoizora.plan import Choice, Plan
+from aoizora.plan_format import Choice, Plan
 from aoizora.report import charts, tables
 from aoizora.report.slices import scale_svg, slice_svg
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from aoizora.plan import Choice
+from aoizora.plan_format import Choice
 from aoizora.report.slices import logical_coords
 
 CHOICE_HEADER = ("<tr><th></th><th>sharding</th><th>mesh</th><th>attention kernel</th>"

@@ -1,6 +1,7 @@
-"""The plan AoiZora hands back: a logical sharding plus a physical placement, with the
-figures that chose it. It round-trips through JSON (versioned schema) and turns into a
-`jax.sharding.Mesh` whose device order *is* the placement, so JAX runs it unchanged.
+"""The plan document (aoizora.plan/1) AoiZora hands back: a logical sharding plus a
+physical placement, with the figures that chose it. It round-trips through JSON (versioned
+schema) and turns into a `jax.sharding.Mesh` whose device order *is* the placement, so JAX
+runs it unchanged.
 
 Latencies in a plan are predicted (Q1, Q2) or simulated (flow-level simulator) on the
 model of the chip generation; none is measured.
