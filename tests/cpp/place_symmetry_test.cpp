@@ -13,18 +13,13 @@
 #include "aoizora/cost/q2.h"
 #include "aoizora/sim/simulator.h"
 #include "aoizora/topo/catalog.h"
+#include "place_test_support.h"
 #include "sim_testing.h"
 
 namespace aoizora::place {
 namespace {
 
 using hlo::CollectiveKind;
-
-topo::Topology must(const std::string& name) {
-  Result<topo::Topology> t = topo::make_topology(name);
-  EXPECT_TRUE(t.ok()) << name;
-  return std::move(t).value();
-}
 
 // The chip at coords (x, y, z) after g.
 int image_at(const topo::Topology& t, const std::vector<int>& g, std::array<int, 3> c) {

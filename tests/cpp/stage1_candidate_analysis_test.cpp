@@ -166,5 +166,26 @@ TEST(ShloStage1Hardware, AProfileOfAnotherGenerationIsAnError) {
       << r.error().message;
 }
 
+TEST(ShloStage1, RejectsWhatDoesNotFitWithTheNumbers) {
+  stage1::Stage1Options o;
+  o.chip.hbm_bytes = 4e6;  // 4 MB chips: the matmul's 3.67 MB of parameters + activations do not fit
+  o.hbm_usable_fraction = 1.0;
+  Result<stage1::Stage1Result> r = stage1::analyze_stablehlo(testdata::kMatmul, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_FALSE(r->fits);
+  EXPECT_NE(r->reject_reason.find("parameters 0.00 GB"), std::string::npos) << r->reject_reason;
+  EXPECT_NE(r->reject_reason.find("usable HBM"), std::string::npos);
+  o.chip.hbm_bytes = 16e9;
+  r = stage1::analyze_stablehlo(testdata::kMatmul, o);
+  EXPECT_TRUE(r->fits);
+  EXPECT_TRUE(r->reject_reason.empty());
+  EXPECT_DOUBLE_EQ(r->comm_bytes_by_kind.at("reduce-scatter"), 512.0 * 2048 * 2);
+  EXPECT_DOUBLE_EQ(r->comm_count_by_kind.at("all-gather"), 2);
+  EXPECT_GT(r->q1_seconds, 0);
+  EXPECT_GE(r->q1_seconds, r->compute_seconds);
+  o.topology = "v5e:9x9x9";
+  EXPECT_FALSE(stage1::analyze_stablehlo(testdata::kMatmul, o).ok());
+}
+
 }  // namespace
 }  // namespace aoizora::stage1
