@@ -7,7 +7,7 @@
 namespace aoizora::hlo {
 namespace {
 
-TEST(HloParser, Shapes) {
+TEST(HloParser, ShapesParseWithLayoutsAndTuplesAndMalformedOnesFail) {
   auto s = parse_shape("bf16[256,1024]{1,0:T(8,128)(2,1)S(1)}");
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   EXPECT_EQ(s->type, PrimitiveType::kBF16);

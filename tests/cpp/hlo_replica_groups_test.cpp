@@ -11,7 +11,7 @@ Groups parse(std::string_view s) {
   return r.ok() ? *r : Groups{};
 }
 
-TEST(HloReplicaGroups, Explicit) {
+TEST(HloReplicaGroups, ExplicitListsParseAsWrittenWithSpacesOrEmpty) {
   EXPECT_EQ(parse("{{0,1},{2,3}}"), (Groups{{0, 1}, {2, 3}}));
   EXPECT_EQ(parse("{ {0, 4} , {1,5} }"), (Groups{{0, 4}, {1, 5}}));
   EXPECT_EQ(parse("{}"), Groups{});

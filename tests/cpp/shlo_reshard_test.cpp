@@ -10,7 +10,7 @@
 namespace aoizora::shlo {
 namespace {
 
-TEST(ShloReshard, ClosedForms) {
+TEST(ShloReshard, DroppingAnAxisGathersAddingOneIsFreeAndPartialSumsReduce) {
   MeshTable t{{Mesh{"mesh", {{"x", 4}, {"y", 2}}}}};
   TensorType ty{"bf16", {64, 32}, 2};
   auto sh = [](std::vector<std::vector<std::string>> dims) {
