@@ -5,6 +5,8 @@
 // (instance, flow id) to it, handed back when it drains.
 #pragma once
 
+#include <algorithm>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -28,19 +30,45 @@ class FlowNetwork {
   // `timeline` (may be null) receives link rate samples.
   FlowNetwork(const topo::Topology& topology, const RouteTable& routes, Timeline* timeline);
 
-  void add(int inst, int flow, int route, double bytes);
+  void add(int inst, int flow, int route, double bytes) {
+    active_.push_back(ActiveFlow{inst, flow, route, bytes, 0});
+    changed_ = true;
+  }
   // The earliest time an active flow drains, given they were last advanced to `last`;
   // +infinity when none is moving.
-  double next_drain(double last) const;
+  double next_drain(double last) const {
+    double t = std::numeric_limits<double>::infinity();
+    for (const ActiveFlow& a : active_)
+      if (a.rate > 0) t = std::min(t, last + a.remaining / a.rate);
+    return t;
+  }
   // Moves every flow on by dt to time t; those drained (to a relative tolerance) are removed
   // and appended to `drained`.
-  void advance(double dt, double t, std::vector<ActiveFlow>& drained);
+  void advance(double dt, double t, std::vector<ActiveFlow>& drained) {
+    const double tol = 1e-12 * std::max(t, 1e-9);
+    size_t keep = 0;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      ActiveFlow a = active_[i];
+      a.remaining -= a.rate * dt;
+      if (a.remaining <= 0 || (a.rate > 0 && a.remaining / a.rate <= tol)) {
+        drained.push_back(a);
+        changed_ = true;
+      } else {
+        active_[keep++] = a;
+      }
+    }
+    active_.resize(keep);
+  }
   // Re-solves the rates at `now` if a flow started or drained since the last solve.
-  void solve_if_changed(double now);
+  void solve_if_changed(double now) {
+    if (changed_) solve(now);
+  }
 
   const std::vector<double>& capacity() const { return solver_.capacity(); }
 
  private:
+  void solve(double now);
+
   const RouteTable& routes_;
   MaxMinSolver solver_;
   Timeline* timeline_;
