@@ -17,6 +17,10 @@ struct Error {
 
   // "file:line:column: message", leaving out the parts that are unknown.
   std::string to_string() const;
+
+  // An error about the caller's input that has no place in a file (a placement, a mesh, a
+  // program's groups): the message alone.
+  static Error invalid(std::string message) { return Error{std::move(message), "", 0, 0}; }
 };
 
 template <typename T>

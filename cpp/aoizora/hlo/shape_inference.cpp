@@ -38,7 +38,6 @@ bool in(std::string_view op, const std::string_view* list, size_t n) {
   return std::find(list, list + n, op) != list + n;
 }
 
-Error fail(std::string message) { return Error{std::move(message), "", 0, 0}; }
 
 // "{1,0}" or "1" -> {1, 0} / {1}; nullopt-like false on anything else.
 bool int_list(std::string_view v, std::vector<int64_t>* out) {
@@ -77,7 +76,7 @@ Result<Shape> dot(const Instruction& ins, const Shape& lhs, const Shape& rhs) {
   if (!int_list(ins.attr("lhs_batch_dims"), &lb) || !int_list(ins.attr("rhs_batch_dims"), &rb) ||
       !int_list(ins.attr("lhs_contracting_dims"), &lc) ||
       !int_list(ins.attr("rhs_contracting_dims"), &rc))
-    return fail("dot: unreadable dimension numbers");
+    return Error::invalid("dot: unreadable dimension numbers");
   auto valid = [](const std::vector<int64_t>& d, const Shape& s) {
     for (int64_t x : d)
       if (x < 0 || x >= static_cast<int64_t>(s.dims.size())) return false;
@@ -85,7 +84,7 @@ Result<Shape> dot(const Instruction& ins, const Shape& lhs, const Shape& rhs) {
   };
   if (!valid(lb, lhs) || !valid(lc, lhs) || !valid(rb, rhs) || !valid(rc, rhs) ||
       lb.size() != rb.size())
-    return fail("dot: dimension numbers out of the operands' ranks");
+    return Error::invalid("dot: dimension numbers out of the operands' ranks");
   std::vector<int64_t> dims;
   for (int64_t d : lb) dims.push_back(lhs.dims[d]);
   auto free = [&](const Shape& s, const std::vector<int64_t>& b, const std::vector<int64_t>& c) {
@@ -102,7 +101,7 @@ Result<Shape> dot(const Instruction& ins, const Shape& lhs, const Shape& rhs) {
 Result<Shape> reduce(const Instruction& ins, const Computation& comp, const HloModule& m) {
   std::vector<int64_t> reduced;
   if (!int_list(ins.attr("dimensions"), &reduced) || ins.called.empty() || ins.operands.empty())
-    return fail("reduce: needs dimensions= and to_apply=");
+    return Error::invalid("reduce: needs dimensions= and to_apply=");
   const size_t n = ins.operands.size() / 2;
   const Computation& f = m.computations[ins.called[0]];
   const Shape& root = f.instructions[f.root].shape;
@@ -125,10 +124,10 @@ Result<Shape> reshaping(const Instruction& ins, const Shape& a, const Computatio
   const std::string_view op = ins.opcode;
   if (op == "transpose") {
     if (!int_list(ins.attr("dimensions"), &d) || d.size() != a.dims.size())
-      return fail("transpose: dimensions= must permute the operand's dimensions");
+      return Error::invalid("transpose: dimensions= must permute the operand's dimensions");
     std::vector<int64_t> dims;
     for (int64_t x : d) {
-      if (x < 0 || x >= static_cast<int64_t>(a.dims.size())) return fail("transpose: bad dimension");
+      if (x < 0 || x >= static_cast<int64_t>(a.dims.size())) return Error::invalid("transpose: bad dimension");
       dims.push_back(a.dims[x]);
     }
     return with_dims(a.type, std::move(dims));
@@ -136,12 +135,12 @@ Result<Shape> reshaping(const Instruction& ins, const Shape& a, const Computatio
   // concatenate
   if (!int_list(ins.attr("dimensions"), &d) || d.size() != 1 || d[0] < 0 ||
       d[0] >= static_cast<int64_t>(a.dims.size()))
-    return fail("concatenate: needs one dimension in dimensions=");
+    return Error::invalid("concatenate: needs one dimension in dimensions=");
   Shape out = with_dims(a.type, a.dims);
   out.dims[d[0]] = 0;
   for (int k : ins.operands) {
     const Shape& s = comp.instructions[k].shape;
-    if (s.dims.size() != a.dims.size()) return fail("concatenate: operands of different ranks");
+    if (s.dims.size() != a.dims.size()) return Error::invalid("concatenate: operands of different ranks");
     out.dims[d[0]] += s.dims[d[0]];
   }
   return out;
@@ -155,7 +154,7 @@ Result<Shape> pad(const Instruction& ins, const Shape& a) {
     int64_t v[3] = {0, 0, 0};
     for (int k = 0; k < 3 && p < cfg.size(); ++k) {
       auto [ptr, ec] = std::from_chars(cfg.data() + p, cfg.data() + cfg.size(), v[k]);
-      if (ec != std::errc()) return fail("pad: unreadable padding=");
+      if (ec != std::errc()) return Error::invalid("pad: unreadable padding=");
       p = static_cast<size_t>(ptr - cfg.data());
       if (p < cfg.size() && cfg[p] == '_') ++p;
       else break;
@@ -190,12 +189,12 @@ Result<Shape> infer_shape(const Instruction& ins, const Computation& comp, const
   if (op == "partition-id" || op == "replica-id") return with_dims(PrimitiveType::kU32, {});
   if (op == "get-dimension-size") return with_dims(PrimitiveType::kS32, {});
   if (op == "call" || op == "conditional") {
-    if (ins.called.empty()) return fail(std::string(op) + ": calls no computation");
+    if (ins.called.empty()) return Error::invalid(std::string(op) + ": calls no computation");
     const Computation& f = m.computations[ins.called.back()];
     return f.instructions[f.root].shape;
   }
   if (op == "reduce") return reduce(ins, comp, m);
-  if (!need(1)) return fail("'" + std::string(op) + "' without operands: write its shape");
+  if (!need(1)) return Error::invalid("'" + std::string(op) + "' without operands: write its shape");
   const Shape& a = operand(0);
   if (in(op, kSameAsOperand, std::size(kSameAsOperand))) {
     if (n == 2 && a.dims.empty() && !operand(1).dims.empty()) return operand(1);
@@ -211,7 +210,7 @@ Result<Shape> infer_shape(const Instruction& ins, const Computation& comp, const
     std::vector<int64_t> index;
     if (!int_list(ins.attr("index"), &index) || index.size() != 1 || !a.is_tuple() ||
         index[0] < 0 || index[0] >= static_cast<int64_t>(a.tuple.size()))
-      return fail("get-tuple-element: index= out of the operand's tuple");
+      return Error::invalid("get-tuple-element: index= out of the operand's tuple");
     return a.tuple[index[0]];
   }
   if (op == "transpose" || op == "concatenate") return reshaping(ins, a, comp);
@@ -228,8 +227,8 @@ Result<Shape> infer_shape(const Instruction& ins, const Computation& comp, const
     const Computation& f = m.computations[ins.called[0]];
     return with_dims(f.instructions[f.root].shape.type, a.dims);
   }
-  return fail("the result shape of '" + std::string(op) +
-              "' is not inferred here (XLA would infer it): write it");
+  return Error::invalid("the result shape of '" + std::string(op) +
+                        "' is not inferred here (XLA would infer it): write it");
 }
 
 }  // namespace aoizora::hlo

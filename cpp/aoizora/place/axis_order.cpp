@@ -9,8 +9,6 @@
 namespace aoizora::place {
 namespace {
 
-Error fail(std::string m) { return Error{std::move(m), "", 0, 0}; }
-
 // Ordered factorisations of n into factors > 1 (major first), shortest first.
 std::vector<std::vector<int>> compositions(int n) {
   std::vector<std::vector<int>> out;
@@ -76,15 +74,15 @@ Placement axis_order_placement(const AxisOrder& order, const topo::Topology& t) 
 Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
                                                      const MeshShape& mesh,
                                                      const AxisOrderOptions& options) {
-  if (!t.is_grid()) return fail("axis orders need a grid topology; " + t.name + " is not one");
+  if (!t.is_grid()) return Error::invalid("axis orders need a grid topology; " + t.name + " is not one");
   int64_t size = 1;
   for (int m : mesh) {
-    if (m < 1) return fail("mesh axis sizes must be positive");
+    if (m < 1) return Error::invalid("mesh axis sizes must be positive");
     size *= m;
   }
   if (size != t.num_devices())
-    return fail("mesh of " + std::to_string(size) + " devices on " + t.name + " with " +
-                std::to_string(t.num_devices()) + " devices: sizes must match");
+    return Error::invalid("mesh of " + std::to_string(size) + " devices on " + t.name + " with " +
+                          std::to_string(t.num_devices()) + " devices: sizes must match");
   const auto symmetries =
       options.remove_symmetric ? route_symmetries(t) : std::vector<std::vector<int>>{};
   const std::array<int, topo::kDeviceAxes> dims = t.device_dims();

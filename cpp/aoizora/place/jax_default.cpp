@@ -10,8 +10,6 @@
 namespace aoizora::place {
 namespace {
 
-Error fail(std::string m) { return Error{std::move(m), "", 0, 0}; }
-
 // mesh_utils' physical-order tables.
 const std::vector<int> kTray2x2Ring = {0, 1, 3, 2};
 const std::vector<int> kTray4x4Ring = {0, 1, 2, 3, 7, 6, 5, 9, 10, 11, 15, 14, 13, 12, 8, 4};
@@ -160,7 +158,7 @@ Result<std::vector<Column>> split_assignment(const Phys& phys, const MeshShape& 
       }
     };
     product(0);
-    if (!best) return fail("jax cannot split the physical axes to fit logical axis " + std::to_string(l));
+    if (!best) return Error::invalid("jax cannot split the physical axes to fit logical axis " + std::to_string(l));
     for (size_t p = 0; p < P; ++p) a[p][l] = (*best)[p];
   }
   return a;
@@ -170,12 +168,12 @@ Result<std::vector<Column>> split_assignment(const Phys& phys, const MeshShape& 
 
 Result<Placement> create_device_mesh(const topo::Topology& t, const MeshShape& mesh,
                                      bool allow_split_physical_axes) {
-  if (!t.is_grid()) return fail("the JAX default order needs a grid topology");
+  if (!t.is_grid()) return Error::invalid("the JAX default order needs a grid topology");
   int64_t size = 1;
   for (int m : mesh) size *= m;
   if (size != t.num_devices())
-    return fail("Number of devices " + std::to_string(t.num_devices()) +
-                " must equal the product of mesh_shape (" + std::to_string(size) + ")");
+    return Error::invalid("Number of devices " + std::to_string(t.num_devices()) +
+                          " must equal the product of mesh_shape (" + std::to_string(size) + ")");
   if (auto p = kind_handler(t, mesh)) {
     if (mesh.empty() || p->device_of.size() == static_cast<size_t>(size)) return *p;
   }
@@ -213,9 +211,9 @@ Result<Placement> create_device_mesh(const topo::Topology& t, const MeshShape& m
     }
     if (!found && mesh[l] > 1) {
       if (!allow_split_physical_axes)
-        return fail("Failed to find assignment for logical_axis_index " + std::to_string(l) +
-                    " of size " + std::to_string(mesh[l]) +
-                    " (jax raises NotImplementedError; jax.make_mesh splits axes only on v5e)");
+        return Error::invalid("Failed to find assignment for logical_axis_index " + std::to_string(l) +
+                              " of size " + std::to_string(mesh[l]) +
+                              " (jax raises NotImplementedError; jax.make_mesh splits axes only on v5e)");
       need_split = true;
     }
   }
@@ -233,7 +231,7 @@ Result<Placement> create_device_mesh(const topo::Topology& t, const MeshShape& m
     std::sort(sorted.begin(), sorted.end());
     for (int p = 0; p < P; ++p) all[static_cast<size_t>(p)] = p;
     if (sorted != all)
-      return fail("jax's transpose of the physical mesh would not cover every axis for this mesh shape");
+      return Error::invalid("jax's transpose of the physical mesh would not cover every axis for this mesh shape");
   } else {
     Result<std::vector<Column>> a = split_assignment(phys, mesh);
     if (!a.ok()) return a.error();

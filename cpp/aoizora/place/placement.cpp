@@ -5,8 +5,6 @@
 namespace aoizora::place {
 namespace {
 
-Error fail(std::string m) { return Error{std::move(m), "", 0, 0}; }
-
 std::string coords_text(const topo::DeviceCoords& c, int cores_per_chip) {
   std::string out = "(" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + ", " + std::to_string(c[2]);
   if (cores_per_chip > 1) out += ", core " + std::to_string(c[3]);
@@ -21,10 +19,10 @@ Result<bool> validate(const Placement& p, const topo::Topology& t) {
   for (size_t i = 0; i < p.device_of.size(); ++i) {
     const int d = p.device_of[i];
     if (d < 0 || d >= n)
-      return fail("placement '" + p.name + "' puts partition " + std::to_string(i) + " on device " +
-                  std::to_string(d) + ", outside 0.." + std::to_string(n - 1));
+      return Error::invalid("placement '" + p.name + "' puts partition " + std::to_string(i) + " on device " +
+                            std::to_string(d) + ", outside 0.." + std::to_string(n - 1));
     if (used[static_cast<size_t>(d)]++)
-      return fail("placement '" + p.name + "' puts two partitions on device " + std::to_string(d));
+      return Error::invalid("placement '" + p.name + "' puts two partitions on device " + std::to_string(d));
   }
   return true;
 }
@@ -36,7 +34,7 @@ Result<Placement> placement_from_coords(const topo::Topology& t,
   p.name = std::move(name);
   for (const auto& c : coords) {
     const int id = t.device_at(c);
-    if (id < 0) return fail("no device at " + coords_text(c, t.cores_per_chip()) + " in " + t.name);
+    if (id < 0) return Error::invalid("no device at " + coords_text(c, t.cores_per_chip()) + " in " + t.name);
     p.device_of.push_back(id);
   }
   Result<bool> ok = validate(p, t);
