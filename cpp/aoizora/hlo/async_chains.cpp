@@ -1,5 +1,6 @@
 #include "aoizora/hlo/async_chains.h"
 
+#include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/op_cost.h"
 
 namespace aoizora::hlo {
@@ -15,7 +16,7 @@ std::vector<int> AsyncChains::chained(const HloModule& m, const std::vector<Foun
   for (const Found& f : found) {
     const Computation& comp = m.computations[f.comp];
     const Instruction& inner = comp.instructions[f.index];
-    auto channel = to_int(inner.attr("channel_id"));
+    auto channel = attribute_int(inner.attr("channel_id"));
     auto it = channel ? open_.find(*channel) : open_.end();
     if (it == open_.end()) return {};
     int64_t operand_bytes = 0;

@@ -100,4 +100,11 @@ std::vector<int64_t> attribute_ints(std::string_view v) {
   return out;
 }
 
+std::optional<int64_t> attribute_int(std::string_view s) {
+  int64_t v;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 }  // namespace aoizora::hlo

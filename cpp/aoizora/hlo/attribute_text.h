@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -34,5 +35,8 @@ size_t mesh_value_continues(std::string_view text, size_t value_begin, size_t co
 // The whole numbers of an attribute value, in order, whatever separates them:
 // "{1,2}" -> [1, 2]. Lenient (for cost estimates): signs and junk are skipped.
 std::vector<int64_t> attribute_ints(std::string_view value);
+
+// A value that is one whole number, all of it ("7", "-1"), or nullopt ("7}", "", "x").
+std::optional<int64_t> attribute_int(std::string_view value);
 
 }  // namespace aoizora::hlo

@@ -1,8 +1,8 @@
 #include "aoizora/hlo/collective_instruction.h"
 
-#include <charconv>
 #include <utility>
 
+#include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/replica_groups.h"
 
 namespace aoizora::hlo {
@@ -31,13 +31,6 @@ bool is_collective_done(std::string_view op) {
          op == "all-to-all-done";
 }
 
-std::optional<int64_t> to_int(std::string_view s) {
-  int64_t v;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 Result<Collective> read_collective(const HloModule& m, const Found& f, const Instruction& caller,
                                    bool async, const CollectiveSite& site,
                                    const std::string& filename) {
@@ -57,7 +50,7 @@ Result<Collective> read_collective(const HloModule& m, const Found& f, const Ins
   col.start_op = col.done_op = site.op;
   std::string_view channel = ins.attr("channel_id");
   if (!channel.empty()) {
-    if (auto v = to_int(channel)) col.channel_id = *v;
+    if (auto v = attribute_int(channel)) col.channel_id = *v;
   }
   for (int k : ins.operands)
     if (k >= 0) col.operand_bytes += comp.instructions[k].shape.byte_size();

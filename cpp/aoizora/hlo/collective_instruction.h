@@ -23,8 +23,6 @@ std::optional<CollectiveKind> collective_kind(std::string_view opcode);
 bool is_async_start(std::string_view opcode);
 // A -done of a collective ("all-gather-done", ...); not async-done.
 bool is_collective_done(std::string_view opcode);
-// A whole decimal number spanning all of `s`, or nullopt.
-std::optional<int64_t> to_int(std::string_view s);
 
 // A collective instruction found somewhere in the module: computation and index.
 struct Found {

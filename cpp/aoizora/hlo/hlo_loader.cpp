@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "aoizora/hlo/async_chains.h"
+#include "aoizora/hlo/attribute_text.h"
 #include "aoizora/hlo/collective_instruction.h"
 #include "aoizora/hlo/device_count.h"
 #include "aoizora/hlo/hlo_module.h"
@@ -101,7 +102,7 @@ class Builder {
         // Parameters of the callee stand for the call's operands.
         for (size_t k = 0; k < cc.instructions.size(); ++k) {
           if (cc.instructions[k].opcode != "parameter") continue;
-          auto p = to_int(cc.instructions[k].raw_operands);
+          auto p = attribute_int(cc.instructions[k].raw_operands);
           if (p && *p >= 0 && static_cast<size_t>(*p) < ins.operands.size() &&
               ins.operands[*p] >= 0)
             where_[callee][k] = where_[c][ins.operands[*p]];

@@ -195,11 +195,10 @@ Result<bool> Parser::header() {
       }
       continue;
     }
-    int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(a.value.data(), a.value.data() + a.value.size(), v);
-    if (ec != std::errc() || ptr != a.value.data() + a.value.size())
+    std::optional<int64_t> n = attribute_int(a.value);
+    if (!n)
       return lx_.expected("an integer " + std::string(a.key), a.value.data() - lx_.text().data());
-    v = (v < 1 || v > (1 << 20)) ? 1 : v;
+    const int64_t v = (*n < 1 || *n > (1 << 20)) ? 1 : *n;
     if (a.key == "num_partitions") m_.num_partitions = v, m_.header.has_num_partitions = true;
     else m_.replica_count = v, m_.header.has_replica_count = true;
   }
