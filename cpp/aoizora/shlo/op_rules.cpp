@@ -4,6 +4,7 @@
 // partial sums) of the result, and the node it costs: flops and MXU matmuls, per-device bytes
 // read and written (0 for what XLA fuses away), or a collective's bytes and mesh axes.
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -291,16 +292,16 @@ namespace {
 // other name (a user's "sx" or "seq_x") is nullopt.
 std::optional<int64_t> synthetic_axis_stride(const std::string& name) {
   const size_t x = name.find('x');
-  if (name.size() < 4 || name[0] != 's' || x == std::string::npos || x < 2 || x + 1 == name.size())
+  if (name.empty() || name[0] != 's' || x == std::string::npos) return std::nullopt;
+  // Both numbers whole and positive: from_chars takes digits (and a '-') and stops at 'x'.
+  int64_t stride = 0, size = 0;
+  const char* mid = name.data() + x;
+  const char* end = name.data() + name.size();
+  const auto s = std::from_chars(name.data() + 1, mid, stride);
+  const auto z = std::from_chars(mid + 1, end, size);
+  if (s.ec != std::errc() || s.ptr != mid || z.ec != std::errc() || z.ptr != end ||
+      stride <= 0 || size <= 0)
     return std::nullopt;
-  auto digits = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i)
-      if (name[i] < '0' || name[i] > '9') return false;
-    return true;
-  };
-  if (!digits(1, x) || !digits(x + 1, name.size()) || x - 1 > 18) return std::nullopt;
-  const int64_t stride = std::stoll(name.substr(1, x - 1));
-  if (stride <= 0) return std::nullopt;
   return stride;
 }
 
