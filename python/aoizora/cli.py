@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 
-from aoizora import __version__, commands
+from aoizora import __version__, commands, hardware_file
 from aoizora.errors import UserError
 
 EXIT_USAGE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 2, 70, 130, 143
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     Parser.json_errors = "--json" in argv
     args = build_parser().parse_args(argv)
+    hardware_file.new_command()   # each command warns once about a harness-check profile
     prog = f"aoizora {args.command}"
     as_json = bool(getattr(args, "json", False))
     main_thread = threading.current_thread() is threading.main_thread()

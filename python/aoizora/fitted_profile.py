@@ -1,13 +1,21 @@
 """The profile `aoizora calibrate` writes: the base profile with the fitted figures, and a
 provenance that says what was fitted, to which points, when, and how well.
 
-    document(fit, measurements_file) -> dict in the aoizora.hardware/1 format, with
-        provenance: fitted true, note, fitted_to (the ids of the points used), fitted_on (the
-        fit's UTC date), fitted_parameters, residuals (id -> {"before", "after"}, the
-        relative error (simulated - measured) / measured on the base and the fitted
-        profile), and, for every fitted figure, its source.
+    document(fit, measurements_file, measured_on=None, harness_check=False) -> dict in the
+        aoizora.hardware/1 format, with provenance: fitted true, note, fitted_to (the ids of
+        the points used), fitted_on (the fit's UTC date), fitted_parameters, residuals (id ->
+        {"before", "after"}, the relative error (simulated - measured) / measured on the base
+        and the fitted profile), and, for every fitted figure, its source. measured_on: where
+        the file says its points were timed (None: published points). harness_check: the
+        points are CPU-device timings (`aoizora measure --platform cpu`); the note then opens
+        with HARNESS_CHECK.
+    harness_check(doc) -> bool: the profile document was fitted to CPU-device timings.
     write(path, doc) -> None: the document as indented JSON, written atomically once the C++
         core's check (topo/profile.h) has read it back.
+
+The profile format has no field for "harness check" (topo/profile.h refuses unknown
+provenance keys), so the mark is the note's first words, HARNESS_CHECK; hardware_file.check
+reads it and every command that loads such a profile says so.
 """
 
 from __future__ import annotations
@@ -19,16 +27,34 @@ import tempfile
 from aoizora import atomic
 from aoizora.fit_parameters import describe as _value
 
+HARNESS_CHECK = "HARNESS CHECK, not a TPU profile: fitted to CPU-device timings"
 
-def document(fit, measurements_file: str) -> dict:
+
+def harness_check(doc: dict) -> bool:
+    prov = doc.get("provenance") if isinstance(doc, dict) else None
+    note = prov.get("note") if isinstance(prov, dict) else None
+    return isinstance(note, str) and note.startswith(HARNESS_CHECK)
+
+
+def _points_phrase(n: int, generation: str, measured_on: str | None, harness: bool) -> str:
+    if harness:
+        return f"{n} CPU-device timings standing in for {generation}"
+    if measured_on:
+        return f"{n} points of {generation} measured on {measured_on}"
+    return f"{n} published measurements of {generation}"
+
+
+def document(fit, measurements_file: str, measured_on: str | None = None,
+             harness_check: bool = False) -> dict:
     doc = json.loads(json.dumps(fit.profile))
     used = [p.id for p in fit.points if p.used]
     fitted = [p for p in fit.parameters if p.fitted]
     kept = [p for p in fit.parameters if not p.fitted]
     prov = dict(doc.get("provenance") or {})
     sources = dict(prov.get("sources") or {})
-    where = (f"fitted by `aoizora calibrate` on {fit.date} to {len(used)} measured points of "
-             f"{fit.generation} ({os.path.basename(measurements_file)}: {', '.join(used)})")
+    points = _points_phrase(len(used), fit.generation, measured_on, harness_check)
+    where = (f"fitted by `aoizora calibrate` on {fit.date} to {points} "
+             f"({os.path.basename(measurements_file)}: {', '.join(used)})")
     latency_parts = []
     for p in fitted:
         line = f"{where}; base {fit.base_label}: {_value(p.unit, p.base)}"
@@ -46,8 +72,7 @@ def document(fit, measurements_file: str) -> dict:
         sources["collective_latency"] = "; ".join(latency_parts) + (
             f"; other kinds: {old}" if old else "")
     before, after = fit.rms_log("before_s"), fit.rms_log("after_s")
-    note = (f"Fitted to {len(used)} published measurements of {fit.generation} by least squares "
-            f"on log time (simulator as the model): "
+    note = (f"Fitted to {points} by least squares on log time (simulator as the model): "
             f"{', '.join(f'{p.name} {_value(p.unit, p.value)}' for p in fitted)}. "
             f"Kept from the base ({fit.base_label}): "
             f"{'; '.join(f'{p.name}: {p.reason}' for p in kept) or 'nothing'}. "
@@ -57,6 +82,9 @@ def document(fit, measurements_file: str) -> dict:
             + "peak FLOP/s and HBM bandwidth (the vendor's figures) and dma_fixed_seconds "
             "(the simulator does not read it)." + "".join(f" Note: {n}." for n in fit.notes
                                            if "kept at the base value" not in n))
+    if harness_check:
+        note = (f"{HARNESS_CHECK} (aoizora measure --platform cpu), a check of the "
+                "measurement harness; its figures describe no TPU. " + note)
     prov.update({
         "fitted": True, "note": note, "fitted_to": used, "fitted_on": fit.date,
         "fitted_parameters": [p.name for p in fitted], "sources": sources,

@@ -315,3 +315,45 @@ def test_bad_base_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+def test_cpu_timings_are_refused_unless_a_harness_check_and_every_loader_says_so(tmp_path,
+                                                                                capsys):
+    """`aoizora measure --platform cpu` timings fit no TPU profile silently: refused in one
+    line; under --harness-check the profile's note says so and each command loading it warns
+    once on stderr."""
+    from aoizora import fitted_profile
+    from aoizora.measure import platform
+
+    points = [_point(f"e-{b}", "all-gather", b, seconds=s, groups=[[0, 1, 2, 3]],
+                     generation="v5e", topology="v5e:2x2")
+              for b, s in ((4096, 3e-4), (1 << 20, 9e-4))]
+    doc = {**_doc(points), "provenance": {"platform": "cpu", "measured_on": platform.HARNESS_NOTE}}
+    m = _bad_file(tmp_path, doc)
+    out = tmp_path / "prof.json"
+    rc = cli.main(["calibrate", str(m), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--harness-check" in err and "CPU" in err, err
+    assert not out.exists()
+    # The flag on TPU timings is a mistake too.
+    tpu = tmp_path / "tpu.json"
+    tpu.write_text(json.dumps({**doc, "provenance": {"platform": "tpu"}}))
+    assert cli.main(["calibrate", str(tpu), "-o", str(out), "--harness-check"]) == 2
+    assert "was not timed on CPU devices" in capsys.readouterr().err
+
+    assert cli.main(["calibrate", str(m), "-o", str(out), "--harness-check", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["harness_check"] is True
+    prof = json.loads(out.read_text())
+    assert prof["provenance"]["note"].startswith(fitted_profile.HARNESS_CHECK)
+    assert "published" not in prof["provenance"]["note"]
+    assert fitted_profile.harness_check(prof)
+    hlo = str(ROOT / "tests" / "data" / "hlo" / "ring_alltoall.v5e_2x4.hlo")
+    for argv in (["topology", "v5e:2x4"], ["rank", "--hlo", hlo, "--topology", "v5e:2x4"],
+                 ["simulate", "--hlo", hlo, "--topology", "v5e:2x4"]):
+        assert cli.main([*argv, "--hardware", str(out)]) == 0
+        err = capsys.readouterr().err
+        assert err.count(fitted_profile.HARNESS_CHECK) == 1 and "warning:" in err, (argv, err)
+    # A shipped-style profile loads without a word.
+    assert cli.main(["topology", "v5e:2x4", "--hardware",
+                     str(ROOT / "calibration" / "nominal" / "v5e.json")]) == 0
+    assert "warning" not in capsys.readouterr().err

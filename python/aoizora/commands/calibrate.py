@@ -1,8 +1,14 @@
-"""`aoizora calibrate MEASUREMENTS.json [--base GEN|FILE] -o profile.json [--json]`: fits a
-hardware profile's few physical parameters to measured collective times (least squares on
-log time, the simulator as the model), prints every point's error before and after, and
-writes the fitted profile with its provenance. Simulated figures are the model's, not
-measurements."""
+"""`aoizora calibrate MEASUREMENTS.json [--base GEN|FILE] -o profile.json [--harness-check]
+[--json]`: fits a hardware profile's few physical parameters to measured collective times
+(least squares on log time, the simulator as the model), prints every point's error before
+and after, and writes the fitted profile with its provenance. Simulated figures are the
+model's, not measurements.
+
+Measurements timed on CPU devices (`aoizora measure --platform cpu`: the file's
+provenance.platform is not "tpu") are refused in one line: fitting a TPU profile to them is
+a silent wrong answer. --harness-check fits them anyway as a check of the harness, and the
+profile's note says so (fitted_profile.HARNESS_CHECK), which every command loading it repeats.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +28,30 @@ def register(sub) -> None:
                         "(default: the generation of the file's points, when there is one)")
     p.add_argument("-o", "--out", required=True, metavar="FILE",
                    help="where to write the fitted profile (aoizora.hardware/1)")
+    p.add_argument("--harness-check", action="store_true",
+                   help="fit measurements timed on CPU devices (aoizora measure --platform "
+                        "cpu) anyway, as a check of the harness; the profile is marked a "
+                        "harness check, not a TPU profile")
     p.add_argument("--json", action="store_true", help="print the fit as JSON")
     p.set_defaults(run=run)
+
+
+def _harness(m, args) -> bool:
+    """Whether the points were timed on CPU devices; refused unless --harness-check."""
+    from aoizora.errors import UserError
+
+    platform = m.provenance.get("platform")
+    on_cpu = platform is not None and platform != "tpu"
+    if on_cpu and not args.harness_check:
+        raise UserError(f"{args.measurements}: timed on {platform.upper()} devices (aoizora "
+                        f"measure --platform {platform}), not a TPU: a TPU profile fitted to "
+                        "them would be wrong; pass --harness-check to fit one anyway, marked "
+                        "a harness check")
+    if args.harness_check and not on_cpu:
+        raise UserError(f"--harness-check: {args.measurements} was not timed on CPU devices "
+                        "(its provenance says platform "
+                        f"{platform or 'nothing'}): leave --harness-check out")
+    return on_cpu
 
 
 def _base(arg: str | None, points) -> tuple[dict, str]:
@@ -107,6 +135,7 @@ def run(args) -> int:
     from aoizora.errors import UserError
 
     m = measurements.read(args.measurements, "MEASUREMENTS")
+    harness = _harness(m, args)
     validate.output_files({"-o": args.out})
     if os.path.realpath(args.out) == os.path.realpath(args.measurements):
         raise UserError(f"-o {args.out}: that is the measurements file; write the profile to "
@@ -114,17 +143,19 @@ def run(args) -> int:
     base, label = _base(args.base, m.points)
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     fit = calibrate.fit(m, base, base["generation"], label, date)
-    doc = fitted_profile.document(fit, args.measurements)
     # Where the points were timed (aoizora measure): a CPU harness check says so, here and
     # in the profile it produced.
     measured_on = m.provenance.get("measured_on")
-    if measured_on:
-        doc["provenance"]["note"] = f"Measured on {measured_on}. " + doc["provenance"]["note"]
+    doc = fitted_profile.document(fit, args.measurements, measured_on, harness)
     fitted_profile.write(args.out, doc)
     if args.json:
-        print(json.dumps({**_as_json(fit, args.out), "measured_on": measured_on}, indent=1))
+        print(json.dumps({**_as_json(fit, args.out), "measured_on": measured_on,
+                          "harness_check": harness}, indent=1))
     else:
-        if measured_on:
+        if harness:
+            print(f"{fitted_profile.HARNESS_CHECK}: the profile's note says so, and every "
+                  "command that loads it warns")
+        elif measured_on:
             print(f"measurements measured on {measured_on}")
         _print(fit, args.out)
     return 0

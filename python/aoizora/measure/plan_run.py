@@ -12,7 +12,8 @@ and random weights, timed beside the simulated time the plan holds.
 
 On CPU devices the TPU's Pallas splash kernel does not lower: such a pair runs the blockwise
 attention kernel (kernels.with_kernel(..., platform="cpu")) and PlanRun.substitutions says
-so. Timings there are XLA's CPU runtime, not a TPU's.
+so, one line per kernel replaced naming the pairs. Timings there are XLA's CPU runtime, not
+a TPU's.
 """
 
 from __future__ import annotations
@@ -54,8 +55,15 @@ class Row:
 @dataclass
 class PlanRun:
     rows: list = field(default_factory=list)           # [Row]: the plan, then its baselines
-    substitutions: list = field(default_factory=list)  # [str]: what ran instead of the plan's
+    replaced: dict = field(default_factory=dict)       # planned kernel -> [labels run blockwise]
     notes: list = field(default_factory=list)          # [str]
+
+    @property
+    def substitutions(self) -> list:
+        """[str]: what ran instead of the plan's kernels, one line per kernel replaced."""
+        return [f"the {kernel} attention kernel is a TPU Pallas kernel that does not lower on "
+                f"CPU devices; ran the blockwise kernel instead for {', '.join(labels)}"
+                for kernel, labels in self.replaced.items()]
 
 
 def model_and_workload(plan):
@@ -91,9 +99,7 @@ def _candidate(choice, model, workload, platform: str, label: str, run: PlanRun)
         raise UserError(f"{label}: strategy mesh {c.mesh_shape} differs from the plan's mesh "
                         f"{tuple(choice.mesh_shape)}")
     if platform == "cpu" and c.kernel != "blockwise":
-        run.substitutions.append(
-            f"{label} ({c.name}): the plan's {c.kernel} attention kernel is a TPU Pallas "
-            "kernel that does not lower on CPU devices; ran the blockwise kernel instead")
+        run.replaced.setdefault(c.kernel, []).append(label)
         c = kernels.with_kernel(c, model, workload, "cpu")
     return c
 
