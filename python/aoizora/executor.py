@@ -156,10 +156,23 @@ def _completed(futures, stop: threading.Event | None):
         yield from ready
 
 
+# libtpu installs failure handlers where a signal has its default action, SIGTERM among them,
+# and prints a stack trace on it ("*** SIGTERM received by PID ..."): a worker, and the
+# analysis compiles it starts (optimized_hlo.py, which inherit its environment), would print
+# one each when a terminal or `timeout` signals the whole process group.
+_NO_LIBTPU_HANDLERS = "--install_signal_handlers=false"
+
+
 def _worker_signals(background: bool = False) -> None:
-    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each); a
-    background worker runs at idle priority (its compile children inherit it)."""
+    """Workers leave Ctrl-C to the parent, which stops them (no traceback from each), and die
+    quietly on SIGTERM (its default action: libtpu is told to install no handlers, before it
+    loads in this process); a background worker runs at idle priority (its compile children
+    inherit it). Only the worker's environment changes: the cache key (compiler.job_key)
+    reads the parent's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    flags = os.environ.get("LIBTPU_INIT_ARGS", "")
+    if "install_signal_handlers" not in flags:
+        os.environ["LIBTPU_INIT_ARGS"] = f"{flags} {_NO_LIBTPU_HANDLERS}".strip()
     if background:
         os.nice(19)
 
