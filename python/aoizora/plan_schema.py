@@ -1,8 +1,9 @@
 """A saved plan (aoizora.plan/1, plan_format.py) checked against its schema before use.
 
     load(path, flag="--plan") -> plan.Plan; UserError (one line) naming the first field that
-        is missing or of the wrong type, or a choice that contradicts itself (mesh size,
-        device count, axis names, repeated chips).
+        is missing or of the wrong type, a choice that contradicts itself (mesh size,
+        device count, axis names, repeated chips), or one that does not fit the plan's
+        slice (check_slice).
 
 plan.Plan.from_dict trusts its input; commands that read a user's file come here first.
 """
@@ -59,6 +60,67 @@ def check_choice(c, where: str) -> None:
         raise ValueError(f"{where}.extra must be an object")
 
 
+def _extent(dims: list[int]) -> str:
+    return "x".join(map(str, list(dims) + [1] * (3 - len(dims))))
+
+
+def _plan_slice(t: dict) -> tuple[list[int] | None, int | None, int]:
+    """(dims, devices, cores per chip) of the plan's topology; a catalog name's own, which
+    the figures beside it must match. dims or devices None where the plan does not say."""
+    from aoizora import _core
+
+    name, dims, devices, cores = t.get("name"), t.get("dims"), t.get("devices"), \
+        t.get("cores_per_chip", 1)
+    if not isinstance(name, str) or not name:
+        raise ValueError("topology.name must be a non-empty string")
+    if dims is not None and (not _ints(dims, 1) or not 1 <= len(dims) <= 3):
+        raise ValueError("topology.dims must be a list of 1 to 3 positive integers")
+    if devices is not None and (not _ints([devices], 1)):
+        raise ValueError("topology.devices must be a positive integer")
+    if cores not in (1, 2) or isinstance(cores, bool):
+        raise ValueError("topology.cores_per_chip must be 1 or 2")
+    if name not in _core.catalog_names():   # a topology file's: the plan's own figures
+        return dims, devices, cores
+    s = _core.make_topology(name)
+    again = f"the plan was edited; plan again for {name}, or restore its topology"
+    if dims is not None and _extent(dims) != _extent(list(s.dims)):
+        raise ValueError(f"topology.dims {_extent(dims)} are not those of {name} "
+                         f"({_extent(list(s.dims))}): {again}")
+    if devices is not None and devices != s.num_devices:
+        raise ValueError(f"topology.devices {devices} is not the {s.num_devices} of {name}: "
+                         f"{again}")
+    return list(s.dims), s.num_devices, s.cores_per_chip
+
+
+def check_slice(d: dict) -> None:
+    """Raises ValueError when a choice does not fit the plan's slice (topology.name, a
+    catalog slice, or the figures a topology file's plan carries): another device count, or a
+    device outside the slice's dims and cores. A plan edited to another slice would otherwise
+    be compared, and run, on it."""
+    t = d["topology"]
+    dims, devices, cores = _plan_slice(t)
+    if devices is None and dims is not None:
+        devices = math.prod(dims) * cores
+    choices = [("choice", d["choice"])]
+    choices += [(f"runners_up[{i}]", c) for i, c in enumerate(d.get("runners_up", []))]
+    choices += [(f"baselines.{tag}", c) for tag, c in d.get("baselines", {}).items()]
+    for where, c in choices:
+        coords = c["device_coords"]
+        if devices is not None and len(coords) != devices:
+            raise ValueError(f"{where} holds {len(coords)} devices but topology {t['name']} has "
+                             f"{devices}: a plan runs on the slice it was made for; plan again "
+                             f"for {t['name']}, or restore the plan's topology")
+        if dims is None:
+            continue
+        limits = [*dims, *[1] * (3 - len(dims)), cores]
+        for i, xyz in enumerate(coords):
+            if len(xyz) > 4 or any(v >= lim for v, lim in zip(xyz, limits)):
+                raise ValueError(f"{where}.device_coords[{i}] {tuple(xyz)} lies outside "
+                                 f"topology {t['name']} (dims {_extent(dims)}, {cores} core"
+                                 f"{'s' if cores > 1 else ''} per chip): plan again for "
+                                 f"{t['name']}, or restore the plan's topology")
+
+
 def check(d) -> None:
     from aoizora.plan_format import SCHEMA
 
@@ -91,6 +153,7 @@ def load(path: str, flag: str = "--plan"):
     try:
         d = json.loads(text)
         check(d)
+        check_slice(d)
     except json.JSONDecodeError as e:
         raise UserError(f"{flag} {path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
     except ValueError as e:

@@ -302,6 +302,38 @@ def test_bad_plan_file_is_refused(path, value, word, tmp_path, capsys):
     refused(["compare", "--plan", f], capsys, word)
 
 
+SAVED_PLAN = Path(__file__).parents[1] / "data" / "plans" / "wan_tiny.v5e_2x2.json"
+
+
+@pytest.mark.parametrize("topology,coords,words", [
+    # a plan of v5e:2x2 edited to v5e:4x4: its name only, or its figures too
+    ({"name": "v5e:4x4"}, None, ("topology.dims 2x2x1", "v5e:4x4 (4x4x1)")),
+    ({"name": "v5e:4x4", "dims": [4, 4, 1], "devices": 16, "chips": 16}, None,
+     ("choice holds 4 devices but topology v5e:4x4 has 16",)),
+    # as many devices, one outside the slice
+    ({}, [[0, 0, 0], [1, 0, 0], [0, 2, 0], [1, 1, 0]], ("choice.device_coords[2] (0, 2, 0)",
+                                                        "outside topology v5e:2x2")),
+    # a topology file's plan: its own figures
+    ({"name": "mine.json", "dims": [2, 4, 1], "devices": 8}, None,
+     ("choice holds 4 devices but topology mine.json has 8",)),
+])
+def test_saved_plan_whose_devices_do_not_fit_its_slice_is_refused(topology, coords, words,
+                                                                  tmp_path, capsys):
+    d = json.loads(SAVED_PLAN.read_text())
+    d["topology"].update(topology)
+    if coords:
+        d["choice"]["device_coords"] = coords
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(d))
+    refused(["compare", "--plan", f], capsys, *words, "plan again")
+
+
+def test_saved_plan_on_its_own_slice_compares(tmp_path, capsys):
+    rc, out, err = run(["compare", "--plan", SAVED_PLAN, "--json"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)[0]["label"] == "AoiZora"
+
+
 def test_saved_plan_compares_and_refuses_planning_options_beside_it(tmp_path, capsys):
     f = tmp_path / "plan.json"
     f.write_text(json.dumps(_plan_dict()))
