@@ -4,7 +4,7 @@ libtpu (deviceless), or, only when the user asks for it, CPU devices.
     target = compile_target_for(topology)              # the TPU, or a UserError saying why not
     target = compile_target_for(topology, "cpu")       # explicit CPU compile
     target.spec      -> "v5e:2x4", "v5p:4x4x4/wrap=111", "cpu:8"  (a Job's target; cache key)
-    target.describe() -> {"platform", "name", "devices", "wrap"}   (plan.json, the screen)
+    target.describe() -> {"platform", "name", "devices", "wrap"[, "libtpu_init_args"]}
 
 A CPU compile runs XLA's CPU pipeline (synchronous collectives, no TPU fusions): its programs
 are not what a TPU runs, so it is never chosen silently. The TPU topology is described with
@@ -42,8 +42,16 @@ class CompileTarget:
         return self.name
 
     def describe(self) -> dict:
-        return {"platform": self.platform, "name": self.name, "devices": self.devices,
-                "wrap": list(self.wrap)}
+        """The target as plan.json records it; a TPU target also records the libtpu flags
+        its compiles ran under (this process's LIBTPU_INIT_ARGS, which the compile workers
+        inherit), so a deployment can run with the same ones."""
+        out = {"platform": self.platform, "name": self.name, "devices": self.devices,
+               "wrap": list(self.wrap)}
+        if self.platform == "tpu":
+            import os
+
+            out["libtpu_init_args"] = os.environ.get("LIBTPU_INIT_ARGS", "")
+        return out
 
 
 def parse_spec(spec: str) -> tuple[str, tuple[bool, bool, bool]]:

@@ -1,41 +1,61 @@
-"""A plan as MaxDiffusion runs it: the config overrides a MaxDiffusion user passes, and the
-device order its mesh must take (`aoizora plan --emit maxdiffusion FILE`).
+"""A plan as MaxDiffusion runs it (`aoizora plan --emit maxdiffusion FILE`, `aoizora emit`):
+the command a user types, every config override in the form MaxDiffusion's pyconfig parses,
+the LIBTPU_INIT_ARGS the plan was compiled under, and the device order its mesh must take.
 
-    doc = to_maxdiffusion(plan)           # {"overrides": {...}, "device_order": {...}, ...}
-    yaml_text(plan)                       # the same, as YAML
-    candidate_of(doc["overrides"])        # back to the Candidate (the round-trip test)
-    mesh = maxdiffusion_mesh(doc, jax.devices())   # the Mesh MaxDiffusion must use
+    doc = to_maxdiffusion(plan, device_ids)   # {"maxdiffusion", "aoizora", "overrides", ...}
+    yaml_text(plan)                           # the same, as YAML (device ids looked up)
+    candidate_of(doc["overrides"])            # back to the Candidate (the round-trip test)
+    command_args(doc["overrides"], config)    # ["key=value", ...] as pyconfig parses them
 
-How a candidate maps (MaxDiffusion's base_wan_*.yml; mesh axes data, fsdp, context, tensor):
-    data, fsdp, tensor          ici_data/fsdp/tensor_parallelism
-    context                     ici_context_parallelism (ring x ulysses for ulysses_ring)
-    allgather_kv / ring / ulysses / ulysses_ring
-                                attention: flash / ring / ulysses / ulysses_ring
-                                (+ ulysses_shards: the Ulysses degree, innermost)
-    weights over context        MaxDiffusion's own rule `embed -> [context, fsdp]`; a candidate
-                                that keeps weights off the context axis gets the rule
-                                `embed -> fsdp` instead (logical_axis_rules, in full)
-MaxDiffusion builds its mesh with mesh_utils.create_device_mesh and never reorders it, so
-the placement cannot travel as a config key: `device_order` lists the JAX device ids (and
-each device's (x, y, z[, core])) in the flat order of the (data, fsdp, context, tensor)
-mesh, and maxdiffusion_mesh() builds that Mesh (docs/maxdiffusion.md shows where it goes).
-A candidate planned with the splash kernel (TPU targets, kernels.py) carries its block sizes
-as `flash_block_sizes` (block_q, block_kv, block_kv_compute: the forward kernel's; inference
-runs no backward); a blockwise (CPU-compiled) plan leaves them to the user's config.
+How a plan maps (MaxDiffusion's base_wan_*.yml; mesh axes data, fsdp, context, tensor):
+    data, fsdp, context, tensor  ici_{data,fsdp,context,tensor}_parallelism
+    K/V gathered / no context    attention=flash, attention_sharding_uniform=true (sequence
+                                 sharded q and K/V: the kernel gathers K/V)
+    ring                         attention=tokamax_ring: MaxDiffusion has no plain ring kernel
+                                 any more; the plan priced a ring of jax's splash kernel, a
+                                 stand-in for tokamax's ring kernel (the file says so)
+    ulysses / ulysses x ring     attention=ulysses / ulysses_ring (+ ulysses_shards)
+    weights over context         MaxDiffusion's own rule `embed -> [context, fsdp]`; else the
+                                 rule `embed -> fsdp` (logical_axis_rules, in full)
+    splash blocks                flash_block_sizes {block_q, block_kv, block_kv_compute} and
+                                 block_q_dkv = block_q (tokamax kernels and ulysses_ring read
+                                 their forward block_q from it); flash_min_seq_length=0
+    the workload                 per_device_batch_size (one video = one CFG pair, over every
+                                 device), height, width, num_frames
+The keys, kernel names and block keys MaxDiffusion has at the commit this was checked against
+are recorded in maxdiffusion_contract.json (bench/maxdiffusion_check.py regenerates it from a
+checkout); nothing is emitted that the record does not have.
 """
 
 from __future__ import annotations
 
-import math
+import functools
+import json
+import os
+import shlex
 from typing import Any
 
 from aoizora.errors import UserError
 from aoizora.strategies import Candidate, candidate_name
 
 MESH_AXES = ("data", "fsdp", "context", "tensor")
-ATTENTION = {"none": "flash", "allgather_kv": "flash", "ring": "ring", "ulysses": "ulysses",
-             "ulysses_ring": "ulysses_ring"}
-FORM_OF = {"ring": "ring", "ulysses": "ulysses", "ulysses_ring": "ulysses_ring"}
+# The Wan config file of each preset in MaxDiffusion (src/maxdiffusion/configs/).
+CONFIG_OF = {
+    "wan2.1-t2v-1.3b": "base_wan_1_3b.yml", "wan2.1-t2v-14b": "base_wan_14b.yml",
+    "wan2.1-i2v-14b": "base_wan_i2v_14b.yml", "wan2.2-t2v-a14b": "base_wan_27b.yml",
+    "wan2.2-i2v-a14b": "base_wan_i2v_27b.yml",
+}
+CONFIG_DIR = "src/maxdiffusion/configs"
+ENTRY_POINT = "src/maxdiffusion/generate_wan.py"
+LAUNCHER = "python -m aoizora.launch.maxdiffusion"
+# The kernel MaxDiffusion runs for each context form, and what the plan priced in its place
+# when that is not the same kernel.
+ATTENTION = {"none": "flash", "allgather_kv": "flash", "ring": "tokamax_ring",
+             "ulysses": "ulysses", "ulysses_ring": "ulysses_ring"}
+STAND_IN = {"ring": "the plan priced a ring of jax's splash kernel over the context axis as a "
+                    "stand-in for tokamax's ring kernel (MaxDiffusion's tokamax_ring)"}
+FORM_OF = {"ring": "ring", "tokamax_ring": "ring", "ulysses": "ulysses",
+           "ulysses_ring": "ulysses_ring"}
 # MaxDiffusion's base_wan_14b.yml rules, in order (first match wins).
 BASE_RULES = [
     ["batch", ["data", "fsdp"]], ["activation_batch", ["data", "fsdp"]],
@@ -48,21 +68,47 @@ BASE_RULES = [
 ]
 
 
+@functools.cache
+def contract() -> dict[str, Any]:
+    """What MaxDiffusion has at the recorded commit: its config keys (with their YAML types)
+    per config file, its registered attention kernels, the flash_block_sizes keys it reads."""
+    path = os.path.join(os.path.dirname(__file__), "maxdiffusion_contract.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def overrides(c: Candidate) -> dict[str, Any]:
-    """The MaxDiffusion config keys that give candidate `c`."""
+    """The MaxDiffusion config keys that give candidate `c` (its sharding and kernel)."""
     out: dict[str, Any] = {
         "ici_data_parallelism": c.data, "ici_fsdp_parallelism": c.fsdp,
         "ici_context_parallelism": c.context, "ici_tensor_parallelism": c.tensor,
-        "attention": ATTENTION[c.form]}
+        "attention": ATTENTION[c.form], "attention_sharding_uniform": True}
     if c.form == "ulysses_ring":
         out["ulysses_shards"] = c.ulysses
     if c.context > 1 and not c.weights_over_context:
         out["logical_axis_rules"] = [["embed", "fsdp"] if r[0] == "embed" else r
                                      for r in BASE_RULES]
     if c.kernel == "splash":
+        out["flash_min_seq_length"] = 0  # else short sequences run dot_product attention
         out["flash_block_sizes"] = {"block_q": c.block_q, "block_kv": c.block_kv,
-                                    "block_kv_compute": c.block_kv_compute}
+                                    "block_kv_compute": c.block_kv_compute,
+                                    "block_q_dkv": c.block_q}
     return out
+
+
+def workload_overrides(plan, devices: int) -> dict[str, Any]:
+    """The workload the plan priced: one video (the CFG pair of a batch of 2) at the plan's
+    size and frames, as MaxDiffusion counts it (per_device_batch_size x devices prompts)."""
+    from aoizora.models import get_model
+
+    name, video = plan.model.get("name"), plan.workload.get("video")
+    videos = int(plan.workload.get("batch", 2)) // 2
+    if int(devices * (videos / devices)) != videos:
+        raise UserError(f"MaxDiffusion cannot run {videos} video(s) on {devices} devices: "
+                        "its per_device_batch_size x devices must be a whole number")
+    height, width = dict(get_model(name).sizes)[video]
+    return {"per_device_batch_size": videos / devices, "height": height, "width": width,
+            "num_frames": int(plan.workload["frames"])}
 
 
 def candidate_of(o: dict[str, Any]) -> Candidate:
@@ -91,18 +137,88 @@ def candidate_of(o: dict[str, Any]) -> Candidate:
                      data, fsdp, context, form, ulysses, tensor, wc, **kernel)
 
 
-def to_maxdiffusion(plan, device_ids: list[int]) -> dict[str, Any]:
+def config_of(model_name: str | None) -> str:
+    """MaxDiffusion's config file for a model, or a UserError naming those it has."""
+    if model_name not in CONFIG_OF:
+        raise UserError(f"--emit maxdiffusion: MaxDiffusion (at {contract()['commit'][:7]}) has "
+                        f"no Wan config for {model_name!r}; it has "
+                        f"{', '.join(sorted(CONFIG_OF))}")
+    return CONFIG_OF[model_name]
+
+
+def command_args(o: dict[str, Any], config: str) -> list[str]:
+    """`key=value` for each override, the value written as pyconfig types a command-line
+    string by the YAML type of the key's default (bool: true/false, list: a Python literal,
+    dict: JSON). Raises UserError for a key the recorded config does not have."""
+    types = contract()["configs"][config]
+    out = []
+    for key, value in o.items():
+        kind = types.get(key)
+        if kind is None:
+            raise UserError(f"MaxDiffusion's {config} has no key {key!r}: cannot emit it")
+        if kind == "bool":
+            text = "true" if value else "false"
+        elif kind == "dict":
+            text = json.dumps(value, separators=(",", ":"))
+        elif kind == "float":
+            text = repr(float(value))
+        else:  # int, str, list (a Python literal, read with ast.literal_eval)
+            text = repr(value) if kind == "list" else str(value)
+        out.append(f"{key}={text}")
+    return out
+
+
+def _check_contract(o: dict[str, Any], config: str) -> None:
+    facts = contract()
+    if o["attention"] not in facts["kernels"]:
+        raise UserError(f"MaxDiffusion registers no attention kernel {o['attention']!r}")
+    unread = set(o.get("flash_block_sizes", {})) - set(facts["block_size_keys"])
+    if unread:
+        raise UserError(f"MaxDiffusion reads no flash_block_sizes key {sorted(unread)}")
+    command_args(o, config)  # every key known
+
+
+def to_maxdiffusion(plan, device_ids: list[int],
+                    maxdiffusion_ids: list[int] | str | None = None) -> dict[str, Any]:
     """The emitted document of a plan. `device_ids[i]` is the JAX id of the device at
-    plan.choice.device_coords[i] (jax_device_ids() finds them)."""
+    plan.choice.device_coords[i] (jax_device_ids() finds them); `maxdiffusion_ids` the ids
+    in the order MaxDiffusion's own create_device_mesh builds, or why it cannot."""
     c = Candidate.from_dict(plan.choice.strategy)
     if candidate_of(overrides(c)).key() != c.key():  # a form MaxDiffusion cannot express
         raise UserError(f"MaxDiffusion cannot express {c.name}: its config has no key for it")
+    config = config_of(plan.model.get("name"))
+    o = {**overrides(c), **workload_overrides(plan, len(device_ids))}
+    _check_contract(o, config)
+    libtpu = libtpu_init_args(plan)
+    if maxdiffusion_ids is None:
+        order = "not compared with MaxDiffusion's own order: run with the launcher"
+    elif isinstance(maxdiffusion_ids, str):
+        order = f"MaxDiffusion cannot build this mesh by itself ({maxdiffusion_ids}): " \
+                "run with the launcher"
+    elif list(maxdiffusion_ids) == list(device_ids):
+        order = "the same as MaxDiffusion's own: the plain command runs the plan as it is"
+    else:
+        order = "differs from MaxDiffusion's own: run with the launcher"
+    args = command_args(o, config)
+    env = f"LIBTPU_INIT_ARGS={shlex.quote(libtpu)} " if libtpu else ""
+    plain = " ".join([f"{env}python {ENTRY_POINT} {CONFIG_DIR}/{config}",
+                      *map(shlex.quote, args)])
     return {
+        "maxdiffusion": {
+            "checked_against": contract()["commit"], "config": f"{CONFIG_DIR}/{config}",
+            "entry_point": ENTRY_POINT, "libtpu_init_args": libtpu, "args": args,
+            "device_order": order,
+            "launcher_command": f"{env}{LAUNCHER} FILE.yaml -- [your MaxDiffusion args]",
+            "command": plain,
+        },
         "aoizora": {"model": plan.model.get("name"), "topology": plan.topology.get("name"),
                     "candidate": c.name, "placement": plan.choice.placement,
-                    "simulated_s": plan.choice.simulated_s,
-                    "attention_kernel": c.kernel, **_libtpu_args(c)},
-        "overrides": overrides(c),
+                    "simulated_step_s": plan.choice.simulated_s,
+                    "attention_kernel": c.kernel,
+                    **({"stand_in": STAND_IN[c.form]} if c.form in STAND_IN else {}),
+                    "not_planned": "num_inference_steps and everything outside the "
+                                   "transformer forward: your config's values stand"},
+        "overrides": o,
         "device_order": {"mesh_axes": list(MESH_AXES),
                          "mesh_shape": [c.data, c.fsdp, c.context, c.tensor],
                          "device_ids": list(device_ids),
@@ -110,15 +226,17 @@ def to_maxdiffusion(plan, device_ids: list[int]) -> dict[str, Any]:
     }
 
 
-def _libtpu_args(c) -> dict[str, str]:
-    """The libtpu flag the plan's splash blocks were chosen and compiled under (the scoped
-    VMEM limit, MaxDiffusion's own run flag): a deployment must run with it too."""
+def libtpu_init_args(plan) -> str:
+    """The LIBTPU_INIT_ARGS the plan's programs were compiled under (the plan records them;
+    a plan from before that record was compiled under jaxenv's scoped VMEM flag alone)."""
     from aoizora import kernels
 
-    if c.kernel != "splash":
-        return {}
-    return {"libtpu_init_args": f"--{kernels.SCOPED_VMEM_FLAG}="
-                                f"{kernels.scoped_vmem_bytes() >> 10}"}
+    target = plan.topology.get("compile_target", {})
+    if target.get("platform") != "tpu":
+        return ""
+    if "libtpu_init_args" in target:
+        return target["libtpu_init_args"]
+    return f"--{kernels.SCOPED_VMEM_FLAG}={kernels.SCOPED_VMEM_KIB}"
 
 
 def jax_device_ids(plan, devices=None) -> list[int]:
@@ -128,12 +246,7 @@ def jax_device_ids(plan, devices=None) -> list[int]:
     from aoizora.placement import devices_by_coords
 
     if devices is None:
-        from aoizora import tpu
-
-        target = plan.topology.get("compile_target", {})
-        if target.get("platform") != "tpu":
-            raise UserError("the plan was compiled for CPU devices: no TPU device ids to emit")
-        devices = tpu.compile_only_devices(target["name"])
+        devices = _target_devices(plan)
     by_key = devices_by_coords(devices)
     try:
         return [int(by_key[tuple(k)].id) for k in plan.choice.device_coords]
@@ -141,29 +254,59 @@ def jax_device_ids(plan, devices=None) -> list[int]:
         raise UserError(f"no device at {e.args[0]}: the plan is for another slice") from None
 
 
-def yaml_text(plan, devices=None) -> str:
+def maxdiffusion_order(plan, devices=None) -> list[int] | str:
+    """The JAX ids in the order MaxDiffusion's create_device_mesh lays this mesh out on a
+    single slice (jax's mesh_utils.create_device_mesh, allow_split_physical_axes=False, as
+    its Wan configs set), or why it cannot."""
+    from jax.experimental import mesh_utils
+
+    c = Candidate.from_dict(plan.choice.strategy)
+    devices = _target_devices(plan) if devices is None else devices
+    try:
+        grid = mesh_utils.create_device_mesh([c.data, c.fsdp, c.context, c.tensor],
+                                             list(devices), allow_split_physical_axes=False)
+    except (ValueError, NotImplementedError, AssertionError) as e:
+        return str(e).splitlines()[0]
+    return [int(d.id) for d in grid.flat]
+
+
+def _target_devices(plan):
+    from aoizora import tpu
+
+    target = plan.topology.get("compile_target", {})
+    if target.get("platform") != "tpu":
+        raise UserError("the plan was compiled for CPU devices: no TPU device ids to emit")
+    return tpu.compile_only_devices(target["name"])
+
+
+def document(plan, devices=None) -> dict[str, Any]:
+    """The emitted document, device ids looked up among `devices` (default: the compile-only
+    devices of the plan's slice)."""
+    config_of(plan.model.get("name"))  # refuse an unknown model before any device work
+    return to_maxdiffusion(plan, jax_device_ids(plan, devices),
+                           maxdiffusion_order(plan, devices))
+
+
+def yaml_text(plan, devices=None, doc: dict[str, Any] | None = None) -> str:
     """The YAML text of the emitted document (the caller writes it, atomically)."""
     import yaml
 
-    doc = to_maxdiffusion(plan, jax_device_ids(plan, devices))
-    head = ("# AoiZora plan for MaxDiffusion. Pass `overrides` as config keys; build the mesh\n"
-            "# from `device_order` with aoizora.maxdiffusion.maxdiffusion_mesh (see\n"
-            "# docs/maxdiffusion.md); run with aoizora.libtpu_init_args in LIBTPU_INIT_ARGS.\n"
-            "# Figures are simulated, not measured.\n")
-    return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+    doc = document(plan, devices) if doc is None else doc
+    head = ("# AoiZora plan for MaxDiffusion. Run `maxdiffusion.command` in a MaxDiffusion\n"
+            "# checkout, or, where `maxdiffusion.device_order` says it differs, the launcher\n"
+            "# (docs/maxdiffusion.md). Figures are simulated, not measured.\n")
+    return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None,
+                                 width=float("inf"))
 
 
 def maxdiffusion_mesh(doc: dict[str, Any], devices):
-    """The jax.sharding.Mesh MaxDiffusion must use: `devices` (jax.devices()) placed in the
+    """The jax.sharding.Mesh the plan asks for: `devices` (jax.devices()) placed in the
     emitted order on the (data, fsdp, context, tensor) axes."""
-    import numpy as np
     from jax.sharding import Mesh
 
-    order = doc["device_order"]
-    by_id = {int(d.id): d for d in devices}
-    missing = [i for i in order["device_ids"] if i not in by_id]
-    if missing or len(order["device_ids"]) != math.prod(order["mesh_shape"]):
-        raise UserError(f"the emitted device order does not fit these {len(by_id)} devices "
-                        f"(missing ids {missing[:4]})")
-    grid = np.array([by_id[i] for i in order["device_ids"]], dtype=object)
-    return Mesh(grid.reshape(order["mesh_shape"]), tuple(order["mesh_axes"]))
+    from aoizora.launch.maxdiffusion import LaunchError, planned_devices
+
+    try:
+        return Mesh(planned_devices(doc, devices), tuple(doc["device_order"]["mesh_axes"]))
+    except LaunchError as e:
+        raise UserError(str(e)) from None

@@ -561,7 +561,8 @@ def _oracle(run: _Run, candidates: list, s1: list, simulated: list[Pair]) -> Pai
 def _workload_record(video: str | None, cfg, wl) -> dict[str, Any]:
     if wl is None:  # a FunctionSpec: its arguments are the workload
         return {"function": cfg.name, "video": None, "frames": None, "tokens": None}
-    return {"video": video, "frames": wl.frames, "tokens": getattr(wl, "tokens", None)}
+    return {"video": video, "frames": wl.frames, "tokens": getattr(wl, "tokens", None),
+            "batch": getattr(wl, "batch", None)}
 
 
 def _model_facts(cfg) -> dict[str, Any]:

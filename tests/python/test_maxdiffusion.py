@@ -32,8 +32,12 @@ def test_a_tpu_candidate_carries_its_splash_block_sizes_as_flash_block_sizes():
     for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8):
         k = kernels.with_kernel(c, MODEL, WORKLOAD, "tpu", "v5e:2x4")
         o = maxdiffusion.overrides(k)
+        # block_q twice: tokamax kernels and ulysses_ring read the forward block_q from
+        # block_q_dkv, the others from block_q (max_utils.get_flash_block_sizes).
         assert o["flash_block_sizes"] == {"block_q": k.block_q, "block_kv": k.block_kv,
-                                          "block_kv_compute": k.block_kv_compute}
+                                          "block_kv_compute": k.block_kv_compute,
+                                          "block_q_dkv": k.block_q}
+        assert o["flash_min_seq_length"] == 0  # else short sequences run dot_product
         assert maxdiffusion.candidate_of(o).key() == k.key(), c.name
     assert "flash_block_sizes" not in maxdiffusion.overrides(c)  # blockwise: the user's
 
@@ -42,10 +46,11 @@ def test_recipes_map_to_maxdiffusions_own_keys():
     base = strategies.baseline_shardings(MODEL, WORKLOAD, 8)
     assert maxdiffusion.overrides(base[strategies.MAXDIFFUSION_CFG]) == {
         "ici_data_parallelism": 2, "ici_fsdp_parallelism": 1, "ici_context_parallelism": 4,
-        "ici_tensor_parallelism": 1, "attention": "flash"}
+        "ici_tensor_parallelism": 1, "attention": "flash", "attention_sharding_uniform": True}
     assert maxdiffusion.overrides(base[strategies.MAXDIFFUSION_USP]) == {
         "ici_data_parallelism": 2, "ici_fsdp_parallelism": 1, "ici_context_parallelism": 4,
-        "ici_tensor_parallelism": 1, "attention": "ulysses_ring", "ulysses_shards": 2}
+        "ici_tensor_parallelism": 1, "attention": "ulysses_ring",
+        "attention_sharding_uniform": True, "ulysses_shards": 2}
     # Weights kept off the context axis need MaxDiffusion's embed rule changed, and only that.
     plain = next(c for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8)
                  if c.name == "dp2-uly4")
@@ -54,11 +59,13 @@ def test_recipes_map_to_maxdiffusions_own_keys():
     assert changed == [["embed", "fsdp"]]
 
 
-def _plan(topology: str, candidate: strategies.Candidate, device_of: list[int]):
+def _plan(topology: str, candidate: strategies.Candidate, device_of: list[int],
+          model: str = MODEL.name, video: str = "720p", frames: int = 81):
     topo = _core.make_topology(topology)
     choice = SimpleNamespace(strategy=candidate.to_dict(), placement="given", simulated_s=1.0,
                              device_coords=[list(k) for k in topo.coords_of(device_of)])
-    return SimpleNamespace(choice=choice, model={"name": MODEL.name},
+    return SimpleNamespace(choice=choice, model={"name": model},
+                           workload={"video": video, "frames": frames, "batch": 2},
                            topology={"name": topology, "compile_target": {
                                "platform": "tpu", "name": topology}})
 
@@ -74,7 +81,9 @@ def test_emitted_order_builds_the_planned_mesh_on_tpu7x():
     assert doc["overrides"]["attention"] == "ulysses_ring"
     # Blocks were chosen under MaxDiffusion's scoped VMEM flag: the emit says to run with it.
     if usp.kernel == "splash":
-        assert doc["aoizora"]["libtpu_init_args"] == "--xla_tpu_scoped_vmem_limit_kib=65536"
+        assert doc["maxdiffusion"]["libtpu_init_args"] == "--xla_tpu_scoped_vmem_limit_kib=65536"
+    # Not jax's (so not MaxDiffusion's) own order: the file says the launcher matters.
+    assert doc["maxdiffusion"]["device_order"].startswith("differs")
     assert doc["device_order"]["mesh_shape"] == [2, 1, 4, 1]
     devices = tpu.compile_only_devices("tpu7x:2x2x1")
     mesh = maxdiffusion.maxdiffusion_mesh(doc, devices)
@@ -90,3 +99,151 @@ def test_an_order_for_another_slice_is_one_line():
     doc = yaml.safe_load(maxdiffusion.yaml_text(_plan("tpu7x:2x2x1", usp, list(range(8)))))
     with pytest.raises(UserError, match="does not fit"):
         maxdiffusion.maxdiffusion_mesh(doc, tpu.compile_only_devices("v5e:2x2"))
+
+
+# ---- the contract: what MaxDiffusion has at the recorded commit --------------------------
+def _pyconfig_value(text: str, kind: str):
+    """A command-line value as MaxDiffusion's pyconfig types it by the YAML default's type
+    (pyconfig._HyperParameters: dicts are JSON, lists Python literals, bools true/false)."""
+    import ast
+    import json
+
+    if kind == "dict":
+        return json.loads(text)
+    if kind == "list":
+        return ast.literal_eval(text)
+    if kind == "bool":
+        assert text.lower() in ("true", "false"), text
+        return text.lower() == "true"
+    return {"int": int, "float": float, "str": str}[kind](text)
+
+
+def _every_emitted_document():
+    """Every preset MaxDiffusion has a config for x its default workloads x every candidate
+    on 4, 8 and 16 devices (the splash kernel where it applies), emitted without devices."""
+    from aoizora.models import get_model
+
+    for name in maxdiffusion.CONFIG_OF:
+        model = get_model(name)
+        for wl in model.default_workloads()[:1]:
+            resolution = wl.name.split("-")[0]
+            for n, slice_ in ((4, "v5e:2x2"), (8, "v6e:2x4"), (16, "v5e:4x4")):
+                for c in strategies.enumerate_candidates(model, wl, n):
+                    k = kernels.with_kernel(c, model, wl, "tpu", slice_)
+                    plan = _plan(slice_, k, list(range(n)), name, resolution, wl.frames)
+                    yield name, maxdiffusion.to_maxdiffusion(plan, list(range(n)))
+
+
+def test_every_emitted_key_kernel_and_block_key_is_maxdiffusions():
+    """The CI side of bench/maxdiffusion_check.py: each emitted argument is a key of the
+    model's MaxDiffusion config and parses (as pyconfig types it) to the override; the kernel
+    is registered; every block key is one get_flash_block_sizes reads. Read from the recorded
+    table directly, so a wrong name in the emitter fails here even if its own check is wrong."""
+    facts = maxdiffusion.contract()
+    seen_kernels, count = set(), 0
+    for name, doc in _every_emitted_document():
+        config = doc["maxdiffusion"]["config"].rsplit("/", 1)[1]
+        types = facts["configs"][config]
+        parsed = {}
+        for arg in doc["maxdiffusion"]["args"]:
+            key, text = arg.split("=", 1)
+            assert key in types, (name, key)
+            parsed[key] = _pyconfig_value(text, types[key])
+        assert parsed == doc["overrides"], name
+        assert doc["overrides"]["attention"] in facts["kernels"]
+        assert set(doc["overrides"].get("flash_block_sizes", {})) <= set(facts["block_size_keys"])
+        assert doc["maxdiffusion"]["command"].count(" python ") == 1
+        seen_kernels.add(doc["overrides"]["attention"])
+        count += 1
+    assert count > 100 and seen_kernels == {"flash", "tokamax_ring", "ulysses", "ulysses_ring"}
+
+
+def test_the_workload_is_the_planned_one_video():
+    usp = strategies.baseline_shardings(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
+    doc = maxdiffusion.to_maxdiffusion(
+        _plan("v6e:2x4", usp, list(range(8)), "wan2.1-t2v-1.3b", "480p", 21), list(range(8)))
+    o = doc["overrides"]
+    # One video = one CFG pair: MaxDiffusion runs per_device_batch_size x 8 prompts = 1.
+    assert o["per_device_batch_size"] * 8 == 1
+    assert (o["height"], o["width"], o["num_frames"]) == (480, 832, 21)
+    assert doc["maxdiffusion"]["config"].endswith("/base_wan_1_3b.yml")
+
+
+def test_a_ring_plan_runs_maxdiffusions_ring_kernel_and_says_it_was_priced_by_a_stand_in():
+    ring = next(c for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 4)
+                if c.form == "ring")
+    doc = maxdiffusion.to_maxdiffusion(_plan("v5e:2x2", ring, list(range(4))), list(range(4)))
+    assert doc["overrides"]["attention"] == "tokamax_ring"  # 'ring' is not registered
+    assert "stand-in" in doc["aoizora"]["stand_in"]
+    assert maxdiffusion.candidate_of(doc["overrides"]).key() == ring.key()
+
+
+def test_a_kernel_or_key_maxdiffusion_lacks_is_refused(monkeypatch):
+    ring = next(c for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 4)
+                if c.form == "ring")
+    plan = _plan("v5e:2x2", ring, list(range(4)))
+    monkeypatch.setitem(maxdiffusion.ATTENTION, "ring", "ring")  # the name it removed
+    with pytest.raises(UserError, match="registers no attention kernel 'ring'"):
+        maxdiffusion.to_maxdiffusion(plan, list(range(4)))
+    with pytest.raises(UserError, match="has no key 'device_order'"):
+        maxdiffusion.command_args({"device_order": [0, 1]}, "base_wan_14b.yml")
+
+
+def test_a_model_without_a_maxdiffusion_config_is_refused_in_one_line():
+    usp = strategies.baseline_shardings(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
+    with pytest.raises(UserError, match="no Wan config for 'wan2.2-ti2v-5b'"):
+        maxdiffusion.to_maxdiffusion(_plan("v6e:2x4", usp, list(range(8)), "wan2.2-ti2v-5b"),
+                                     list(range(8)))
+
+
+# ---- the launcher ------------------------------------------------------------------------
+FAKE_GENERATE_WAN = '''
+import sys, types
+import jax
+from maxdiffusion import max_utils
+# What generate_wan does with the mesh: max_utils.create_device_mesh(config).
+ici = {k: int(v) for k, v in (a.split("=", 1) for a in sys.argv[2:]) if k.startswith("ici_")}
+grid = max_utils.create_device_mesh(types.SimpleNamespace(**ici))
+print("ARGV", sys.argv[1:])
+print("IDS", [int(d.id) for d in grid.flat], list(grid.shape))
+'''
+
+
+def test_the_launcher_runs_maxdiffusions_entry_point_with_the_planned_devices(tmp_path):
+    """A stand-in MaxDiffusion package (its entry point calls max_utils.create_device_mesh
+    as generate_wan does) under the launcher: argv is the config file, the plan's arguments
+    and the user's; the mesh holds the planned device ids in order; LIBTPU flags added.
+    The real MaxDiffusion is checked by bench/maxdiffusion_check.py (docs/maxdiffusion.md)."""
+    import os
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "maxdiffusion"
+    (pkg / "configs").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "max_utils.py").write_text("def create_device_mesh(config, devices=None, "
+                                      "logging=True):\n    raise AssertionError('not replaced')\n")
+    (pkg / "generate_wan.py").write_text(FAKE_GENERATE_WAN)
+    usp = strategies.baseline_shardings(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
+    order = [3, 1, 2, 0, 4, 6, 5, 7]
+    doc = maxdiffusion.to_maxdiffusion(_plan("tpu7x:2x2x1", usp, list(range(8))), order)
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(doc))
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+           "LIBTPU_INIT_ARGS": ""}
+    run = subprocess.run([sys.executable, "-m", "aoizora.launch.maxdiffusion",
+                          str(tmp_path / "plan.yaml"), "--", "prompt=a cat"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    argv = eval(next(l for l in run.stdout.splitlines() if l.startswith("ARGV"))[5:])
+    assert argv[0] == str(pkg / "configs" / "base_wan_14b.yml")
+    assert argv[1:-1] == doc["maxdiffusion"]["args"] and argv[-1] == "prompt=a cat"
+    assert f"IDS {order} [2, 1, 4, 1]" in run.stdout
+    if doc["maxdiffusion"]["libtpu_init_args"]:
+        assert "LIBTPU_INIT_ARGS +=" in run.stderr
+    # Degrees changed on the command line no longer match the planned order: it stops.
+    bad = subprocess.run([sys.executable, "-m", "aoizora.launch.maxdiffusion",
+                          str(tmp_path / "plan.yaml"), "--", "ici_data_parallelism=1",
+                          "ici_context_parallelism=8"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode != 0 and "plan's device order is for [2, 1, 4, 1]" in bad.stderr

@@ -32,8 +32,11 @@ def result(cache_dir):
 
 def test_plan_compiles_for_the_tpu_over_every_core(result):
     plan = result.plan
-    assert plan.topology["compile_target"] == {
-        "platform": "tpu", "name": SLICE, "devices": 8, "wrap": [False, False, False]}
+    target = dict(plan.topology["compile_target"])
+    # The libtpu flags the compiles ran under, for the deployment (--emit maxdiffusion).
+    assert "--xla_tpu_scoped_vmem_limit_kib=" in target.pop("libtpu_init_args")
+    assert target == {"platform": "tpu", "name": SLICE, "devices": 8,
+                      "wrap": [False, False, False]}
     assert plan.topology["chips"] == 4 and plan.topology["devices"] == 8
     coords = plan.choice.device_coords
     assert len(coords) == 8 and all(len(c) == 4 for c in coords)  # (x, y, z, core)
@@ -95,20 +98,30 @@ def test_tpu7x_14b_candidates_include_ulysses_on_the_cores():
     assert cands[strategies.MAXDIFFUSION_USP].name == "dp2-usp2x2w"
 
 
-def test_cli_emits_the_plan_for_maxdiffusion(result, cache_dir, tmp_path):
-    """`aoizora plan --emit maxdiffusion FILE` (served from the module's cache): the overrides
-    give back the planned candidate and the device order the planned devices."""
+def test_cli_emits_the_plan_for_maxdiffusion(cache_dir, tmp_path):
+    """`aoizora emit maxdiffusion FILE --plan` on a shipped TPU7x plan: the overrides give back
+    the planned candidate and the device order the planned devices. `plan --emit` of a
+    model MaxDiffusion has no config for (wan-tiny) is refused before any planning."""
+    from aoizora.plan_format import Plan
+
     env = {**os.environ, "AOIZORA_CACHE": cache_dir}
+    shipped = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "results", "tpu7x",
+                           "wan-14b_tpu7x-2x2x1_720p-81f.plan.json")
     out = subprocess.run(
-        [sys.executable, "-m", "aoizora.cli", "plan", "--model", "wan-tiny", "--video", "tiny",
-         "--topology", SLICE, "--top-k", "2", "--workers", "1", "--quiet",
-         "--out", str(tmp_path / "p.json"), "--emit", "maxdiffusion", str(tmp_path / "md.yaml")],
-        capture_output=True, text=True, env=env, timeout=600)
+        [sys.executable, "-m", "aoizora.cli", "emit", "maxdiffusion", str(tmp_path / "md.yaml"),
+         "--plan", shipped], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr
     doc = yaml.safe_load((tmp_path / "md.yaml").read_text())
-    plan = result.plan
+    plan = Plan.load(shipped)
     assert maxdiffusion.candidate_of(doc["overrides"]).name == plan.choice.candidate
     assert doc["device_order"]["device_coords"] == plan.choice.device_coords
+    tiny = subprocess.run(
+        [sys.executable, "-m", "aoizora.cli", "plan", "--model", "wan-tiny", "--video", "tiny",
+         "--topology", SLICE, "--out", str(tmp_path / "p.json"),
+         "--emit", "maxdiffusion", str(tmp_path / "t.yaml")],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert tiny.returncode == 2 and tiny.stderr.count("\n") == 1, tiny.stderr
+    assert "no Wan config for 'wan-tiny'" in tiny.stderr and not (tmp_path / "p.json").exists()
     bad = subprocess.run(
         [sys.executable, "-m", "aoizora.cli", "plan", "--emit", "vllm", str(tmp_path / "x")],
         capture_output=True, text=True, env=env, timeout=120)

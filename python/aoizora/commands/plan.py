@@ -179,6 +179,10 @@ def run(args) -> int:
         raise UserError(f"--emit {args.emit[0]}: unknown format; use --emit maxdiffusion FILE")
     validate.output_files({"--out": args.out, "--report": args.report, "--trace": args.trace,
                            "--emit": args.emit[1] if args.emit else None})
+    if args.emit:  # a model MaxDiffusion has no config for is refused before planning
+        from aoizora import maxdiffusion
+
+        maxdiffusion.config_of(args.model)
     result = run_planner(args)
     plan = result.plan
     _write_outputs(args, result)
