@@ -81,8 +81,9 @@ def _tool():
 @pytest.mark.skipif(_tool() is None, reason="aoizora-rank neither built next to _core nor installed")
 def test_cpp_tool_matches_python(capsys):
     hlo = str(HLO / "layers_scan.v5e_4x4.hlo")
-    out = subprocess.run([str(_tool()), "--hlo", hlo, "--topology", "v5e:4x4", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+    # The tool's default mesh is the slice's shape; `rank`'s is the program's own (2x8).
+    out = subprocess.run([str(_tool()), "--hlo", hlo, "--topology", "v5e:4x4", "--mesh", "2x8",
+                          "--json"], capture_output=True, text=True, check=True).stdout
     tool = json.loads(out)
     rc, py, _ = _run(capsys, "rank", "--hlo", hlo, "--topology", "v5e:4x4", "--json")
     py = json.loads(py)

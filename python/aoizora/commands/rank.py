@@ -1,6 +1,8 @@
 """`aoizora rank --hlo FILE --topology T [--mesh AxB] [--json]`: the placements of one compiled
 HLO best first by the topology-aware cost Q2, with JAX's default placement and the ratio.
-Q2 is a *predicted* ranking objective (a model of the fabric), not a measured latency."""
+Q2 is a *predicted* ranking objective (a model of the fabric), not a measured latency.
+The program must span the slice, and without --mesh it is ranked on its own mesh: both as
+`simulate` does (compiled_program.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ def register(sub) -> None:
                    help="a slice such as v5e:4x4, or a topology JSON file")
     hardware_file.add_argument(p)
     p.add_argument("--mesh", metavar="AxB", help="the logical mesh shape the HLO was compiled "
-                   "for (default: the slice's physical shape)")
+                   "for (default: the program's own, read from its shardings)")
     p.add_argument("--top", type=int_arg("--top", 1), default=10, metavar="N",
                    help="show the N best (default 10)")
     p.add_argument("--search-iterations", type=int_arg("--search-iterations", 0, 10**8), default=2000, metavar="N",
@@ -32,19 +34,6 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def mesh_shape(text: str | None, topo, partitions: int) -> list[int]:
-    """The logical mesh: --mesh, else the slice's shape; the HLO must span the slice."""
-    from aoizora import validate
-    from aoizora.errors import UserError
-
-    if partitions != topo.num_devices:
-        raise UserError(f"the HLO was compiled for {partitions} partitions but {topo.name} has "
-                        f"{topo.num_devices} devices: rank it on a slice of {partitions} devices")
-    if text:
-        return validate.mesh_shape(text, "--mesh", topo.num_devices)
-    return [d for d in topo.dims if d > 1] + ([topo.cores_per_chip] if topo.cores_per_chip > 1 else []) or [1]
-
-
 def _entry(topo, r, default_q2: float | None, rank: int | None = None) -> dict:
     d = {"name": r.name, "q2_seconds": r.q2,
          "device_coords": [list(c) for c in topo.coords_of(r.device_of)], "device_of": list(r.device_of)}
@@ -56,16 +45,13 @@ def _entry(topo, r, default_q2: float | None, rank: int | None = None) -> dict:
 
 
 def run(args) -> int:
-    from aoizora import _core, topology_file, validate
+    from aoizora import _core, compiled_program, topology_file, validate
     from aoizora.errors import UserError
 
-    validate.hlo_text(args.hlo)
+    text, graph = compiled_program.load(args.hlo)
     topo = topology_file.load(args.topology, hardware=args.hardware)
-    try:
-        graph = _core.load_hlo_file(args.hlo)
-    except _core.CoreError as e:
-        raise UserError(f"cannot read the HLO: {e}") from None
-    mesh = mesh_shape(args.mesh, topo, graph.num_partitions)
+    compiled_program.check_spans(graph.num_partitions, topo)
+    mesh = compiled_program.mesh_shape(args.mesh, text, graph.num_partitions)
     unknown = validate.unknown_trip_counts(graph, args.hlo)
     t0 = time.perf_counter()
     try:

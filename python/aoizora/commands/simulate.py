@@ -1,7 +1,8 @@
 """`aoizora simulate --hlo FILE --topology T [--placement default|best|row-major|FILE]
 [--trace FILE] [--json]`: flow-level simulation of a compiled HLO on a TPU slice under one
 placement (the C++ simulator, aoizora._core.simulate). Figures are *simulated on a model* of
-the hardware, never measured.
+the hardware, never measured. The program must span the slice, whatever the placement, and
+without --mesh default/best take its own mesh: both as `rank` does (compiled_program.py).
 
 A placement FILE is JSON: the chip coords of the logical devices in mesh order
 (`[[x, y, z], ...]`, i.e. [d.coords for d in mesh.devices.flat]), or an object with such a
@@ -28,7 +29,8 @@ def register(sub) -> None:
                    help="JAX's default device order (default), Q2's best, row-major chip order, "
                         "or a JSON file of device coords in mesh order")
     p.add_argument("--mesh", metavar="AxB", help="the logical mesh shape the HLO was compiled "
-                   "for, used by --placement default/best (e.g. 2x8; default: one axis)")
+                   "for, used by --placement default/best (e.g. 2x8; default: the program's "
+                   "own, read from its shardings)")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace here")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--hop-latency", type=float_arg("--hop-latency", 0, 1), default=None, metavar="S",
@@ -65,13 +67,7 @@ def _coords_from_json(path: str) -> list[tuple[int, ...]]:
     return [tuple(c) + (0,) * (3 - len(c)) for c in data]
 
 
-def _mesh_shape(args, n: int) -> list[int]:
-    from aoizora import validate
-
-    return validate.mesh_shape(args.mesh, "--mesh", n) if args.mesh else [n]
-
-
-def _placement(core, args, graph, topo) -> tuple[str, list[int], list[int] | None]:
+def _placement(core, args, graph, topo, mesh) -> tuple[str, list[int], list[int] | None]:
     """(name, device_of, mesh shape used or None)."""
     from aoizora.errors import UserError
 
@@ -81,11 +77,9 @@ def _placement(core, args, graph, topo) -> tuple[str, list[int], list[int] | Non
         if how == "row-major":
             return "row-major", list(range(n)), None
         if how == "default":
-            mesh = _mesh_shape(args, n)
             p = core.default_placement(topo, mesh)
             return p.name, list(p.device_of), mesh
         if how == "best":
-            mesh = _mesh_shape(args, n)
             best = core.rank_placements(graph, topo, mesh).ranked[0]
             return f"best by Q2: {best.name}", list(best.device_of), mesh
         coords = _coords_from_json(how)
@@ -116,23 +110,16 @@ def _simulate(core, graph, topo, device_of, args):
 
 
 def run(args) -> int:
-    from aoizora import _core, topology_file, validate
+    from aoizora import _core, compiled_program, topology_file, validate
     from aoizora.errors import UserError
 
-    validate.hlo_text(args.hlo)
+    text, graph = compiled_program.load(args.hlo)
     validate.output_files({"--trace": args.trace})
     topo = topology_file.load(args.topology, hardware=args.hardware)
-    try:
-        graph = _core.load_hlo_file(args.hlo)
-    except _core.CoreError as e:
-        raise UserError(f"cannot read the HLO: {e}") from None
+    compiled_program.check_spans(graph.num_partitions, topo)
+    mesh = compiled_program.mesh_shape(args.mesh, text, graph.num_partitions)
     unknown = validate.unknown_trip_counts(graph, args.hlo)
-    if topo.num_devices < graph.num_partitions:
-        raise UserError(f"{args.hlo} was compiled for {graph.num_partitions} devices but "
-                        f"{args.topology} has {topo.num_devices} devices")
-    if args.mesh:
-        _mesh_shape(args, graph.num_partitions)
-    name, device_of, mesh = _placement(_core, args, graph, topo)
+    name, device_of, mesh = _placement(_core, args, graph, topo, mesh)
     if len(device_of) != graph.num_partitions:
         raise UserError(f"the placement has {len(device_of)} devices but {args.hlo} was compiled "
                         f"for {graph.num_partitions}")
