@@ -179,10 +179,12 @@ def _check_contract(o: dict[str, Any], config: str) -> None:
 
 
 def to_maxdiffusion(plan, device_ids: list[int],
-                    maxdiffusion_ids: list[int] | str | None = None) -> dict[str, Any]:
+                    maxdiffusion_ids: list[int] | str | None = None,
+                    path: str = "FILE.yaml") -> dict[str, Any]:
     """The emitted document of a plan. `device_ids[i]` is the JAX id of the device at
     plan.choice.device_coords[i] (jax_device_ids() finds them); `maxdiffusion_ids` the ids
-    in the order MaxDiffusion's own create_device_mesh builds, or why it cannot."""
+    in the order MaxDiffusion's own create_device_mesh builds, or why it cannot; `path` the
+    file the document is written to (the launcher's command names it)."""
     c = Candidate.from_dict(plan.choice.strategy)
     if candidate_of(overrides(c)).key() != c.key():  # a form MaxDiffusion cannot express
         raise UserError(f"MaxDiffusion cannot express {c.name}: its config has no key for it")
@@ -208,7 +210,7 @@ def to_maxdiffusion(plan, device_ids: list[int],
             "checked_against": contract()["commit"], "config": f"{CONFIG_DIR}/{config}",
             "entry_point": ENTRY_POINT, "libtpu_init_args": libtpu, "args": args,
             "device_order": order,
-            "launcher_command": f"{env}{LAUNCHER} FILE.yaml -- [your MaxDiffusion args]",
+            "launcher_command": f"{env}{LAUNCHER} {shlex.quote(path)} -- [your MaxDiffusion args]",
             "command": plain,
         },
         "aoizora": {"model": plan.model.get("name"), "topology": plan.topology.get("name"),
@@ -279,19 +281,20 @@ def _target_devices(plan):
     return tpu.compile_only_devices(target["name"])
 
 
-def document(plan, devices=None) -> dict[str, Any]:
+def document(plan, devices=None, path: str = "FILE.yaml") -> dict[str, Any]:
     """The emitted document, device ids looked up among `devices` (default: the compile-only
-    devices of the plan's slice)."""
+    devices of the plan's slice), to be written to `path`."""
     config_of(plan.model.get("name"))  # refuse an unknown model before any device work
     return to_maxdiffusion(plan, jax_device_ids(plan, devices),
-                           maxdiffusion_order(plan, devices))
+                           maxdiffusion_order(plan, devices), path)
 
 
-def yaml_text(plan, devices=None, doc: dict[str, Any] | None = None) -> str:
-    """The YAML text of the emitted document (the caller writes it, atomically)."""
+def yaml_text(plan, devices=None, doc: dict[str, Any] | None = None,
+              path: str = "FILE.yaml") -> str:
+    """The YAML text of the emitted document (the caller writes it to `path`, atomically)."""
     import yaml
 
-    doc = document(plan, devices) if doc is None else doc
+    doc = document(plan, devices, path) if doc is None else doc
     head = ("# AoiZora plan for MaxDiffusion. Run `maxdiffusion.command` in a MaxDiffusion\n"
             "# checkout, or, where `maxdiffusion.device_order` says it differs, the launcher\n"
             "# (docs/maxdiffusion.md). Figures are simulated, not measured.\n")

@@ -21,8 +21,8 @@ def run(args) -> int:
 
     validate.output_files({"FILE": args.file})
     plan = plan_schema.load(args.plan)
-    doc = maxdiffusion.document(plan)
+    doc = maxdiffusion.document(plan, path=args.file)
     with Batch() as batch:
         batch.write(args.file, maxdiffusion.yaml_text(plan, doc=doc))
-    print(f"wrote {args.file}: the device order is {doc['maxdiffusion']['device_order']}")
+    print(f"wrote {args.file}; device order: {doc['maxdiffusion']['device_order']}")
     return 0

@@ -160,7 +160,7 @@ def _write_outputs(args, result) -> None:
             if args.emit:
                 from aoizora import maxdiffusion
 
-                batch.write(args.emit[1], maxdiffusion.yaml_text(plan))
+                batch.write(args.emit[1], maxdiffusion.yaml_text(plan, path=args.emit[1]))
             if args.trace:
                 stage2 = Stage2(result.topology)
                 batch.produce(args.trace, lambda tmp: stage2.write_trace(
