@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except (UserError, _core_error()) as e:
-        _fail(prog, str(e), as_json)
+        from aoizora.validate import suggest_topology
+
+        _fail(prog, suggest_topology(str(e)), as_json)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

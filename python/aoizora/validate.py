@@ -12,6 +12,11 @@ do; nothing here compiles, plans or writes.
         folder, and no two name the same file
     output_folder(path, flag) -> path that is, or can be made, a writable folder
     workload(model, video, frames) -> (ModelSpec, Video) with tokens > 0
+    did_you_mean(name, choices) -> "did you mean 'a' or 'b'?" (the closest few by difflib),
+        or "" when none is close
+    suggest_topology(message) -> the message with the C++ core's list of every catalog slice
+        after "unknown topology 'X'" replaced by the closest names and `topology --list`
+        (cli.py applies it to every one-line error)
 
 Topology files: topology_file.py; plan files: plan_schema.py; hardware profiles:
 hardware_file.py; measurement files (`calibrate`): measurements.read.
@@ -20,8 +25,10 @@ hardware_file.py; measurement files (`calibrate`): measurements.read.
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
+import re
 import tempfile
 
 from aoizora.errors import UserError
@@ -162,8 +169,9 @@ def workload(model, video: str, frames: int | None):
     from aoizora.models.video import TINY_VIDEO
 
     if isinstance(model, str) and model not in MODELS:
-        raise UserError(f"--model: unknown model {model!r}: use one of "
-                        f"{', '.join(sorted(MODELS))}, or MODULE.py:FUNCTION for your own")
+        hint = did_you_mean(model, sorted(MODELS)) or f"use one of {', '.join(sorted(MODELS))}"
+        raise UserError(f"--model: unknown model {model!r}: {hint} (or MODULE.py:FUNCTION for "
+                        "your own)")
     cfg = get_model(model) if isinstance(model, str) else model
     if video in ("tiny", TINY_VIDEO.name):
         if frames not in (None, TINY_VIDEO.frames):
@@ -207,3 +215,47 @@ def unknown_trip_counts(graph, path: str) -> list[str]:
         print(f"warning: {path}: loop {', '.join(loops)} has an unknown trip count and is "
               "counted once: its time is under-counted", file=sys.stderr)
     return loops
+
+
+def did_you_mean(name: str, choices, n: int = 3) -> str:
+    """The closest few of `choices` to a mistyped `name`, as a question; "" if none is close."""
+    close = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(name.lower(), list(choices), n=n, cutoff=0.6)
+    if not close:
+        return ""
+    quoted = [repr(c) for c in close]
+    return "did you mean " + (" or ".join(quoted) if len(quoted) < 3 else
+                              f"{', '.join(quoted[:-1])} or {quoted[-1]}") + "?"
+
+
+# The C++ catalog's refusal (topo/catalog.cpp make_topology), which lists every slice.
+_UNKNOWN_TOPOLOGY = re.compile(r"unknown topology '([^']*)': use a JSON file \(\*\.json\) or "
+                               r"one of ([\w.]+:[\dx]+(?:, [\w.]+:[\dx]+)*)")
+_CLOUD_NAME = re.compile(r"([a-z0-9]+)-(\d+)")   # Cloud's "v5e-8": chips, or cores on v4/v5p
+
+
+def _topology_guesses(name: str, names: list) -> list:
+    """Cloud's GEN-N names the slice of N chips (or N TensorCores: N/2 chips); else difflib."""
+    m = _CLOUD_NAME.fullmatch(name.lower())
+    if m:
+        n = int(m.group(2))
+        chips = {t: math.prod(int(d) for d in t.split(":")[1].split("x")) for t in names
+                 if t.split(":")[0] == m.group(1)}
+        return sorted((t for t, c in chips.items() if c in (n, n // 2)),
+                      key=lambda t: chips[t] != n)
+    return []
+
+
+def suggest_topology(message: str) -> str:
+    def shorter(m) -> str:
+        name, names = m.group(1), m.group(2).split(", ")
+        guesses = _topology_guesses(name, names)
+        hint = (f"did you mean {' or '.join(map(repr, guesses))}?" if guesses
+                else did_you_mean(name, names))
+        if not hint:
+            return (f"unknown topology {name!r}: not one of the {len(names)} catalog slices "
+                    "(`aoizora topology --list`) nor a topology JSON file (*.json)")
+        return (f"unknown topology {name!r}: {hint} (`aoizora topology --list` lists all "
+                f"{len(names)}; or a topology JSON file, *.json)")
+    return _UNKNOWN_TOPOLOGY.sub(shorter, message)

@@ -44,6 +44,19 @@ def test_doctor_exits_zero_and_reports_tpu_target():
     assert "v5e:2x4: target tpu" in out.stdout
 
 
+def test_doctor_compiles_deviceless_for_v6e_and_tpu7x_too():
+    import json
+
+    out = subprocess.run([sys.executable, "-m", "aoizora.cli", "doctor", "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    slices = {s["topology"]: s for s in json.loads(out.stdout)["slices"]}
+    for name, kind, devices in (("v6e:2x4", "TPU v6 lite", 8), ("tpu7x:2x2x1", "TPU7x", 8)):
+        s = slices[name]
+        assert s["target"] == "tpu" and s["device_kind"] == kind and "compile_s" in s, s
+        assert len(s["coords"]) == devices and s["collectives"], s
+
+
 def test_unknown_subcommand_is_rejected():
     parser = cli.build_parser()
     import pytest

@@ -37,7 +37,34 @@ def test_topology_json(capsys):
 def test_topology_unknown_name_is_one_line_error(capsys):
     rc, _, err = _run(capsys, "topology", "v5e:3x3")
     assert rc == 2
-    assert err.count("\n") == 1 and "v5e:2x4" in err
+    assert err.count("\n") == 1 and "did you mean 'v5e:" in err and "topology --list" in err
+
+
+@pytest.mark.parametrize("argv, close", [
+    (["topology", "v5e:2x5"], "'v5e:2x4'"),
+    (["topology", "v5e-8"], "did you mean 'v5e:2x4'"),          # Cloud's name: 8 chips
+    (["rank", "--hlo", str(HLO / "matmul.v5e_2x4.hlo"), "--topology", "v6e:2x4x1"], "'v6e:2x4'"),
+    (["plan", "--model", "wan2.1-1.3b", "--topology", "v5e:2x4"], "'wan2.1-t2v-1.3b'"),
+])
+def test_an_unknown_name_suggests_the_closest_not_every_one(argv, close, capsys):
+    rc, _, err = _run(capsys, *argv)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "did you mean" in err and close in err, err
+    # Not the catalog on one line (52 slices) nor every preset.
+    assert "tpu7x:16x16x16" not in err and "wan2.2-i2v-a14b" not in err, err
+
+
+def test_topology_list_gives_devices_and_deviceless_compile(capsys):
+    rc, out, _ = _run(capsys, "topology", "--list", "--json")
+    assert rc == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert set(rows) == set(_core.catalog_names())
+    assert (rows["tpu7x:2x2x1"]["chips"], rows["tpu7x:2x2x1"]["devices"]) == (4, 8)
+    assert (rows["v5e:2x4"]["chips"], rows["v5e:2x4"]["devices"]) == (8, 8)
+    assert all(r["deviceless"] and not r["why_not"] for r in rows.values())
+    rc, out, _ = _run(capsys, "topology", "--list")
+    line = next(l for l in out.splitlines() if l.startswith("tpu7x:2x2x1 "))
+    assert line.split() == ["tpu7x:2x2x1", "4", "8", "yes"]
 
 
 def test_rank_json_on_real_hlo(capsys):

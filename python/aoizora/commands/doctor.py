@@ -1,4 +1,5 @@
-"""`aoizora doctor`: versions of jax, jaxlib and libtpu, and a real deviceless TPU compile."""
+"""`aoizora doctor`: versions of jax, jaxlib and libtpu, and a real deviceless TPU compile of
+a small probe for a slice of each generation family (v5e, v4, v6e, TPU7x; SLICES)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import importlib.metadata
 import json
 import time
 
-SLICES = ("v5e:2x4", "v5e:4x4", "v4:2x2x2")
+SLICES = ("v5e:2x4", "v5e:4x4", "v4:2x2x2", "v6e:2x4", "tpu7x:2x2x1")
 
 
 def register(sub) -> None:
@@ -34,7 +35,7 @@ def _check_slice(name: str) -> dict:
     except Exception as e:  # fall back to CPU devices and say why
         result["target"] = "cpu"
         result["tpu_error"] = str(e).splitlines()[0]
-        devices = tpu.cpu_devices(_chips(name))
+        devices = tpu.cpu_devices(_devices(name))
     mesh = probes.mesh_2d(devices, len(devices))
     t0 = time.perf_counter()
     try:
@@ -48,11 +49,14 @@ def _check_slice(name: str) -> dict:
     return result
 
 
-def _chips(name: str) -> int:
+def _devices(name: str) -> int:
+    """JAX devices of a slice: its chips times the generation's TensorCores per chip."""
     from aoizora import tpu
+    from aoizora.compile_target import DEVICES_PER_CHIP
 
-    n = 1
-    for d in tpu.split_name(name)[1]:
+    gen, dims = tpu.split_name(name)
+    n = DEVICES_PER_CHIP.get(gen, 1)
+    for d in dims:
         n *= d
     return n
 

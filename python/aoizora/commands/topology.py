@@ -1,6 +1,8 @@
 """`aoizora topology T [--hardware FILE] [--json] [--links]`: chips, links, wraparound and per-chip figures of a
 catalog slice (v5e:2x4, v5p:4x4x4, ...) or a topology JSON file; `aoizora topology --list`
-lists the catalog."""
+lists the catalog: each slice's chips, JAX devices (TPU7x: two per chip) and whether libtpu
+compiles for it deviceless (compile_target.compile_target_for, the planner's own test; read
+from the generation table, nothing is compiled)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ def register(sub) -> None:
     hardware_file.add_argument(p)
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.add_argument("--links", action="store_true", help="list every directed link")
-    p.add_argument("--list", action="store_true", help="list the catalog's slice names")
+    p.add_argument("--list", action="store_true",
+                   help="list the catalog's slices: chips, devices, deviceless TPU compile")
     p.set_defaults(run=run)
 
 
@@ -35,6 +38,20 @@ def _figures_from(hardware: str | None, generation: str) -> str:
     return f"the shipped {generation} profile (profiles/{generation}.json)"
 
 
+def _catalog_row(topo) -> dict:
+    """name, chips, devices, deviceless (bool) and why_not ("" when it compiles)."""
+    from aoizora.compile_target import compile_target_for
+    from aoizora.errors import UserError
+
+    try:
+        compile_target_for(topo)
+        why_not = ""
+    except UserError as e:
+        why_not = str(e)
+    return {"name": topo.name, "chips": topo.num_chips, "devices": topo.num_devices,
+            "deviceless": not why_not, "why_not": why_not}
+
+
 def run(args) -> int:
     from aoizora import _core, topology_file
     from aoizora.errors import UserError
@@ -43,8 +60,14 @@ def run(args) -> int:
         raise UserError(f"--list lists the whole catalog: leave out {args.topology!r}, or "
                         "leave out --list to describe it")
     if args.list:
-        names = _core.catalog_names()
-        print(json.dumps(names) if args.json else "\n".join(names))
+        rows = [_catalog_row(_core.make_topology(n)) for n in _core.catalog_names()]
+        if args.json:
+            print(json.dumps(rows, indent=1))
+            return 0
+        print(f"{'slice':16} {'chips':>6} {'devices':>8}  deviceless TPU compile (libtpu)")
+        for r in rows:
+            print(f"{r['name']:16} {r['chips']:>6} {r['devices']:>8}  "
+                  + ("yes" if r["deviceless"] else f"no: {r['why_not']}"))
         return 0
     if not args.topology:
         raise UserError("name a topology (e.g. v5e:4x4) or pass --list")
