@@ -181,6 +181,62 @@ TEST(HloParser, UndefinedOperandIsAnErrorAtItsPosition) {
                    .ok());
 }
 
+// XLA resolves control-predecessors as it resolves operands: names defined before the
+// instruction in its own computation (two texts of XLA's corpus are refused for it).
+TEST(HloParser, UndefinedControlPredecessorIsAnErrorAtItsPosition) {
+  const std::string text = R"(HloModule m
+neg {
+  x = f32[4] parameter(0)
+  ROOT n = f32[4] negate(x)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  a = f32[4] negate(p)
+  ROOT b = f32[4] abs(p), control-predecessors={a, %PRED}
+}
+)";
+  auto with = [&](const std::string& preds) {
+    std::string t = text;
+    t.replace(t.find("PRED"), 4, preds);
+    return parse_hlo_module(t, "c.hlo");
+  };
+  auto m = with("typo");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().file, "c.hlo");
+  EXPECT_EQ(m.error().line, 9);
+  EXPECT_EQ(m.error().column, 52);
+  EXPECT_NE(m.error().message.find("control predecessor 'typo'"), std::string::npos)
+      << m.error().message;
+  EXPECT_NE(m.error().message.find("computation 'e'"), std::string::npos) << m.error().message;
+  EXPECT_EQ(m.error().to_string().find('\n'), std::string::npos);
+  for (const char* bad : {"b",    // itself: not defined before it
+                          "x"}) {  // another computation's
+    auto r = with(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().line, 9) << bad;
+    EXPECT_NE(r.error().message.find(std::string("'") + bad + "'"), std::string::npos)
+        << r.error().message;
+  }
+  // Defined later in the computation: XLA refuses it as well.
+  const std::string later = R"(HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  b = f32[4] abs(p), control-predecessors={a}
+  ROOT a = f32[4] negate(p)
+}
+)";
+  auto l = parse_hlo_module(later);
+  ASSERT_FALSE(l.ok()) << later;
+  EXPECT_NE(l.error().message.find("control predecessor 'a'"), std::string::npos)
+      << l.error().message;
+  // An empty list or a missing comma: XLA expects a name, then ',' or '}'.
+  EXPECT_FALSE(parse_hlo_module(std::string(text).replace(text.find("{a, %PRED}"), 10, "{}")).ok());
+  EXPECT_FALSE(parse_hlo_module(std::string(text).replace(text.find("{a, %PRED}"), 10, "{a p}")).ok());
+  // Names defined before, with '%', over lines and comments, repeated: accepted.
+  auto ok = with("p /* the parameter */,\n    a");
+  EXPECT_TRUE(ok.ok()) << ok.error().to_string();
+}
+
 TEST(HloParser, DuplicateComputationOrInstructionNameIsAnError) {
   auto m = parse_hlo_module("HloModule m\nc {\n  ROOT x = f32[] parameter(0)\n}\n"
                             "c {\n  ROOT y = f32[] parameter(0)\n}\n"

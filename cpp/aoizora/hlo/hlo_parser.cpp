@@ -141,6 +141,7 @@ class Parser {
   Result<bool> attributes(Instruction& ins, int depth, const AttributeSet* allowed = nullptr,
                           int required = -1, std::string_view opcode = {});
   Result<bool> call_value(Instruction& ins, std::string_view key, int depth);
+  Result<bool> control_predecessors(const Scope& scope, const Instruction& ins);
   Result<int> callee(int depth);
   bool inline_body_at(size_t brace) const;
   Result<int> add(Scope& scope, Instruction ins, size_t name_pos);
@@ -368,6 +369,8 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   if (attributes) {
     auto a = this->attributes(ins, depth, &allowed, required, ins.opcode);
     if (!a.ok()) return a.error();
+    auto c = control_predecessors(scope, ins);
+    if (!c.ok()) return c.error();
     // Flattened ids need a channel (XLA refuses the text otherwise).
     static const int kUgdi = attribute_id("use_global_device_ids");
     if (allowed[kUgdi] && ins.attr("use_global_device_ids") == "true" &&
@@ -399,6 +402,33 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   }
   ins.name = name;
   return add(scope, std::move(ins), name_pos);
+}
+
+// control-predecessors={a, %b}: each name an instruction defined before this one in its
+// computation, as XLA resolves them (the rule of operands); else an error at the name. The
+// instruction itself is not defined yet. The cursor is where it was on success.
+Result<bool> Parser::control_predecessors(const Scope& scope, const Instruction& ins) {
+  const std::string_view value = ins.attr("control-predecessors");
+  if (value.empty()) return true;
+  const size_t resume = lx_.pos();
+  lx_.set_pos(static_cast<size_t>(value.data() - lx_.text().data()));
+  if (!lx_.consume('{')) return lx_.expected("'{' opening the control predecessors", lx_.pos());
+  for (;;) {
+    lx_.skip_ws();
+    const size_t at = lx_.pos();
+    const std::string_view name = strip_percent(lx_.name());
+    if (name.empty()) return lx_.expected("an instruction name", at);
+    if (scope.names.find(name) == scope.names.end())
+      return lx_.error_at("control predecessor '" + std::string(name) +
+                              "' is not an instruction defined before it in computation '" +
+                              std::string(scope.comp.name) + "'",
+                          at);
+    if (lx_.consume(',')) continue;
+    if (lx_.consume('}')) break;
+    return lx_.expected("',' or '}' after a control predecessor", lx_.pos());
+  }
+  lx_.set_pos(resume);
+  return true;
 }
 
 // Checks an async-start/-update/-done as XLA's parser does and, for `X-start(operands)`,
