@@ -122,8 +122,9 @@ def load(text: str, flag: str = "--topology", hardware: str | None = None):
             raise UserError(f"{flag} {text}: {e}") from None
     try:
         topology = _core.make_topology(text)
-    except _core.CoreError as e:
-        raise UserError(f"{flag} {text}: {e}") from None
+    except _core.CoreError as e:  # "<file>: why" for a file: the file is named once
+        why = str(e).removeprefix(f"{text}: ")
+        raise UserError(f"{flag} {text}: {why}") from None
     if not hardware:
         return topology
     hardware_file.check(hardware)

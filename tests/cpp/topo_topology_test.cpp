@@ -137,6 +137,53 @@ TEST(TopologyJson, GridAndExplicitForms) {
   EXPECT_GT(bad.error().column, 1);
 }
 
+TEST(TopologyJson, ACatalogNameIsRefusedForAnotherSlice) {
+  // Named v5e:2x4, a 4x4 grid would be planned as 16 devices under the catalog's name.
+  Result<Topology> dims = topology_from_json(
+      R"({"name": "v5e:2x4", "generation": "v5e", "dims": [4, 4]})", "t.json");
+  ASSERT_FALSE(dims.ok());
+  EXPECT_EQ(dims.error().file, "t.json");
+  EXPECT_NE(dims.error().message.find("v5e:2x4 is the catalog slice of dims 2x4x1, but this "
+                                      "file gives dims 4x4x1"),
+            std::string::npos)
+      << dims.error().message;
+  Result<Topology> wrap = topology_from_json(
+      R"({"name": "v5e:16x16", "generation": "v5e", "dims": [16, 16]})", "t.json");
+  ASSERT_FALSE(wrap.ok());
+  EXPECT_NE(wrap.error().message.find("without wraparound"), std::string::npos)
+      << wrap.error().message;
+  Result<Topology> gen = topology_from_json(
+      R"({"name": "v6e:2x4", "generation": "v5e", "dims": [2, 4]})", "t.json");
+  ASSERT_FALSE(gen.ok());
+  EXPECT_NE(gen.error().message.find("generation 'v5e'"), std::string::npos)
+      << gen.error().message;
+  Result<Topology> figures = topology_from_json(
+      R"({"name": "v5e:2x4", "generation": "v5e", "dims": [2, 4], "spec": {"hop_latency": 0.5}})",
+      "t.json");
+  ASSERT_FALSE(figures.ok());
+  EXPECT_NE(figures.error().message.find("spec.hop_latency 0.5"), std::string::npos)
+      << figures.error().message;
+  EXPECT_NE(figures.error().message.find("--hardware"), std::string::npos);
+  Result<Topology> listed = topology_from_json(
+      R"({"name": "v5e:2x2", "generation": "v5e", "chips": [[0, 0], [1, 0], [0, 1], [1, 1]],
+          "links": [{"src": 0, "dst": 1}, {"src": 1, "dst": 3}, {"src": 3, "dst": 2},
+                    {"src": 2, "dst": 0}]})",
+      "t.json");
+  ASSERT_FALSE(listed.ok());
+  EXPECT_NE(listed.error().message.find("chips and links"), std::string::npos)
+      << listed.error().message;
+
+  // The very slice, or a name of its own, is taken.
+  Result<Topology> same = topology_from_json(
+      R"({"name": "v5e:2x4", "generation": "v5e", "dims": [2, 4], "wrap": [false, false]})",
+      "t.json");
+  ASSERT_TRUE(same.ok()) << same.error().to_string();
+  EXPECT_EQ(same->num_chips(), 8);
+  EXPECT_TRUE(topology_from_json(
+                  R"({"name": "my-v5e", "generation": "v5e", "dims": [4, 4]})", "t.json")
+                  .ok());
+}
+
 TEST(TopologyJson, FromFile) {
   const std::string path = ::testing::TempDir() + "/aoizora_topo_test.json";
   std::ofstream(path) << R"({"generation": "v6e", "dims": [2, 2]})";

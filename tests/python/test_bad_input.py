@@ -250,6 +250,20 @@ def test_topology_file_that_is_not_a_file_is_refused(tmp_path, capsys):
     refused(["topology", "--list", "v5e:2x4"], capsys, "--list")
 
 
+def test_topology_file_may_not_reuse_a_catalog_name_for_another_slice(tmp_path, capsys):
+    # Named v5e:2x4, a 4x4 file would be planned as 16 devices under the catalog's name.
+    path = tmp_path / "topo.json"
+    path.write_text('{"name": "v5e:2x4", "generation": "v5e", "dims": [4, 4]}')
+    for argv in (["topology", path], ["plan", *TINY, "--topology", path]):
+        refused(argv, capsys, "v5e:2x4", "dims 2x4x1", "dims 4x4x1", "another 'name'")
+    path.write_text('{"name": "v5e:2x4", "generation": "v5e", "dims": [2, 4], '
+                    '"spec": {"link_bandwidth": 9e10}}')
+    refused(["topology", path], capsys, "v5e:2x4", "link_bandwidth", "--hardware")
+    path.write_text('{"name": "v5e:2x4", "generation": "v5e", "dims": [2, 4]}')  # the same
+    rc, out, _ = run(["topology", path, "--json"], capsys)
+    assert rc == 0 and json.loads(out)["name"] == "v5e:2x4"
+
+
 def test_good_topology_file_is_described(tmp_path, capsys):
     path = tmp_path / "topo.json"
     path.write_text(json.dumps(GOOD_TOPOLOGY))

@@ -141,7 +141,9 @@ class Topology {
   mutable std::unordered_map<int64_t, std::vector<int>> route_cache_;
 };
 
-// A topology from JSON text (see docs/cost-model.md for the format). `name` labels it.
+// A topology from JSON text (see docs/cost-model.md for the format). `name` labels it. An
+// error when the text's "name" is a catalog slice's (topo/catalog.h) and the text describes
+// another slice or other chip figures.
 Result<Topology> topology_from_json(const std::string& text, const std::string& name);
 
 // ---- implementation of the template ----

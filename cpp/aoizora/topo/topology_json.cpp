@@ -8,7 +8,11 @@
 // peak_flops, hbm_bytes, hbm_bandwidth, link_bandwidth, hop_latency, cores_per_chip (1 or 2)
 // and intra_chip_link {"bandwidth", "latency"} (required with two cores). Explicit links
 // route by fewest hops.
+// A "name" from the catalog ("v5e:2x4") is refused unless the file is that very slice,
+// figures included: plans and plan.json go by the name.
 #include <algorithm>
+#include <cstdio>
+#include <utility>
 
 #include "aoizora/topo/json.h"
 #include "aoizora/topo/catalog.h"
@@ -39,9 +43,62 @@ double number_or(const json::Value* obj, const char* key, double fallback) {
   return v != nullptr && v->is_number() ? v->number : fallback;
 }
 
-}  // namespace
+std::string shape_text(const Topology& t, bool with_wrap) {
+  std::string out = "dims " + std::to_string(t.dims[0]) + "x" + std::to_string(t.dims[1]) + "x" +
+                    std::to_string(t.dims[2]);
+  if (!with_wrap) return out;
+  std::string axes;
+  for (int d = 0; d < 3; ++d)
+    if (t.wrap[static_cast<size_t>(d)]) axes += (axes.empty() ? "" : ",") + std::string(1, "xyz"[d]);
+  return out + (axes.empty() ? " without wraparound" : " wrapped on " + axes);
+}
 
-Result<Topology> topology_from_json(const std::string& text, const std::string& name) {
+// The first chip figure in which `a` differs from `b`, as "spec.link_bandwidth 9e+10, the
+// catalog's 4.5e+10"; "its chip figures" when the difference is elsewhere.
+std::string spec_difference(const ChipSpec& a, const ChipSpec& b) {
+  const std::pair<const char*, double ChipSpec::*> figures[] = {
+      {"peak_flops", &ChipSpec::peak_flops}, {"hbm_bytes", &ChipSpec::hbm_bytes},
+      {"hbm_bandwidth", &ChipSpec::hbm_bandwidth}, {"link_bandwidth", &ChipSpec::link_bandwidth},
+      {"hop_latency", &ChipSpec::hop_latency}};
+  auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  for (const auto& [key, field] : figures)
+    if (a.*field != b.*field)
+      return std::string("spec.") + key + " " + g(a.*field) + ", the catalog's " + g(b.*field);
+  if (a.cores_per_chip != b.cores_per_chip)
+    return "spec.cores_per_chip " + std::to_string(a.cores_per_chip) + ", the catalog's " +
+           std::to_string(b.cores_per_chip);
+  return "its chip figures";
+}
+
+// Why `t`, read from a file, may not carry its name: the name is a catalog slice's (plans,
+// plan.json and the compile target go by it) and `t` is another slice or has other chip
+// figures. Empty when the name is no catalog name, or `t` is that slice exactly.
+std::string catalog_name_conflict(const Topology& t) {
+  if (t.name.size() >= 5 && t.name.compare(t.name.size() - 5, 5, ".json") == 0) return "";
+  const Result<Topology> c = make_topology(t.name);
+  if (!c.ok()) return "";
+  const bool wrap_differs = t.wrap != c->wrap;
+  const std::string head = "'name' " + t.name + " is the catalog slice of " +
+                           shape_text(*c, wrap_differs) + ", but this file ";
+  const std::string rename = ": give the file another 'name', or use " + c->name + " itself";
+  if (t.dims != c->dims || wrap_differs)
+    return head + "gives " + shape_text(t, wrap_differs) + rename;
+  if (!t.is_grid()) return head + "lists chips and links of its own" + rename;
+  if (t.spec.generation != c->spec.generation)
+    return head + "gives generation '" + t.spec.generation + "' (the catalog's '" +
+           c->spec.generation + "')" + rename;
+  if (!(t.spec == c->spec))
+    return head + "gives " + spec_difference(t.spec, c->spec) +
+           ": give the file another 'name', or keep " + c->name +
+           " and give its chip figures with --hardware FILE";
+  return "";
+}
+
+Result<Topology> read_topology(const std::string& text, const std::string& name) {
   Result<json::Value> parsed = json::parse(text, name);
   if (!parsed.ok()) return parsed.error();
   const json::Value& root = *parsed;
@@ -158,6 +215,15 @@ Result<Topology> topology_from_json(const std::string& text, const std::string& 
                          " chip 0 over the links: the fabric must be connected",
                      name};
   }
+  return t;
+}
+
+}  // namespace
+
+Result<Topology> topology_from_json(const std::string& text, const std::string& name) {
+  Result<Topology> t = read_topology(text, name);
+  if (!t.ok()) return t;
+  if (const std::string why = catalog_name_conflict(*t); !why.empty()) return Error{why, name};
   return t;
 }
 
