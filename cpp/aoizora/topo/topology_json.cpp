@@ -49,7 +49,8 @@ std::string shape_text(const Topology& t, bool with_wrap) {
   if (!with_wrap) return out;
   std::string axes;
   for (int d = 0; d < 3; ++d)
-    if (t.wrap[static_cast<size_t>(d)]) axes += (axes.empty() ? "" : ",") + std::string(1, "xyz"[d]);
+    if (t.wrap[static_cast<size_t>(d)])
+      axes += (axes.empty() ? "" : ",") + std::string(1, "xyz"[d]);
   return out + (axes.empty() ? " without wraparound" : " wrapped on " + axes);
 }
 
