@@ -36,11 +36,18 @@ class Choice:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def label(self, tag: str) -> str:
-        """A baseline's tag as tables show it: a MaxDiffusion recipe whose published blocks
-        failed to compile is shown with the searched blocks, and says so."""
+        """A baseline's tag as tables show it: one whose mesh JAX's default order cannot lay
+        out on the slice is shown on AoiZora's best placement for its sharding, and a
+        MaxDiffusion recipe whose published blocks failed to compile with the searched
+        blocks; each says so."""
+        notes = []
+        if "no_default_order" in self.extra:
+            notes.append("not deployable with JAX's default order on this slice: "
+                         f"{self.extra['no_default_order']}; shown on AoiZora's best "
+                         "placement for its sharding")
         if "stand_in" in self.extra:
-            return f"{tag} (searched blocks: the published ones fail to compile)"
-        return tag
+            notes.append("searched blocks: the published ones fail to compile")
+        return f"{tag} ({'; '.join(notes)})" if notes else tag
 
 
 @dataclass

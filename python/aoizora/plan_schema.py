@@ -142,8 +142,25 @@ def check(d) -> None:
         raise ValueError("'baselines' must be an object")
     for tag, c in base.items():
         check_choice(c, f"baselines.{tag}")
-    if not isinstance(d.get("planning", {}), dict):
+        why = c.get("extra", {}).get("no_default_order")
+        if why is not None and not (isinstance(why, str) and why):
+            raise ValueError(f"baselines.{tag}.extra.no_default_order must be a string "
+                             "(why JAX's default order cannot lay the mesh out)")
+    planning = d.get("planning", {})
+    if not isinstance(planning, dict):
         raise ValueError("'planning' must be an object")
+    _check_failed_baselines(planning.get("baselines_failed", {}))
+
+
+def _check_failed_baselines(failed) -> None:
+    """planning.baselines_failed: tag -> {"candidate": sharding, "why": reason}."""
+    if not isinstance(failed, dict):
+        raise ValueError("planning.baselines_failed must be an object")
+    for tag, f in failed.items():
+        if not (isinstance(f, dict) and isinstance(f.get("candidate"), str)
+                and isinstance(f.get("why"), str)):
+            raise ValueError(f"planning.baselines_failed.{tag} must be an object with "
+                             "'candidate' and 'why' strings")
 
 
 def load(path: str, flag: str = "--plan"):

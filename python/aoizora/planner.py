@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aoizora import jaxenv  # noqa: F401
-from aoizora import baselines, kernels, stage1, strategies
+from aoizora import _core, baselines, kernels, stage1, strategies
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs, runs_in_process
@@ -29,7 +29,7 @@ from aoizora.prefetch import Prefetch
 from aoizora.errors import NoFitError, UserError
 from aoizora.models.base import FunctionSpec
 from aoizora.plan_format import Choice, Plan
-from aoizora.stage2 import Pair, Stage2, UnknownTripCount
+from aoizora.stage2 import NoDefaultOrder, Pair, Stage2, UnknownTripCount
 
 # How many of the best pairs by Q2 the simulator re-judges before the final choice.
 SIMULATED_PAIRS = 8
@@ -110,6 +110,10 @@ class _Run:
     outcomes: list[Outcome] = field(default_factory=list)  # every lowering and compile job
     searched_of: dict[str, str] = field(default_factory=dict)  # recipe name -> searched twin
     failed_recipes: dict[str, str] = field(default_factory=dict)  # tag -> why it failed
+    # Baselines JAX's default order cannot lay out on the slice: tag -> JAX's reason.
+    no_default_order: dict[str, str] = field(default_factory=dict)
+    # Baselines with no figures: tag -> {"candidate": sharding, "why": reason}.
+    failed_baselines: dict[str, dict[str, str]] = field(default_factory=dict)
     verified: set[str] = field(default_factory=set)  # through the TPU backend (_verify)
     ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
 
@@ -157,7 +161,7 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
         survivors = _compile_top_k(run, candidates, s1, top)
         ranked = _rank_placements(run, survivors)
         pool = _verify_decision(run, _decide(run, ranked))
-        base_pairs = _baselines(run, s1, pool)
+        base_pairs = _baselines(run, s1, pool, ranked)
     finally:
         run.ahead.close()
     return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
@@ -318,9 +322,13 @@ def _decide(run: _Run, ranked: list[Pair]) -> list[Pair]:
     return pool
 
 
-def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
+def _baselines(run: _Run, s1: list, pool: list[Pair], ranked: list[Pair]) -> dict[str, Pair]:
     """The baselines on JAX's default order, simulated: their shardings not in the Top-K are
-    compiled after the decision; a pair the decision already simulated is not run again."""
+    compiled after the decision; a pair the decision already simulated is not run again. A
+    baseline that cannot be compared so is reported, never fatal (_baseline_pair): one whose
+    mesh JAX's default order cannot lay out is shown on Stage 2's best placement and says
+    so (run.no_default_order); one whose sharding did not compile or that the core cannot
+    price is listed with why (run.failed_baselines)."""
     t0 = time.perf_counter()
     base_cands = baselines.baseline_candidates(
         run.cfg, s1, run.stage2.topology.link_bandwidth, run.stage2.topology.hop_latency)
@@ -333,20 +341,64 @@ def _baselines(run: _Run, s1: list, pool: list[Pair]) -> dict[str, Pair]:
     _verify(run, "full compile of the searched blocks", list(stand_ins.values()))
     run.failed_recipes = {tag: _skip_reason(run, base_cands[tag].name) for tag in stand_ins}
     base_cands.update((t, c) for t, c in stand_ins.items() if c.name in run.graphs)
+    for tag, c in base_cands.items():
+        if c.name not in run.graphs:
+            run.failed_baselines[tag] = {"candidate": c.name, "why": _skip_reason(run, c.name)}
     q1_of = {r.candidate.name: r.q1_seconds for r in s1}
-    base_pairs = {tag: run.stage2.default_pair(c, run.graphs[c.name], q1=q1_of.get(c.name))
-                  for tag, c in base_cands.items() if c.name in run.graphs}
+    pairs = {tag: _baseline_pair(run, tag, c, q1_of.get(c.name), ranked)
+             for tag, c in base_cands.items() if c.name in run.graphs}
+    base_pairs = _simulate_baselines(run, {t: p for t, p in pairs.items() if p}, pool)
+    run.lap("baselines", t0)
+    return base_pairs
+
+
+def _baseline_pair(run: _Run, tag: str, c, q1: float | None,
+                   ranked: list[Pair]) -> Pair | None:
+    """The baseline `tag` (sharding `c`, compiled) on JAX's default order. When JAX has no
+    default order for its mesh on this slice (a deployment that builds its mesh with
+    create_device_mesh or jax.make_mesh fails there too), the sharding on Stage 2's best
+    placement by Q2 instead, JAX's reason in run.no_default_order. None, with the reason in
+    run.failed_baselines, when the core cannot price the sharding's program."""
+    graph = run.graphs[c.name]
+    try:
+        return run.stage2.default_pair(c, graph, q1=q1)
+    except NoDefaultOrder as e:
+        run.no_default_order[tag] = e.why
+        run.progress.note(f"{tag}: not deployable with JAX's default order on this slice: "
+                          f"{e.why}")
+    except _core.CoreError as e:
+        run.failed_baselines[tag] = {"candidate": c.name, "why": f"Q2 failed: {e}"}
+        return None
+    try:  # a Top-K sharding's placements are ranked already
+        own = ([p for p in ranked if p.candidate.name == c.name]
+               or run.stage2.rank(c, graph, q1=q1))
+    except _core.CoreError as e:
+        run.failed_baselines[tag] = {"candidate": c.name, "why": f"no placement ranked: {e}"}
+        return None
+    return replace(own[0], tag=c.name)
+
+
+def _simulate_baselines(run: _Run, base_pairs: dict[str, Pair],
+                        pool: list[Pair]) -> dict[str, Pair]:
+    """Each baseline pair simulated (a pair the decision judged is taken from it); one the
+    simulator refuses is listed in run.failed_baselines and left out."""
     judged = {(p.candidate.name, tuple(p.device_of)): p for p in pool}
     run.progress.phase("simulate the baselines", len(base_pairs))
-    for p in base_pairs.values():
+    out = {}
+    for tag, p in base_pairs.items():
         twin = judged.get((p.candidate.name, tuple(p.device_of)))
         if twin is not None:
             p.simulated, p.sim, p.split = twin.simulated, twin.sim, twin.split
-        else:
-            run.stage2.simulate(p, run.graphs[p.candidate.name])
+        elif p.simulated is None:
+            try:
+                run.stage2.simulate(p, run.graphs[p.candidate.name])
+            except _core.CoreError as e:
+                run.failed_baselines[tag] = {"candidate": p.candidate.name,
+                                             "why": f"simulation failed: {e}"}
+        if p.simulated is not None:
+            out[tag] = p
         run.progress.advance(p.candidate.name)
-    run.lap("baselines", t0)
-    return base_pairs
+    return out
 
 
 def _stand_ins(run: _Run, s1: list, base_cands: dict) -> dict:
@@ -392,7 +444,8 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
         topology={**stage2.describe(), "compile_target": run.target.describe()},
         choice=choice,
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
-        baselines=_baseline_choices(stage2, base_pairs, oracle, run.failed_recipes),
+        baselines=_baseline_choices(stage2, base_pairs, oracle, run.failed_recipes,
+                                    run.no_default_order),
         planning={"seconds": run.timings["total"],
                   "decision_seconds": run.timings["decision"], "phases": run.timings,
                   "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
@@ -400,6 +453,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                   "cache_hits": sum(o.cached for o in run.outcomes),
                   "jobs": len(run.outcomes), "jobs_run_ahead": run.ahead.ran_ahead(),
                   "skipped": run.skipped,
+                  "baselines_failed": run.failed_baselines,
                   "programs": ("optimized HLO, the plan's and the baselines' shardings "
                                "compiled in full" if run.analysis_kind == "analyze"
                                else "full compiles"),
@@ -519,16 +573,20 @@ def _other_shardings(simulated: list[Pair], best: Pair) -> list[Pair]:
     return out
 
 
-def _baseline_choices(stage2, base_pairs, oracle: Pair | None,
-                      failed: dict[str, str]) -> dict[str, Choice]:
+def _baseline_choices(stage2, base_pairs, oracle: Pair | None, failed: dict[str, str],
+                      no_default: dict[str, str]) -> dict[str, Choice]:
     """tag -> choice; a recipe in `failed` is its searched-blocks stand-in, and says so
-    (extra["stand_in"]: the published blocks and why they failed)."""
+    (extra["stand_in"]: the published blocks and why they failed); a baseline in
+    `no_default` is on Stage 2's best placement, not deployable as it is, and says so
+    (extra["no_default_order"]: JAX's reason). "existing" is the best deployable one."""
     out = {}
     for tag, p in base_pairs.items():
         out[tag] = stage2.choice(p, label=tag)
         if tag in failed:
             out[tag].extra["stand_in"] = {"published_blocks_failed": failed[tag]}
-    existing = [tag for tag in base_pairs if tag != baselines.ALPA]
+        if tag in no_default:
+            out[tag].extra["no_default_order"] = no_default[tag]
+    existing = [tag for tag in base_pairs if tag != baselines.ALPA and tag not in no_default]
     if existing:
         best = min(existing, key=lambda tag: base_pairs[tag].simulated)
         out = {"existing": replace(out[best], extra=dict(out[best].extra)), **out}

@@ -17,6 +17,19 @@ from aoizora.plan_format import Choice
 from aoizora.strategies import Candidate
 
 
+class NoDefaultOrder(UserError):
+    """JAX's default device order (mesh_utils.create_device_mesh, which jax.make_mesh and
+    MaxDiffusion call) cannot lay this mesh out on this slice: a deployment that builds its
+    mesh that way cannot run the sharding here. `why` is JAX's reason, without the sharding's
+    name. A result of planning, not bad input: the planner reports such a baseline in the
+    comparison and goes on; where nothing catches it, it ends the command in one line as
+    any UserError does."""
+
+    def __init__(self, candidate: str, why: str):
+        super().__init__(f"{candidate}: no JAX default order: {why}")
+        self.why = why
+
+
 class UnknownTripCount(ValueError):
     """A compiled program with a loop whose trip count was not found: counted once it would
     look many times cheaper than it is, so the candidate cannot be priced."""
@@ -103,11 +116,12 @@ class Stage2:
 
     def default_pair(self, candidate: Candidate, graph, *, q1: float | None = None,
                      tag: str = "") -> Pair:
-        """The sharding on JAX's default device order (what a deployment gets today)."""
+        """The sharding on JAX's default device order (what a deployment gets today).
+        Raises NoDefaultOrder when JAX has no default order for its mesh on this slice."""
         try:
             p = _core.default_placement(self.topology, list(candidate.mesh_shape))
         except _core.CoreError as e:
-            raise UserError(f"{candidate.name}: no JAX default order: {e}") from e
+            raise NoDefaultOrder(candidate.name, str(e)) from e
         device_of = list(p.device_of)
         q2 = _core.evaluate_q2(graph, self.topology, device_of).seconds
         return Pair(candidate, "jax-default", device_of, q2, q1, tag=tag or candidate.name)

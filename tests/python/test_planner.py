@@ -213,3 +213,69 @@ def test_cli_writes_plan_report_and_trace(result, cache_dir, tmp_path):
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "unknown topology" in bad.stderr
+
+
+def test_a_baseline_jax_cannot_lay_out_is_reported_and_the_plan_is_written(
+        tmp_path, monkeypatch, capsys):
+    """v5p:2x2x4 (16 chips, the smallest catalog slice where this happens): JAX's default
+    order cannot build xdit-usp's mesh 2x2x4 (create_device_mesh finds no assignment for
+    its axis of size 2), so a deployment could not run it there. The plan is still written,
+    and the plan, the tables of `plan` and `compare` and the report say why. Compiled for
+    CPU devices: the default order depends on the slice alone, and this is the fast path."""
+    import html
+
+    from aoizora import cli, plan_schema
+    from aoizora.commands.plan import comparison_rows
+
+    monkeypatch.setenv("AOIZORA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "500")  # one table row per line
+    out, report = tmp_path / "p.json", tmp_path / "r.html"
+    assert cli.main(["plan", "--model", "wan-tiny", "--video", "tiny", "--topology",
+                     "v5p:2x2x4", "--top-k", "1", "--compile-target", "cpu", "--quiet",
+                     "--out", str(out), "--report", str(report)]) == 0
+    plan = plan_schema.load(str(out))
+    why = "Failed to find assignment for logical_axis_index 1 of size 2"
+    usp = plan.baselines["xdit-usp"]
+    assert usp.candidate == "dp2-usp4x2" and usp.extra["no_default_order"].startswith(why)
+    assert usp.placement != "jax-default" and usp.simulated_s > 0
+    said = f"xdit-usp (not deployable with JAX's default order on this slice: {why}"
+    assert [r for r in comparison_rows(plan) if r[0].startswith(said)]
+    assert said in capsys.readouterr().out
+    assert html.escape(said) in report.read_text()
+    # "existing" is the best deployment that JAX can lay out, never this one.
+    assert plan.baselines["existing"].extra.get("no_default_order") is None
+    assert cli.main(["compare", "--plan", str(out)]) == 0
+    assert said in capsys.readouterr().out
+
+
+def _saved_plan(planning=None, baselines=None) -> dict:
+    from aoizora.plan_format import Choice
+
+    choice = Choice("dp2-ag4", [2, 4], ["data", "context"], {}, "axes x|y",
+                    [[x, y, 0] for y in range(4) for x in range(2)])
+    d = Plan({"name": "m"}, {"video": "tiny"}, {"name": "v5e:2x4"}, choice,
+             planning=planning or {}).to_dict()
+    d["baselines"] = {tag: {**d["choice"], "extra": extra}
+                      for tag, extra in (baselines or {}).items()}
+    return d
+
+
+@pytest.mark.parametrize("planning, field", [
+    ({"baselines_failed": {"xdit-usp": "compile failed"}}, "baselines_failed.xdit-usp"),
+    ({"baselines_failed": ["xdit-usp"]}, "baselines_failed must be an object"),
+])
+def test_a_saved_plan_with_a_malformed_failed_baseline_is_refused(planning, field):
+    from aoizora import plan_schema
+
+    plan_schema.check(_saved_plan({"baselines_failed": {
+        "xdit-usp": {"candidate": "dp2-usp4x2", "why": "compile failed"}}}))
+    with pytest.raises(ValueError, match=field):
+        plan_schema.check(_saved_plan(planning))
+
+
+def test_a_saved_baseline_whose_no_default_order_is_not_a_reason_is_refused():
+    from aoizora import plan_schema
+
+    plan_schema.check(_saved_plan(baselines={"x": {"no_default_order": "no assignment"}}))
+    with pytest.raises(ValueError, match="baselines.x.extra.no_default_order"):
+        plan_schema.check(_saved_plan(baselines={"x": {"no_default_order": 3}}))

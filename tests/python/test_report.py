@@ -117,6 +117,15 @@ def test_a_plan_without_the_figures_says_so_in_each_section():
         assert f"This plan does not record {what}" in text
 
 
+def test_a_baseline_with_no_figures_is_a_row_that_says_why():
+    plan = _plan({"video": "tiny"})
+    plan.planning["baselines_failed"] = {
+        "xdit-usp": {"candidate": "dp2-usp2x2", "why": "compile failed: <VMEM> exhausted"}}
+    text = render(plan).split('id="baselines"')[1].split("</section>")[0]
+    assert ("<tr><td>xdit-usp (not compared)</td><td>dp2-usp2x2</td>"
+            '<td colspan="7">compile failed: &lt;VMEM&gt; exhausted</td></tr>') in text
+
+
 def test_two_core_chips_list_which_logical_devices_share_them():
     coords = [[x, y, 0, c] for x in range(2) for y in range(2) for c in range(2)]
     plan = _plan({"video": "tiny"}, dims=(2, 2, 1), coords=coords, mesh=(2, 2, 2),

@@ -118,12 +118,15 @@ def run_planner(args):
 
 
 def comparison_rows(plan) -> list[tuple[str, str, str, float | None, str]]:
-    """(label, sharding, placement, simulated seconds, plan speedup) per row."""
+    """(label, sharding, placement, simulated seconds, plan speedup) per row; a baseline
+    with no figures (planning["baselines_failed"]) is a row that says why."""
     best = plan.choice.simulated_s
     rows = [("AoiZora", plan.choice.candidate, plan.choice.placement, best, "1.000x")]
     for tag, b in plan.baselines.items():
         speed = f"{b.simulated_s / best:.3f}x" if best and b.simulated_s else "-"
         rows.append((b.label(tag), b.candidate, b.placement, b.simulated_s, speed))
+    for tag, f in plan.planning.get("baselines_failed", {}).items():
+        rows.append((f"{tag} (not compared: {f['why']})", f["candidate"], "-", None, "-"))
     return rows
 
 

@@ -173,7 +173,8 @@ def _tables(plan: Plan) -> str:
     runners = [(f"#{i + 2}", r) for i, r in enumerate(plan.runners_up)]
     return f"""<section id="baselines">
 <h2>Against the baselines</h2>
-<table>{tables.CHOICE_HEADER}{tables.choice_rows(_compared(plan), best)}</table>
+<table>{tables.CHOICE_HEADER}{tables.choice_rows(_compared(plan), best)}
+{tables.failed_rows(plan.planning.get("baselines_failed", {}))}</table>
 </section>
 <section id="runners-up">
 <h2>Runner-up shardings</h2>

@@ -58,6 +58,15 @@ def choice_rows(rows: Sequence[tuple[str, Choice]], best_sim: float | None) -> s
     return "\n".join(out)
 
 
+def failed_rows(failed: dict[str, dict[str, str]]) -> str:
+    """One row per baseline with no figures (tag -> {"candidate", "why"}): what it is and
+    why it is not compared, beside choice_rows' columns."""
+    return "\n".join(
+        f"<tr><td>{html.escape(tag)} (not compared)</td><td>{html.escape(f['candidate'])}"
+        f"</td><td colspan=\"7\">{html.escape(f['why'])}</td></tr>"
+        for tag, f in failed.items())
+
+
 def axis_rows(c: Choice) -> str:
     groups = c.extra.get("axis_groups", {})
     shapes = c.extra.get("axis_shapes", {})
