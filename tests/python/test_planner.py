@@ -58,9 +58,12 @@ def test_plan_figures_are_consistent(result):
     # Stage 1 kept at most K shardings, all of them fitting.
     assert 1 <= len(result.plan.planning["top_k"]) <= 2
     assert result.plan.planning["candidates"] == len(result.stage1)
-    # Compiled for the slice's own TPU, and the plan says so.
-    assert result.plan.topology["compile_target"] == {
-        "platform": "tpu", "name": "v5e:2x4", "devices": 8, "wrap": [False, False, False]}
+    # Compiled for the slice's own TPU, and the plan says so, with the libtpu flags the
+    # compiles ran under (a deployment runs with them: --emit maxdiffusion).
+    target = dict(result.plan.topology["compile_target"])
+    assert "--xla_tpu_scoped_vmem_limit_kib=" in target.pop("libtpu_init_args")
+    assert target == {"platform": "tpu", "name": "v5e:2x4", "devices": 8,
+                      "wrap": [False, False, False]}
 
 
 def test_tpu_plan_names_its_kernel_and_the_simulator_prices_it(result):
