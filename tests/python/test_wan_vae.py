@@ -1,4 +1,4 @@
-"""Wan's VAE decoders in JAX against diffusers' AutoencoderKLWan: random weights copied from
+"""Wan's VAE decoders (and Wan 2.1's encoder) in JAX against diffusers' AutoencoderKLWan: random weights copied from
 a torch model built from a config (nothing downloaded), float32. diffusers decodes latent
 frame by frame with its feature cache; ours decodes the whole clip with causal padding, so
 equality at 1 and 3 latent frames (1 and 9 video frames) is also the check that the two
@@ -39,14 +39,19 @@ def diffusers_vae(cfg: wan_vae.WanVAEConfig, seed: int = 0) -> AutoencoderKLWan:
     return model
 
 
-def params_from_diffusers(cfg: wan_vae.WanVAEConfig, model: AutoencoderKLWan):
-    """Our parameter tree filled from the decoder's state dict: module paths as keys, list
-    indices for ModuleLists, kernels [out,in,*k] -> [*k,in,out]. Raises if a decoder tensor
-    has no place or a parameter is left unfilled."""
-    params = jax.tree.map(lambda a: a, cfg.abstract_params())
+def params_from_diffusers(cfg: wan_vae.WanVAEConfig, model: AutoencoderKLWan, encoder=False):
+    """Our decoder's (or encoder's) parameter tree filled from the state dict: module paths as
+    keys, list indices for ModuleLists, kernels [out,in,*k] -> [*k,in,out]. Raises if a
+    tensor has no place or a parameter is left unfilled."""
+    if encoder:
+        prefixes = ("encoder.", "quant_conv.")
+        tree = jax.eval_shape(lambda: wan_vae.init_encoder_params(cfg, jax.random.key(0)))
+    else:
+        prefixes, tree = ("decoder.", "post_quant_conv."), cfg.abstract_params()
+    params = jax.tree.map(lambda a: a, tree)
     filled = 0
     for key, value in model.state_dict().items():
-        if not key.startswith(("decoder.", "post_quant_conv.")):
+        if not key.startswith(prefixes):
             continue
         path = key.replace("resample.1.", "resample.").split(".")
         node = params
@@ -94,6 +99,25 @@ def test_decoder_equals_diffusers_frame_by_frame(vae, batch, frames):
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("frames", [1, 9])
+def test_wan21_encoder_equals_diffusers_chunked_encode(frames):
+    """Image to video conditioning encodes the first frame (TI2V) or it and zero frames
+    (Wan 2.1 I2V: 81 frames); diffusers encodes 1 frame, then 4 at a time, with its cache."""
+    cfg = wan_vae.WAN21_VAE_TINY
+    model = diffusers_vae(cfg)
+    params = params_from_diffusers(cfg, model, encoder=True)
+    video = np.random.default_rng(frames).uniform(-1, 1, (1, 3, frames, 24, 40))
+    video = video.astype(np.float32)
+    mean = torch.tensor(cfg.latents_mean).view(1, -1, 1, 1, 1)
+    inv_std = 1.0 / torch.tensor(cfg.latents_std).view(1, -1, 1, 1, 1)
+    with torch.no_grad():  # WanImageToVideoPipeline: (mode - mean) * (1 / std)
+        mu = model.encode(torch.from_numpy(video)).latent_dist.mode()
+        want = ((mu - mean) * inv_std).numpy()
+    got = np.asarray(jax.jit(wan_vae.encode, static_argnums=0)(cfg, params, jnp.asarray(video)))
+    assert want.shape == (1, cfg.z_dim, 1 + (frames - 1) // 4, 3, 5) == got.shape
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
 def test_real_configs_have_diffusers_shapes_and_parameter_counts():
     from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
 
@@ -108,3 +132,9 @@ def test_real_configs_have_diffusers_shapes_and_parameter_counts():
         assert cfg.stride == stride and cfg.video_shape(latent) == video
         assert isinstance(model.decoder.conv_in, WanCausalConv3d)
     assert wan_vae.WAN21_VAE.param_count() == 73_295_603  # decoder + post_quant_conv
+    with torch.device("meta"):
+        model = AutoencoderKLWan(**diffusers_config(wan_vae.WAN21_VAE))
+    encoder = jax.eval_shape(lambda: wan_vae.init_encoder_params(wan_vae.WAN21_VAE,
+                                                                 jax.random.key(0)))
+    assert sum(a.size for a in jax.tree.leaves(encoder)) == sum(
+        p.numel() for p in list(model.encoder.parameters()) + list(model.quant_conv.parameters()))

@@ -22,6 +22,8 @@ against each other at several frame counts). Norms are diffusers' WanRMS_norm:
 x / max(|x|_2, 1e-12) * sqrt(C) * gamma over the channels, in float32. The attention is one
 head over each frame's pixels, scaled by C^-0.5.
 
+`encode` is Wan 2.1's encoder (image to video conditioning), whole clip likewise.
+
 Activations are channels-last [B,T,H,W,C] inside, on logical axes ("batch", "frames",
 "height", "width", None); parameters are a pytree named as diffusers' modules (lists for its
 ModuleLists), kernels [kt,kh,kw,in,out] (Conv2d: [kh,kw,in,out]; 1x1: [in,out]).
@@ -306,3 +308,83 @@ def decode(cfg: WanVAEConfig, params, latents, *, layout=None):
     if cfg.patch_size:
         x = unpatchify(x, cfg.patch_size)
     return jnp.clip(x, -1.0, 1.0).transpose(0, 4, 1, 2, 3)
+
+
+# ---- the encoder (Wan 2.1; image to video conditioning) ------------------------------------
+
+def down_blocks(cfg: WanVAEConfig):
+    """diffusers' flat encoder list: ("res", in, out) and ("down", dim, temporal) entries."""
+    if cfg.is_residual:
+        raise NotImplementedError("the Wan 2.2 encoder (residual down blocks) is not written")
+    dims = [cfg.base_dim * m for m in (1,) + tuple(cfg.dim_mult)]
+    out = []
+    for i, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
+        for j in range(cfg.num_res_blocks):
+            out.append(("res", d_in if j == 0 else d_out, d_out))
+        if i != len(cfg.dim_mult) - 1:
+            out.append(("down", d_out, cfg.temporal_downsample[i]))
+    return dims, out
+
+
+def init_encoder_params(cfg: WanVAEConfig, key):
+    """Random parameters with the encoder's shapes (encoder and quant_conv)."""
+    dt = jnp.dtype(cfg.dtype)
+    dims, blocks = down_blocks(cfg)
+    ks = iter(jax.random.split(key, 8 + 2 * len(blocks)))
+    layers = []
+    for kind, a, b in blocks:
+        if kind == "res":
+            layers.append(_resnet(next(ks), a, b, dt))
+        else:
+            p = {"resample": _conv(next(ks), (3, 3), a, a, dt)}
+            if b:
+                p["time_conv"] = _conv(next(ks), (3, 1, 1), a, a, dt)
+            layers.append(p)
+    d = dims[-1]
+    return {"encoder": {"conv_in": _conv(next(ks), (3, 3, 3), 3, dims[0], dt),
+                        "down_blocks": layers,
+                        "mid_block": {"resnets": [_resnet(next(ks), d, d, dt) for _ in range(2)],
+                                      "attentions": [_attention(next(ks), d, dt)]},
+                        "norm_out": {"gamma": jnp.ones((d,), dt)},
+                        "conv_out": _conv(next(ks), (3, 3, 3), d, 2 * cfg.z_dim, dt)},
+            "quant_conv": _conv(next(ks), (1, 1, 1), 2 * cfg.z_dim, 2 * cfg.z_dim, dt)}
+
+
+def downsample(p, x):
+    """Zero pad right and bottom by 1, Conv2d 3x3 stride 2 per frame; temporal ones then
+    keep frame 0 and run the (3,1,1) conv with stride 2, unpadded, over the whole clip:
+    T = 1 + 2k frames -> 1 + k (diffusers' cache of one frame gives the same)."""
+    x = jnp.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1), (0, 0)))
+    w = p["resample"]["w"][None].astype(x.dtype)
+    x = lax.conv_general_dilated(x, w, (1, 2, 2), "VALID",
+                                 dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))
+    x = x + p["resample"]["b"].astype(x.dtype)
+    if "time_conv" in p and x.shape[1] > 1:
+        tc = p["time_conv"]
+        y = lax.conv_general_dilated(x, tc["w"].astype(x.dtype), (2, 1, 1), "VALID",
+                                     dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))
+        x = jnp.concatenate([x[:, :1], y + tc["b"].astype(x.dtype)], axis=1)
+    return x
+
+
+def encode(cfg: WanVAEConfig, params, video, *, layout=None):
+    """Normalised latents [B,z,1+(T-1)/4,H/8,W/8] (the mean of the posterior, then
+    (mu - mean) / std as the pipeline does) from video [B,3,T,H,W] in [-1, 1], T = 1 + 4k."""
+    layout = layout or LocalLayout()
+    if (video.shape[2] - 1) % cfg.stride[0]:
+        raise ValueError(f"{video.shape[2]} frames: the encoder takes 1 + "
+                         f"{cfg.stride[0]}k frames")
+    constrain = lambda a: layout.constrain(a, VIDEO_AXES)
+    e = params["encoder"]
+    x = constrain(video.astype(jnp.dtype(cfg.dtype)).transpose(0, 2, 3, 4, 1))
+    x = causal_conv(e["conv_in"], x)
+    for p in e["down_blocks"]:
+        x = constrain(residual_block(p, x) if "conv1" in p else downsample(p, x))
+    mid = e["mid_block"]
+    x = residual_block(mid["resnets"][0], x)
+    x = residual_block(mid["resnets"][1], attention_block(mid["attentions"][0], x))
+    x = causal_conv(e["conv_out"], jax.nn.silu(rms_norm(x, e["norm_out"]["gamma"])))
+    mu = causal_conv(params["quant_conv"], x)[..., :cfg.z_dim].astype(jnp.float32)
+    mean = jnp.asarray(cfg.latents_mean, jnp.float32)
+    inv_std = 1.0 / jnp.asarray(cfg.latents_std, jnp.float32)
+    return ((mu - mean) * inv_std).transpose(0, 4, 1, 2, 3).astype(video.dtype)
