@@ -201,12 +201,12 @@ class Outcome:
 
 
 def versions() -> dict[str, str]:
-    """Versions of jax, jaxlib and libtpu (those installed): what a compile or a measurement
-    depends on."""
+    """Versions of jax, jaxlib, libtpu and tokamax (ring candidates' kernel; those
+    installed): what a compile or a measurement depends on."""
     from importlib import metadata
 
     v = {"jax": jax.__version__}
-    for pkg in ("jaxlib", "libtpu", "libtpu-nightly"):
+    for pkg in ("jaxlib", "libtpu", "libtpu-nightly", "tokamax"):
         try:
             v[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:

@@ -1,6 +1,7 @@
 """Which attention kernel a candidate compiles with, and its block sizes.
 
     kernel_for_platform("tpu") -> "splash"       ("cpu" -> "blockwise")
+    kernel_for(form, platform) -> a context form's kernel ("ring" on "tpu" -> "tokamax_ring")
     attention_shapes(candidate, model, workload) -> KernelShape   (what one kernel call sees)
     choose_blocks(shape, device) -> (BlockCost, legal count)   (the block-size search)
     with_kernel(candidate, model, workload, platform, device) -> Candidate  (kernel, blocks)
@@ -8,10 +9,14 @@
 
 On TPU targets every candidate runs the Pallas splash-attention kernel
 (jax.experimental.pallas.ops.tpu.splash_attention) inside its context-parallel form, as
-MaxDiffusion does (models/splash.py); the plain-JAX blockwise core stays for CPU targets,
-where Mosaic kernels do not lower. The choice is made here, from the compile target, and
-recorded on the Candidate (kernel, block_q, block_kv, block_kv_compute), so a plan names the
-kernel and block sizes it was compiled and priced with. Nothing falls back silently.
+MaxDiffusion does (models/splash.py), except the ring form: it runs tokamax's ring kernel,
+MaxDiffusion's `tokamax_ring` (models/tokamax_ring.py), whose every step is tokamax's splash
+forward kernel, priced as jax's is (SPLASH_KERNELS: the same blocks, the same cost model; the
+compiled kernel carries the same name and block metadata). The plain-JAX blockwise core stays
+for CPU targets, where Mosaic kernels do not lower. The choice is made here, from the compile
+target and the form, and recorded on the Candidate (kernel, block_q, block_kv,
+block_kv_compute), so a plan names the kernel and block sizes it was compiled and priced with.
+Nothing falls back silently.
 
 Block sizes are searched (choose_blocks). The kernel tiles its query and key sequences by
 block_q and block_kv (multiples of 128); a call pads its lengths up to multiples of them and
@@ -39,7 +44,12 @@ import os
 import re
 from dataclasses import dataclass
 
-KERNELS = ("blockwise", "splash")
+KERNELS = ("blockwise", "splash", "tokamax_ring")
+# The kernels that run the splash forward kernel per call (jax's, or tokamax's inside its
+# ring): block sizes searched and priced alike, shards tiled by LANE.
+SPLASH_KERNELS = ("splash", "tokamax_ring")
+# A context form whose TPU kernel is not jax's splash kernel: form -> kernel.
+TPU_KERNEL_OF_FORM = {"ring": "tokamax_ring"}
 LANE = 128                 # the kernel's sequence tile (TPU lane width)
 DEFAULT_BLOCK = 512        # MaxDiffusion's default block_q / block_kv / block_kv_compute
 MAX_BLOCKS = 32            # the block-count ladder's depth (choose_blocks)
@@ -81,6 +91,13 @@ def kernel_for_platform(platform: str) -> str:
     if platform == "cpu":
         return "blockwise"
     raise ValueError(f"no attention kernel for platform {platform!r}: use 'tpu' or 'cpu'")
+
+
+def kernel_for(form: str, platform: str) -> str:
+    """The attention kernel of a context form on a compile platform: on "tpu" the form's
+    entry in TPU_KERNEL_OF_FORM, else "splash"; "blockwise" on "cpu"."""
+    kernel = kernel_for_platform(platform)
+    return TPU_KERNEL_OF_FORM.get(form, kernel) if kernel == "splash" else kernel
 
 
 @dataclass(frozen=True)
@@ -261,19 +278,19 @@ def published_blocks(generation: str, n_devices: int, tag: str) -> tuple[int, in
 def with_kernel(candidate, model, workload, platform: str,
                 device: DeviceFigures | str | None = None, *,
                 blocks: tuple[int, int, int] | None = None):
-    """The candidate with the attention kernel of `platform` and its block sizes: `blocks`
-    when given (a published recipe: not checked against the VMEM bound, which is
-    conservative; the compile decides), else choose_blocks on `device` (DeviceFigures, or a
-    catalog slice name; needed on TPU).
+    """The candidate with its form's attention kernel on `platform` (kernel_for) and its
+    block sizes: `blocks` when given (a published recipe: not checked against the VMEM
+    bound, which is conservative; the compile decides), else choose_blocks on `device`
+    (DeviceFigures, or a catalog slice name; needed on TPU).
     Raises KernelUnsupported (one line, naming the candidate) when its shards cannot run
     the kernel."""
-    kernel = kernel_for_platform(platform)
+    kernel = kernel_for(candidate.form, platform)
     if kernel == "blockwise" or not hasattr(model, "padded_len"):
         return dataclasses.replace(candidate, kernel="blockwise", block_q=0, block_kv=0,
                                    block_kv_compute=0)
     shape = attention_shapes(candidate, model, workload, kernel)
     if shape.q_len % LANE or shape.kv_len % LANE:
-        raise KernelUnsupported(f"{candidate.name}: splash needs sequence lengths that are "
+        raise KernelUnsupported(f"{candidate.name}: {kernel} needs sequence lengths that are "
                                 f"multiples of {LANE}, got q {shape.q_len}, kv {shape.kv_len}")
     if blocks is None:
         if device is None:
@@ -285,14 +302,14 @@ def with_kernel(candidate, model, workload, platform: str,
         except KernelUnsupported as e:
             raise KernelUnsupported(f"{candidate.name}: {e}") from None
     bq, bkv, bkc = clamp_blocks(shape.q_len, shape.kv_len, blocks)
-    return dataclasses.replace(candidate, kernel="splash", block_q=bq, block_kv=bkv,
+    return dataclasses.replace(candidate, kernel=kernel, block_q=bq, block_kv=bkv,
                                block_kv_compute=bkc)
 
 
 def describe(candidate) -> dict:
     """The kernel record of a candidate, as the plan shows it."""
     out = {"kernel": candidate.kernel}
-    if candidate.kernel == "splash":
+    if candidate.kernel in SPLASH_KERNELS:
         out["block_sizes"] = {"block_q": candidate.block_q, "block_kv": candidate.block_kv,
                               "block_kv_compute": candidate.block_kv_compute}
     return out
@@ -300,4 +317,4 @@ def describe(candidate) -> dict:
 
 def pad_multiple_for(kernel: str, shard_multiple: int) -> int:
     """The per-shard padding multiple the kernel needs (splash tiles shards by 128)."""
-    return math.lcm(shard_multiple, LANE) if kernel == "splash" else shard_multiple
+    return math.lcm(shard_multiple, LANE) if kernel in SPLASH_KERNELS else shard_multiple

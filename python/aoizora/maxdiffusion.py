@@ -11,9 +11,9 @@ How a plan maps (MaxDiffusion's base_wan_*.yml; mesh axes data, fsdp, context, t
     data, fsdp, context, tensor  ici_{data,fsdp,context,tensor}_parallelism
     K/V gathered / no context    attention=flash, attention_sharding_uniform=true (sequence
                                  sharded q and K/V: the kernel gathers K/V)
-    ring                         attention=tokamax_ring: MaxDiffusion has no plain ring kernel
-                                 any more; the plan priced a ring of jax's splash kernel, a
-                                 stand-in for tokamax's ring kernel (the file says so)
+    ring                         attention=tokamax_ring: tokamax's ring kernel, the one a TPU
+                                 plan compiles and prices (models/tokamax_ring.py); a plan that
+                                 priced another kernel names it a stand-in (the file says so)
     ulysses / ulysses x ring     attention=ulysses / ulysses_ring (+ ulysses_shards)
     weights over context         MaxDiffusion's own rule `embed -> [context, fsdp]`; else the
                                  rule `embed -> fsdp` (logical_axis_rules, in full)
@@ -36,6 +36,7 @@ import shlex
 from typing import Any
 
 from aoizora.errors import UserError
+from aoizora.kernels import SPLASH_KERNELS, kernel_for
 from aoizora.strategies import Candidate, candidate_name
 
 MESH_AXES = ("data", "fsdp", "context", "tensor")
@@ -88,7 +89,7 @@ def overrides(c: Candidate) -> dict[str, Any]:
     if c.context > 1 and not c.weights_over_context:
         out["logical_axis_rules"] = [["embed", "fsdp"] if r[0] == "embed" else r
                                      for r in BASE_RULES]
-    if c.kernel == "splash":
+    if c.kernel in SPLASH_KERNELS:
         out["flash_min_seq_length"] = 0  # else short sequences run dot_product attention
         out["flash_block_sizes"] = {"block_q": c.block_q, "block_kv": c.block_kv,
                                     "block_kv_compute": c.block_kv_compute,
@@ -129,7 +130,7 @@ def candidate_of(o: dict[str, Any]) -> Candidate:
     embed = next((r[1] for r in rules if r[0] == "embed"), [])
     wc = context > 1 and "context" in ([embed] if isinstance(embed, str) else embed)
     blocks = o.get("flash_block_sizes")
-    kernel = {"kernel": "splash", "block_q": int(blocks["block_q"]),
+    kernel = {"kernel": kernel_for(form, "tpu"), "block_q": int(blocks["block_q"]),
               "block_kv": int(blocks["block_kv"]),
               "block_kv_compute": int(blocks.get("block_kv_compute", blocks["block_kv"]))} \
         if blocks else {}
@@ -217,7 +218,8 @@ def to_maxdiffusion(plan, device_ids: list[int],
                     "candidate": c.name, "placement": plan.choice.placement,
                     "simulated_step_s": plan.choice.simulated_s,
                     "attention_kernel": c.kernel,
-                    **({"stand_in": STAND_IN[c.form]} if c.form in STAND_IN else {}),
+                    **({"stand_in": STAND_IN[c.form]}
+                       if c.form in STAND_IN and c.kernel != ATTENTION[c.form] else {}),
                     "not_planned": "num_inference_steps and everything outside the "
                                    "transformer forward: your config's values stand"},
         "overrides": o,

@@ -69,8 +69,9 @@ class Candidate:
     weights_over_context: bool = False
     baselines: tuple[str, ...] = field(default=(), compare=False)
     # The self-attention kernel (kernels.py, chosen from the compile target): "blockwise"
-    # (plain JAX; the model's q_block/kv_block, block fields 0) or "splash" (TPU Pallas, with
-    # its block sizes: multiples of 128 dividing the lengths one kernel call sees).
+    # (plain JAX; the model's q_block/kv_block, block fields 0), "splash" (TPU Pallas, with
+    # its block sizes: multiples of 128 dividing the lengths one kernel call sees) or
+    # "tokamax_ring" (the ring form on TPU: tokamax's ring of its splash kernel, same blocks).
     kernel: str = "blockwise"
     block_q: int = 0
     block_kv: int = 0
@@ -354,12 +355,13 @@ class Layout:
     def self_attention(self, q, k, v, *, kv_valid, q_block, kv_block):
         from functools import partial
 
+        from aoizora.kernels import SPLASH_KERNELS
         from aoizora.models import attention as A
 
         c = self.candidate
         blocks = dict(q_block=q_block, kv_block=kv_block)
         ctx = tuple(n for n, _ in c.context_axes())
-        if c.kernel == "splash":
+        if c.kernel in SPLASH_KERNELS:
             return self._splash(q, k, v, kv_valid)
         if c.kernel != "blockwise":
             raise ValueError(f"{c.name}: unknown attention kernel {c.kernel!r}")
@@ -388,10 +390,11 @@ class Layout:
 
     def _splash(self, q, k, v, kv_valid):
         """The TPU Pallas splash kernel inside the candidate's context form (models/splash.py;
-        TPU targets only: a Mosaic custom-call in the program)."""
+        TPU targets only: a Mosaic custom-call in the program); kernel "tokamax_ring":
+        tokamax's ring kernel for the ring form (models/tokamax_ring.py)."""
         from functools import partial
 
-        from aoizora.models import splash as K
+        from aoizora.models import splash as K, tokamax_ring
 
         c = self.candidate
         blocks = K.Blocks(c.block_q, c.block_kv, c.block_kv_compute)
@@ -402,7 +405,8 @@ class Layout:
         elif c.form == "allgather_kv":
             body = partial(K.allgather_kv, axes=ctx, **kw)
         elif c.form == "ring":
-            body = partial(K.ring, axes=ctx, **kw)
+            ring = tokamax_ring.ring if c.kernel == tokamax_ring.KERNEL else K.ring
+            body = partial(ring, axes=ctx, **kw)
         elif c.form == "ulysses":
             body = partial(K.ulysses, axis=ctx[0], **kw)
         elif c.form == "ulysses_ring":

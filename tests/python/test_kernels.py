@@ -1,5 +1,6 @@
 """The attention kernel of a candidate (kernels.py): splash on TPU targets in every context
-form, blockwise on CPU; the block sizes the plan records; the compiled programs."""
+form but the ring (tokamax's ring kernel, test_tokamax_ring.py), blockwise on CPU; the block
+sizes the plan records; the compiled programs."""
 
 import dataclasses
 
@@ -106,7 +107,8 @@ def test_14b_720p_shapes_and_blocks_per_form():
         c = kernels.with_kernel(by[name], cfg, w, "tpu", "v5e:2x4")
         shape = kernels.attention_shapes(c, cfg, w)
         assert (shape.heads, shape.q_len, shape.kv_len, shape.calls) == (h, sq, skv, calls)
-        assert c.kernel == "splash" and shape.head_dim == 128
+        assert c.kernel == ("tokamax_ring" if c.form == "ring" else "splash")
+        assert shape.head_dim == 128
         assert c.block_q % 128 == 0 and c.block_kv % 128 == 0
         assert kernels.vmem_bytes(c.block_q, c.block_kv, c.block_kv_compute, 128) \
             <= kernels.scoped_vmem_bytes()
@@ -119,7 +121,7 @@ def test_candidate_with_kernel_round_trips_through_its_dict(tiny):
     cfg, w, by = tiny
     c = kernels.with_kernel(by["dp2-ring4"], cfg, w, "tpu", "v5e:2x4")
     assert S.Candidate.from_dict(c.to_dict()) == c
-    assert kernels.describe(c) == {"kernel": "splash", "block_sizes": {
+    assert kernels.describe(c) == {"kernel": "tokamax_ring", "block_sizes": {
         "block_q": c.block_q, "block_kv": c.block_kv, "block_kv_compute": c.block_kv_compute}}
 
 
@@ -135,7 +137,8 @@ def test_tpu_compile_holds_the_pallas_kernel_in_every_form(tiny, name):
     assert hlo.count(MOSAIC) == FORMS[name]
     assert f'\\"block_q\\": {c.block_q}, \\"block_kv\\": {c.block_kv}' in hlo  # its blocks
     if name in ("dp2-ring4", "dp2-usp2x2"):
-        assert "splash_mha_fwd_segmented_residuals" in hlo  # logsumexp per ring step
+        assert "_residuals" in hlo  # logsumexp per ring step
+    assert ("_ring_attention" in hlo) == (name == "dp2-ring4")  # tokamax's ring kernel
 
 
 def test_cpu_compile_stays_blockwise(tiny):
@@ -210,7 +213,7 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
     pairs = {"maxdiffusion-data2-ulysses2-ring": pair("dp2-usp2x2w", 2.0),
              "maxdiffusion-default": pair("ag8w-b512x512x512", 3.0)}
     chosen = planner._baseline_choices(
-        stage2, pairs, None, {"maxdiffusion-data2-ulysses2-ring": "compile failed: VMEM"})
+        stage2, pairs, None, {"maxdiffusion-data2-ulysses2-ring": "compile failed: VMEM"}, {})
     ring = chosen["maxdiffusion-data2-ulysses2-ring"]
     assert ring.extra["stand_in"] == {"published_blocks_failed": "compile failed: VMEM"}
     assert ring.label("maxdiffusion-data2-ulysses2-ring").endswith(

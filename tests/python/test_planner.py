@@ -81,7 +81,7 @@ def test_tpu_plan_names_its_kernel_and_the_simulator_prices_it(result):
     want = 4 * batch * shape.heads * shape.q_len * shape.kv_len * shape.head_dim
     assert all(op.flops == want and not op.opaque for op in ops)
     for b in plan.baselines.values():  # the baselines run the kernel too
-        assert b.strategy["kernel"] == "splash"
+        assert b.strategy["kernel"] in kernels.SPLASH_KERNELS  # tokamax_ring: the ring one
 
 
 def test_plan_json_round_trips(result, tmp_path):
