@@ -548,8 +548,9 @@ def _describe_target(target: CompileTarget) -> str:
     if target.platform == "cpu":
         return (f"{target.devices} CPU devices (--compile-target cpu: XLA's CPU pipeline, "
                 "not the TPU's)")
-    wrap = "x".join("wrap" if w else "open" for w in target.wrap[:len(target.name.split("x"))])
-    return f"TPU {target.name} ({target.devices} devices, axes {wrap}) via libtpu, deviceless"
+    wrapped = [a for a, w in zip("xyz", target.wrap[:len(target.name.split("x"))]) if w]
+    wrap = f"wraparound on {', '.join(wrapped)}" if wrapped else "no wraparound"
+    return f"TPU {target.name} ({target.devices} devices, {wrap}) via libtpu, deviceless"
 
 
 def _judged_pairs(ranked: list[Pair], k: int) -> list[Pair]:

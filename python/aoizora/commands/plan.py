@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
+# The terminal summary lives in plan_summary; compare and the tests read these from here too.
+from aoizora.plan_summary import comparison_rows, print_choice, print_comparison  # noqa: F401
 
 DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:2x4"}
 # The options that choose what is planned (compare --plan refuses them beside a saved plan).
@@ -117,32 +118,6 @@ def run_planner(args):
         jobs_on.close()
 
 
-def comparison_rows(plan) -> list[tuple[str, str, str, float | None, str]]:
-    """(label, sharding, placement, simulated seconds, plan speedup) per row; a baseline
-    with no figures (planning["baselines_failed"]) is a row that says why."""
-    best = plan.choice.simulated_s
-    rows = [("AoiZora", plan.choice.candidate, plan.choice.placement, best, "1.000x")]
-    for tag, b in plan.baselines.items():
-        speed = f"{b.simulated_s / best:.3f}x" if best and b.simulated_s else "-"
-        rows.append((b.label(tag), b.candidate, b.placement, b.simulated_s, speed))
-    for tag, f in plan.planning.get("baselines_failed", {}).items():
-        rows.append((f"{tag} (not compared: {f['why']})", f["candidate"], "-", None, "-"))
-    return rows
-
-
-def print_comparison(plan, out=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=f"{plan.model['name']}, {plan.workload_text()} on {plan.topology['name']} "
-                    f"(simulated on the {plan.topology['generation']} model)")
-    for col in ("", "sharding", "placement", "simulated ms / forward", "AoiZora speedup"):
-        t.add_column(col)
-    for label, cand, place, sec, speed in comparison_rows(plan):
-        t.add_row(label, cand, place, "-" if sec is None else f"{sec * 1e3:.2f}", speed)
-    Console(file=out or sys.stdout).print(t)
-
-
 def _write_outputs(args, result) -> None:
     """plan.json, the report and the trace: all of them or none (atomic.Batch)."""
     from aoizora.atomic import Batch
@@ -192,13 +167,10 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
         return 0
-    c = plan.choice
     target = plan.topology.get("compile_target", {})
     if target.get("platform") == "cpu":
         print(f"compiled for {target['devices']} CPU devices (--compile-target cpu), not the TPU")
-    print(f"plan: {c.candidate}  mesh {'x'.join(map(str, c.mesh_shape))} "
-          f"({', '.join(c.axis_names)})  placement {c.placement}")
-    print(f"      device coords in mesh order: {[tuple(x) for x in c.device_coords]}")
+    print_choice(plan)
     print_comparison(plan)
     d = plan.planning.get("decision")
     if plan.planning.get("pooling_changed_choice") and d:

@@ -1,0 +1,143 @@
+"""aoizora.pipeline: the text encoder and the VAE decode compiled for a TPU slice (deviceless,
+the analysis compile) and simulated, and the reshards between stages priced from bytes.
+
+One session-scoped pricing of the tiny stages on v5e:2x2 (four compiles into a temporary
+cache: the text encoder replicated and data-parallel, the VAE replicated and split along
+width) serves the compile tests; the reshard tests compile nothing."""
+
+import json
+import os
+
+import pytest
+
+from aoizora.models import get_model
+from aoizora.models.video import Video
+from aoizora.pipeline import reshard, stage_specs
+from aoizora.strategies import Candidate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAN = os.path.join(ROOT, "tests", "data", "plans", "wan_tiny.v5e_2x2.json")
+SPEC = {"hop_latency": 1e-6, "link_bandwidth": 40e9}
+# Latents 3 x 32 x 64 (video 9 x 256 x 512): enough convolution for a 4-way split to pay for
+# its halo exchanges on the tiny VAE's 4-16 channels.
+BIG = Video("tiny-256x512-9f", height=256, width=512, frames=9)
+
+
+def _pick(options, *names):
+    return [o for o in options if o.name in names]
+
+
+@pytest.fixture(scope="session")
+def priced(tmp_path_factory):
+    from aoizora.cache import Cache
+    from aoizora.pipeline import seconds_per_video
+
+    model = get_model("wan-tiny")
+    with open(PLAN) as f:
+        plan = json.load(f)
+    te = _pick(stage_specs.text_encoder_options(4), "te-replicated", "te-data2")
+    vae = _pick(stage_specs.vae_options(4), "vae-replicated", "vae-width4")
+    cache = Cache(str(tmp_path_factory.mktemp("cache")))
+    price = seconds_per_video(model, BIG, "v5e:2x2", 3, plan, cache=cache,
+                              te_options=te, vae_options=vae)
+    return price, cache
+
+
+def test_each_stage_compiles_for_the_tpu_target_and_is_simulated(priced):
+    price, cache = priced
+    assert [p.sharding for p in price.options] == ["te-replicated", "te-data2",
+                                                   "vae-replicated", "vae-width4"]
+    for p in price.options:
+        assert p.error is None, p.error
+        assert p.compiled.startswith("analyze for v5e:2x2"), p.compiled
+        assert p.simulated_s > 0 and p.kind == "simulated"
+        # JAX's default order of 4 v5e chips (mesh_utils' v5e handler: 0, 1, 3, 2)
+        assert p.chips == (0, 1, 3, 2)
+        text = cache.get(p.key)
+        assert "num_partitions=4" in text
+
+
+def test_the_width_split_vae_exchanges_halos_and_the_replicated_one_does_not(priced):
+    price, cache = priced
+    by = {p.sharding: cache.get(p.key) for p in price.options}
+    assert "collective-permute" in by["vae-width4"]  # the 3x3 convolutions' halos
+    for kind in ("collective-permute", "all-gather", "all-reduce", "all-to-all"):
+        assert kind not in by["vae-replicated"]
+
+
+def test_a_width_split_vae_decode_beats_the_replicated_one_on_enough_pixels(priced):
+    price, _ = priced
+    by = {p.sharding: p.simulated_s for p in price.options}
+    assert by["vae-width4"] < 0.6 * by["vae-replicated"], by
+    assert price.vae_decode.sharding == "vae-width4"
+
+
+def test_the_video_price_takes_the_step_from_the_plan_and_the_best_of_each_stage(priced):
+    price, _ = priced
+    with open(PLAN) as f:
+        plan = json.load(f)
+    assert price.transformer_step_s == plan["choice"]["simulated_s"]
+    best_te = min((p for p in price.options if p.stage == "text_encoder"),
+                  key=lambda p: p.simulated_s)
+    assert price.text_encoder == best_te
+    assert price.total_s > 3 * price.transformer_step_s + price.vae_decode.simulated_s
+    assert [r.name for r in price.reshards] == ["text context -> transformer",
+                                                "latents -> VAE"]
+    # the transformer's guided latents are on every chip: the VAE takes its slice locally
+    assert price.reshards[1].max_chip_bytes == 0 and price.reshards[1].seconds == 0
+
+
+def test_no_plan_leaves_the_total_missing():
+    from aoizora.pipeline.price import VideoPrice
+
+    p = VideoPrice("m", "w", "t", 30, None, None, None, "no plan", (), ())
+    assert p.total_s is None
+
+
+# ---- reshards (no compile) -------------------------------------------------------------------
+
+def _layout(cand, axes, shape, chips):
+    return reshard.layout_of(cand, axes, shape, chips)
+
+
+DATA2 = Candidate("dp2-ag2", data=2, context=2, form="allgather_kv")
+
+
+def test_a_reshard_price_scales_with_the_bytes_moved():
+    prices = []
+    for d in (1024, 2048, 4096):
+        shape = (2, 16, d)
+        src = _layout(DATA2, ("batch", None, None), shape, (0, 1, 3, 2))
+        dst = reshard.Layout((("data", 4),), ((), (), ()), (0, 1, 2, 3))  # replicated
+        prices.append(reshard.price("x", src, dst, shape, 2, SPEC))
+    moved = [p.seconds - SPEC["hop_latency"] for p in prices]
+    assert moved[1] == pytest.approx(2 * moved[0]) and moved[2] == pytest.approx(4 * moved[0])
+    # each chip holds one prompt of two and receives the other
+    assert prices[0].max_chip_bytes == 16 * 1024 * 2
+
+
+def test_from_replicated_to_any_layout_nothing_moves():
+    shape = (2, 16, 64)
+    src = reshard.Layout((("data", 4),), ((), (), ()), (0, 1, 2, 3))
+    dst = _layout(DATA2, ("batch", "length", None), shape, (3, 2, 1, 0))
+    p = reshard.price("x", src, dst, shape, 4, SPEC)
+    assert p.max_chip_bytes == 0 and p.seconds == 0
+
+
+def test_the_same_sharding_on_another_placement_moves_what_each_chip_lacks():
+    shape = (2, 16, 64)
+    same = _layout(DATA2, ("batch", None, None), shape, (0, 1, 3, 2))
+    assert reshard.price("x", same, same, shape, 2, SPEC).seconds == 0
+    # prompt 0 on chips 0 and 2 instead of 0 and 1: chips 1 and 2 swap their halves
+    other = _layout(DATA2, ("batch", None, None), shape, (0, 2, 1, 3))
+    p = reshard.price("x", same, other, shape, 2, SPEC)
+    assert p.max_chip_bytes == 16 * 64 * 2 and p.total_bytes == 2 * 16 * 64 * 2
+
+
+def test_a_vae_option_whose_dim_does_not_divide_is_skipped_with_its_reason():
+    from aoizora.pipeline.price import _skip_reason
+
+    height4 = _pick(stage_specs.vae_options(4), "vae-height4")[0]
+    tiny = Video("tiny-9f", height=48, width=64, frames=9)  # latents 3 x 6 x 8
+    assert _skip_reason(height4, tiny) == "skipped: 6 latent height do not divide by 4"
+    assert _skip_reason(height4, BIG) is None
