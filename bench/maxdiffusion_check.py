@@ -159,7 +159,7 @@ def check_one(md_dir: str, plan_path: str, emitted_path: str) -> dict:
     s, w = plan["choice"]["strategy"], plan["workload"]
     height, width = dict(get_model(plan["model"]["name"]).sizes)[w["video"]]
     want_blocks = ([s["block_q"], s["block_kv"], s["block_kv_compute"]]
-                   if s.get("kernel") == "splash" else None)
+                   if s.get("block_q") else None)  # a Pallas kernel's blocks (splash, tokamax)
     got_blocks = [blocks.block_q, blocks.block_kv, blocks.block_kv_compute] if blocks else None
     return {
         "plan": os.path.relpath(plan_path, ROOT), "candidate": s["name"],
