@@ -18,9 +18,9 @@ from aoizora.strategies import Candidate
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAN = os.path.join(ROOT, "tests", "data", "plans", "wan_tiny.v5e_2x2.json")
 SPEC = {"hop_latency": 1e-6, "link_bandwidth": 40e9}
-# Latents 3 x 32 x 64 (video 9 x 256 x 512): enough convolution for a 4-way split to pay for
+# Latents 3 x 16 x 32 (video 9 x 128 x 256): enough convolution for a 4-way split to pay for
 # its halo exchanges on the tiny VAE's 4-16 channels.
-BIG = Video("tiny-256x512-9f", height=256, width=512, frames=9)
+BIG = Video("tiny-128x256-9f", height=128, width=256, frames=9)
 
 
 def _pick(options, *names):
