@@ -36,10 +36,16 @@ class Choice:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def label(self, tag: str) -> str:
-        """A baseline's tag as tables show it: one whose mesh JAX's default order cannot lay
-        out on the slice is shown on AoiZora's best placement for its sharding, and a
-        MaxDiffusion recipe whose published blocks failed to compile with the searched
-        blocks; each says so."""
+        """A baseline's tag as tables show it, its notes() in parentheses: "TAG (NOTE;
+        NOTE)", or the tag alone."""
+        notes = self.notes()
+        return f"{tag} ({'; '.join(notes)})" if notes else tag
+
+    def notes(self) -> list[str]:
+        """What a baseline's figures are not, in words: one whose mesh JAX's default order
+        cannot lay out on the slice is shown on AoiZora's best placement for its sharding,
+        and a MaxDiffusion recipe whose published blocks failed to compile with the
+        searched blocks; [] for neither."""
         notes = []
         if "no_default_order" in self.extra:
             notes.append("not deployable with JAX's default order on this slice: "
@@ -47,7 +53,9 @@ class Choice:
                          "placement for its sharding")
         if "stand_in" in self.extra:
             notes.append("searched blocks: the published ones fail to compile")
-        return f"{tag} ({'; '.join(notes)})" if notes else tag
+        if "analysed_only" in self.extra:
+            notes.append("analysed, not compiled in full")
+        return notes
 
 
 @dataclass

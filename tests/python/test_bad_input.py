@@ -352,7 +352,7 @@ def test_saved_plan_compares_and_refuses_planning_options_beside_it(tmp_path, ca
     f = tmp_path / "plan.json"
     f.write_text(json.dumps(_plan_dict()))
     rc, out, _ = run(["compare", "--plan", f, "--json"], capsys)
-    assert rc == 0 and json.loads(out)[1]["speedup"] == "1.500x"
+    assert rc == 0 and json.loads(out)[1]["speedup"] == 1.5
     refused(["compare", "--plan", f, "--model", "wan-tiny"], capsys, "--model")
     refused(["compare", "--plan", f, "--topology", "v5e:2x4"], capsys, "--topology")
     (tmp_path / "notjson.json").write_text("{")

@@ -14,6 +14,7 @@ import pytest
 
 from aoizora import _core, planner, step_split
 from aoizora.cache import Cache
+from aoizora.placement_ties import tie_sentence
 from aoizora.placement_words import axis_shapes, group_shape, placement_in_words
 from aoizora.plan_format import Choice, Plan
 from aoizora.report import render
@@ -126,6 +127,20 @@ def test_a_baseline_with_no_figures_is_a_row_that_says_why():
             '<td colspan="7">compile failed: &lt;VMEM&gt; exhausted</td></tr>') in text
 
 
+def test_report_says_what_q1_and_q2_are_and_how_a_tie_was_broken():
+    # the shipped tiny plan: axes x|y and row-major tie (the same Q2 and simulated step)
+    plan = Plan.load(os.path.join(os.path.dirname(__file__), "../data/plans/wan_tiny.v5e_2x2.json"))
+    summary = " ".join(render(plan).split('id="summary"')[1].split("</section>")[0].split())
+    assert "<b>Q1</b> is Stage 1's predicted step of a sharding, read from its StableHLO" in summary
+    assert ("<b>Q2</b> is Stage 2's predicted step of a sharding under one placement, read "
+            "from the compiled HLO") in summary and "(contention)" in summary
+    assert ('<p id="tie">Tie: row-major simulates within 0.001% of the chosen placement '
+            "(row-major: the same step and Q2, its name sorts after)") in summary
+    assert "then the least Q2, then the first name" in summary
+    plan.choice.extra["placements"] = plan.choice.extra["placements"][:1]  # no other placement
+    assert 'id="tie"' not in render(plan)
+
+
 def test_two_core_chips_list_which_logical_devices_share_them():
     coords = [[x, y, 0, c] for x in range(2) for y in range(2) for c in range(2)]
     plan = _plan({"video": "tiny"}, dims=(2, 2, 1), coords=coords, mesh=(2, 2, 2),
@@ -220,3 +235,5 @@ def test_report_loads_in_chromium_without_console_errors(result, tmp_path):
     slices = dom.split('id="slices"')[1].split("</div>")[0]
     assert slices.count('class="slice"') == 2  # the plan and JAX's default order
     assert 'href="trace.json"' in dom
+    assert "<b>Q1</b> is Stage 1" in dom and "<b>Q2</b> is Stage 2" in dom
+    assert ('<p id="tie">Tie: ' in dom) == (tie_sentence(result.plan.choice) is not None)

@@ -1,12 +1,13 @@
 """`aoizora compare`: the plan against each baseline (simulated latency, speedup), for a
-saved plan or by planning (from the cache when it was planned before)."""
+saved plan or by planning (from the cache when it was planned before). --json: one object
+per row, speedup a number (the row's simulated step over the plan's; null without one)."""
 
 from __future__ import annotations
 
 import json
 
-from aoizora.commands.plan import (WORKLOAD_FLAGS, add_workload_args, comparison_rows,
-                                   print_comparison, run_planner)
+from aoizora.commands.plan import WORKLOAD_FLAGS, add_workload_args, run_planner
+from aoizora.plan_summary import comparison_rows, print_comparison
 
 
 def register(sub) -> None:
@@ -30,9 +31,10 @@ def _saved_plan(args):
 
 def run(args) -> int:
     plan = _saved_plan(args) if args.plan else run_planner(args).plan
-    if args.json:
-        rows = [{"label": label, "sharding": cand, "placement": place, "simulated_s": sec,
-                 "speedup": speed} for label, cand, place, sec, speed in comparison_rows(plan)]
+    if args.json:  # speedup: a number, the row's simulated step over the plan's (or null)
+        rows = [{"label": r.label, "sharding": r.sharding, "placement": r.placement,
+                 "simulated_s": r.simulated_s, "speedup": r.speedup}
+                for r in comparison_rows(plan)]
         print(json.dumps(rows, indent=2))
     else:
         print_comparison(plan)

@@ -2,7 +2,8 @@
 fetched), a pure function of the plan. Sections, each an element with an id the browser
 test looks for:
 
-    summary    what was planned, the choice, its placement in words
+    summary    what was planned, the choice, its placement in words, the placements that
+               tie it and how the tie was broken (placement_ties), what Q1 and Q2 are
     why        the step split into compute and exposed communication per collective kind,
                per block and per forward, for the plan and every baseline (stacked bars)
     placement  the chosen placement beside JAX's default order for the same sharding, link
@@ -19,6 +20,7 @@ import html
 import os
 from typing import Any
 
+from aoizora.placement_ties import tie_sentence
 from aoizora.plan_format import Choice, Plan
 from aoizora.report import charts, tables
 from aoizora.report.slices import scale_svg, slice_svg
@@ -46,6 +48,8 @@ def _summary(plan: Plan) -> str:
     c = plan.choice
     words = c.extra.get("placement_words")
     model = plan.model.get("name", "")
+    said = tie_sentence(c)
+    tie = f'<p id="tie">{html.escape(said)}</p>\n' if said else ""
     return f"""<section id="summary">
 <h1>AoiZora plan</h1>
 <p><b>{html.escape(model)}</b>, {html.escape(plan.workload_text())} on
@@ -54,8 +58,15 @@ Chosen: <b>{html.escape(c.candidate)}</b>, mesh {tables.mesh_text(c)};
 placement: <b>{html.escape(words or c.placement)}</b>
 (<code class="machine">{html.escape(c.placement)}</code>):
 simulated {tables.ms(c.simulated_s)} ms per forward.</p>
-<p class="note">All latencies are predicted (Q1, Q2) or simulated on the model of
-{html.escape(plan.topology.get('generation', 'the chip'))}; none is measured on hardware.
+{tie}<p class="note" id="terms">All latencies are predicted (Q1, Q2) or simulated on the model
+of {html.escape(plan.topology.get('generation', 'the chip'))}; none is measured on hardware.
+<b>Q1</b> is Stage 1's predicted step of a sharding, read from its StableHLO before
+anything is compiled and blind to placement (every collective gets the best group shape the
+slice offers); it chooses the shardings worth compiling. <b>Q2</b> is Stage 2's predicted
+step of a sharding under one placement, read from the compiled HLO: each collective routed
+on the slice's links, those that run at once sharing them (contention), communication
+hidden under the compute its schedule overlaps; it ranks the placements. <b>Simulated</b>
+is the flow-level simulator's step on the same program, which judges the best pairs.
 Planning took {plan.planning.get('seconds', 0):.1f} s (measured).</p>
 </section>"""
 

@@ -1,0 +1,155 @@
+"""The plan on the terminal: what `aoizora plan` prints after planning and `aoizora compare`
+prints of a plan. A pure function of the plan (plan.json holds every figure), drawn by rich
+at the console's width: at 80 columns no two rows' labels read the same (every label is
+whole, MaxDiffusion's recipes shortened as the legend beneath says), and each long note (a
+baseline JAX cannot lay out, a stand-in, one not compared) is printed once, below the table.
+
+    comparison_rows(plan) -> [Row]         the plan, then each baseline (compare --json)
+    print_choice(plan, console=None)       the chosen sharding and placement, in words too,
+                                           and any placement that ties it
+    print_comparison(plan, console=None)   the table against the baselines, then its notes
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NamedTuple
+
+from aoizora.plan_format import Plan
+from aoizora.placement_ties import tie_sentence
+
+# Recipe tags as the table shows them (the legend beneath says so when one is used).
+_SHORT_PREFIX = ("maxdiffusion-", "md-", "md-X: MaxDiffusion's recipe maxdiffusion-X")
+_EXCLUDED_FROM_EXISTING = ("existing", "alpa-style", "oracle")
+
+
+class Row(NamedTuple):
+    """One row of the comparison: label as plan.json and compare --json name it (the tag,
+    its notes in parentheses), figures in seconds, speedup = the row's simulated step over
+    the plan's (None where either is missing)."""
+
+    label: str
+    sharding: str
+    placement: str
+    simulated_s: float | None
+    speedup: float | None
+    tag: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def comparison_rows(plan: Plan) -> list[Row]:
+    """The plan, each baseline (Choice.label), then each baseline with no figures
+    (planning["baselines_failed"]), which says why."""
+    best = plan.choice.simulated_s
+    rows = [Row("AoiZora", plan.choice.candidate, plan.choice.placement, best,
+                1.0 if best else None, "AoiZora")]
+    for tag, b in plan.baselines.items():
+        speed = b.simulated_s / best if best and b.simulated_s else None
+        rows.append(Row(b.label(tag), b.candidate, b.placement, b.simulated_s, speed, tag,
+                        tuple(b.notes())))
+    for tag, f in plan.planning.get("baselines_failed", {}).items():
+        note = f"not compared: {f['why']}"
+        rows.append(Row(f"{tag} ({note})", f["candidate"], "-", None, None, tag, (note,)))
+    return rows
+
+
+def existing_is(plan: Plan) -> str | None:
+    """The recipe the "existing" row is: the first deployable baseline with its sharding,
+    device order and simulated step (the planner's pick of the best deployment)."""
+    e = plan.baselines.get("existing")
+    if e is None:
+        return None
+    for tag, b in plan.baselines.items():
+        if (tag not in _EXCLUDED_FROM_EXISTING and "no_default_order" not in b.extra
+                and (b.candidate, b.device_coords, b.simulated_s)
+                == (e.candidate, e.device_coords, e.simulated_s)):
+            return tag
+    return None
+
+
+def _short(tag: str) -> str:
+    prefix, short, _ = _SHORT_PREFIX
+    return short + tag[len(prefix):] if tag.startswith(prefix) else tag
+
+
+def _console(console):
+    if console is not None:
+        return console
+    from rich.console import Console
+
+    return Console(file=sys.stdout)
+
+
+def print_choice(plan: Plan, console=None) -> None:
+    """The chosen sharding, its mesh, its placement in words (plan.json's machine name
+    beside), the device order, and the placements that tie it (placement_ties)."""
+    console = _console(console)
+    c = plan.choice
+    words = c.extra.get("placement_words")
+    line = console.print
+    line(f"plan: {c.candidate}, mesh {'x'.join(map(str, c.mesh_shape))} "
+         f"({', '.join(c.axis_names)})", markup=False, highlight=False)
+    line(f"      placement: {words} ({c.placement})" if words else
+         f"      placement: {c.placement}", markup=False, highlight=False)
+    line(f"      device coords in mesh order: {[tuple(x) for x in c.device_coords]}",
+         markup=False, highlight=False)
+    tie = tie_sentence(c)
+    if tie:
+        line(f"      {tie}", markup=False, highlight=False)
+
+
+def _table(plan: Plan, rows: list[Row], labels: list[str]):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=f"{plan.model['name']}, {plan.workload_text()} on {plan.topology['name']} "
+                    f"(simulated on the {plan.topology['generation']} model)",
+              box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    t.add_column("", no_wrap=True)  # labels whole; the machine names fold where they must
+    t.add_column("sharding", overflow="fold")
+    t.add_column("placement", overflow="fold")
+    t.add_column("ms /\nforward", justify="right", no_wrap=True)
+    t.add_column("AoiZora\nspeedup", justify="right", no_wrap=True)
+    for label, r in zip(labels, rows):
+        t.add_row(Text(label), Text(r.sharding), Text(r.placement),
+                  "-" if r.simulated_s is None else f"{r.simulated_s * 1e3:.2f}",
+                  "-" if r.speedup is None else f"{r.speedup:.3f}x")
+    return t
+
+
+def _natural_width(console, renderable) -> int:
+    """Columns the renderable takes when nothing limits it (console.measure stops at the
+    console's width)."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update_width(10_000), renderable).maximum
+
+
+def print_comparison(plan: Plan, console=None) -> None:
+    """The plan against each baseline, simulated: one row each, labelled by its tag (a
+    MaxDiffusion recipe's shortened), "existing" with the recipe it is, [n] for a note;
+    beneath, each note once whatever the number of rows it applies to, and the legend."""
+    console = _console(console)
+    rows = comparison_rows(plan)
+    notes = list(dict.fromkeys(n for r in rows for n in r.notes))
+    labels = [" ".join([_short(r.tag), *(f"[{notes.index(n) + 1}]" for n in r.notes)])
+              for r in rows]
+    existing = existing_is(plan)
+    table = _table(plan, rows, labels)
+    if existing:  # "existing = TAG" on one line where the table still fits, else on two
+        i = next(i for i, r in enumerate(rows) if r.tag == "existing")
+        one_line = labels[:i] + [f"{labels[i]} = {_short(existing)}"] + labels[i + 1:]
+        table = _table(plan, rows, one_line)
+        if _natural_width(console, table) > console.width:
+            labels[i] += f"\n= {_short(existing)}"
+            table = _table(plan, rows, labels)
+    console.print(table)
+    below = [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
+    if any(_short(r.tag) != r.tag for r in rows):
+        below.append(_SHORT_PREFIX[2])
+    if existing:
+        below.append(f"existing = {existing}: the fastest of the deployments listed that "
+                     "JAX's default order can lay out, its row repeated")
+    for n in below:
+        console.print(n, markup=False, highlight=False)
