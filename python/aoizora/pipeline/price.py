@@ -88,7 +88,11 @@ def price_stage(cfg, workload, stage2, options, *, cache=None, workers=None,
     target = compile_target_for(stage2.topology, platform)
     kind = "analyze" if target.platform == "tpu" else "compile"
     todo = [o for o in options if _skip_reason(o, workload) is None]
-    jobs = [compiler.Job(kind, o.candidate, o.spec(cfg), workload, target.spec) for o in todo]
+    # The text encoder's program does not depend on the video: no workload in its job, so
+    # its cache entries serve every workload of the slice.
+    jobs = [compiler.Job(kind, o.candidate, o.spec(cfg),
+                         workload if o.stage == "vae_decode" else None, target.spec)
+            for o in todo]
     outs = dict(zip([o.name for o in todo],
                     compiler.run_jobs(jobs, cache=cache, workers=workers, executor=executor)))
     prices = []
