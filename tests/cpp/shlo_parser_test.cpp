@@ -200,6 +200,25 @@ TEST(ShloParser, CaseRegionsPrettyReduceAndChloSignature) {
   EXPECT_EQ(m->values[sel->results[0]].type.dtype, "f32");
 }
 
+TEST(ShloParser, QuotedAttributeWithColonArrowAndCommaKeepsTheSignature) {
+  // The string holds " : ", "->", ',' and unbalanced brackets; none of them may be read as
+  // the signature, an operand list or the end of the op.
+  const char* text = R"(module {
+  func.func @main(%a: tensor<2xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.custom_call @foo(%a) {backend_config = "x : (y -> [z, \"w\" : tensor<9xf32>"} : (tensor<2xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+})";
+  Result<Module> m = parse_module(text);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Op& call = m->entry()->body.ops[0];
+  EXPECT_EQ(call.callee, "foo");
+  EXPECT_EQ(call.operands.size(), 1u);
+  ASSERT_EQ(call.results.size(), 1u);
+  EXPECT_EQ(m->values[call.results[0]].type.shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(m->entry()->body.ops[1].name, "func.return");
+}
+
 TEST(ShloParser, ErrorsCarryLineAndColumn) {
   // Use of an undefined value on line 3, column 28.
   const char* undefined = "module {\n  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n    %0 = stablehlo.add %a, %b : tensor<2xf32>\n    return %0 : tensor<2xf32>\n  }\n}\n";

@@ -1,205 +1,103 @@
 #include "aoizora/shlo/parser.h"
 
-#include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <string>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
+
+#include "aoizora/shlo/mlir_cursor.h"
 
 namespace aoizora::shlo {
 namespace {
 
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$' || c == '-';
+// A name declared in an op's text before one of its regions: `%a: type` (a region argument)
+// or `%it = %init` (a while argument, typed by the signature after it).
+struct Def {
+  std::string name;
+  std::string type;  // empty for while's `%it = %init`
+};
+
+// What an op's text declared so far for the region that comes next.
+struct RegionDefs {
+  std::vector<Def> defs;        // since the last region
+  std::vector<Def> while_defs;  // every `%it = %init` of the op
+};
+
+// `%0:2` on the left of an op: a name and how many values it stands for.
+struct ResultGroup {
+  std::string name;
+  int count = 1;
+};
+
+// The name after `at` in `text` (name characters only).
+std::string name_at(std::string_view text, size_t at) {
+  size_t j = at;
+  while (j < text.size() && is_mlir_name_char(text[j])) ++j;
+  return std::string(text.substr(at, j - at));
 }
 
-// Splits `a, b<c, d>, (e, f)` at top-level commas.
-std::vector<std::string_view> split_top(std::string_view s) {
-  std::vector<std::string_view> out;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t j = 0; j < s.size(); ++j) {
-    char c = s[j];
-    if (c == '-' && j + 1 < s.size() && s[j + 1] == '>') {
-      ++j;
-      continue;
-    }
-    if (c == '<' || c == '(' || c == '[' || c == '{') ++depth;
-    if (c == '>' || c == ')' || c == ']' || c == '}') --depth;
-    if (c == ',' && depth == 0) {
-      out.push_back(s.substr(start, j - start));
-      start = j + 1;
-    }
+// The callee of a func.call (`call @f(...)`, `callee = @f`) or a custom call's target
+// (`custom_call @t(...)`, `call_target_name = "t"`); empty when the text names none.
+std::string callee_in(const std::string& op_name, std::string_view header) {
+  const size_t at = header.find('@');
+  if ((op_name == "func.call" || op_name == "stablehlo.custom_call") && at != std::string_view::npos &&
+      trim(header.substr(0, at)).empty())
+    return name_at(header, at + 1);
+  if (size_t k = header.find("call_target_name = \""); k != std::string_view::npos) {
+    const size_t a = k + 20;
+    return std::string(header.substr(a, header.find('"', a) - a));
   }
-  if (start < s.size()) out.push_back(s.substr(start));
-  return out;
+  if (size_t k = header.find("callee = @"); k != std::string_view::npos) return name_at(header, k + 10);
+  return {};
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-// Text of the balanced `<...>` starting at s[pos] == '<' (inclusive), string-aware.
-std::string_view balanced(std::string_view s, size_t pos, char open, char close) {
-  int depth = 0;
-  for (size_t j = pos; j < s.size(); ++j) {
-    if (s[j] == '"') {
-      size_t k = j + 1;
-      while (k < s.size() && s[k] != '"') k += (s[k] == '\\') ? 2 : 1;
-      j = k;
-      continue;
-    }
-    if (s[j] == '-' && open == '<' && j + 1 < s.size() && s[j + 1] == '>') {
-      ++j;
-      continue;
-    }
-    if (s[j] == open) ++depth;
-    if (s[j] == close && --depth == 0) return s.substr(pos, j - pos + 1);
-  }
-  return s.substr(pos);
+// The result part of a signature: what follows a top-level `->` (`(A, B) -> C`), or all of
+// it (`A, B`); without surrounding parentheses, nor a while's trailing `{R}` or ` cond`.
+std::string_view result_part(std::string_view sig, bool* arrow_free) {
+  std::string_view res = sig;
+  const size_t arrow = rfind_top_level(sig, "->");
+  if (arrow != std::string_view::npos) res = trim(sig.substr(arrow + 2));
+  *arrow_free = arrow == std::string_view::npos;
+  if (!res.empty() && res.front() == '(' && res.back() == ')') res = res.substr(1, res.size() - 2);
+  if (size_t r = res.find("{R}"); r != std::string_view::npos) res = trim(res.substr(0, r));
+  if (size_t r = res.find(" cond"); r != std::string_view::npos) res = trim(res.substr(0, r));
+  return res;
 }
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : s_(text) {
-    line_starts_.push_back(0);
-    for (size_t j = 0; j < s_.size(); ++j)
-      if (s_[j] == '\n') line_starts_.push_back(j + 1);
-  }
+  explicit Parser(std::string_view text) : c_(text) {}
 
   Result<Module> run() {
-    skip_ws();
+    c_.skip_ws();
     // Attribute aliases (#loc = ...) may precede the module.
-    while (i_ < s_.size() && s_[i_] == '#') {
-      skip_line();
-      skip_ws();
+    while (c_.peek() == '#') {
+      c_.skip_line();
+      c_.skip_ws();
     }
-    if (!eat_word("module")) return err(i_, "expected 'module'");
-    skip_ws();
-    if (peek() == '@') {
-      ++i_;
-      m_.name = read_name();
-    }
-    skip_ws();
-    if (eat_word("attributes")) {
-      skip_ws();
-      if (peek() != '{') return err(i_, "expected '{' after 'attributes'");
-      std::string_view attrs = balanced(s_, i_, '{', '}');
-      i_ += attrs.size();
+    if (!c_.eat_word("module")) return err(c_.pos(), "expected 'module'");
+    c_.skip_ws();
+    if (c_.eat('@')) m_.name = c_.read_name();
+    c_.skip_ws();
+    if (c_.eat_word("attributes")) {
+      c_.skip_ws();
+      if (c_.peek() != '{') return err(c_.pos(), "expected '{' after 'attributes'");
+      std::string_view attrs = c_.read_group();
       if (auto n = attr_int(attrs, "mhlo.num_partitions")) m_.num_partitions = *n;
       if (auto n = attr_int(attrs, "mhlo.num_replicas")) m_.num_replicas = *n;
     }
-    skip_ws();
-    if (!eat('{')) return err(i_, "expected '{' to open the module body");
-    while (true) {
-      skip_ws();
-      if (i_ >= s_.size()) return err(i_, "unexpected end of text: the module body is not closed");
-      if (peek() == '}') {
-        ++i_;
-        break;
-      }
-      if (eat_word("sdy.mesh")) {
-        if (auto e = parse_mesh(); !e.message.empty()) return e;
-      } else if (eat_word("func.func")) {
-        if (auto e = parse_func(); !e.message.empty()) return e;
-      } else {
-        skip_op_text();
-      }
-    }
-    if (m_.funcs.empty()) return err(i_, "the module has no func.func");
+    c_.skip_ws();
+    if (!c_.eat('{')) return err(c_.pos(), "expected '{' to open the module body");
+    if (auto e = parse_module_items(); !e.message.empty()) return e;
+    if (m_.funcs.empty()) return err(c_.pos(), "the module has no func.func");
     if (!gspmd_mesh_.axes.empty()) m_.meshes.meshes.push_back(gspmd_mesh_);
     return std::move(m_);
   }
 
  private:
-  // ---- low-level scanning ----
-  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  bool eat(char c) {
-    if (peek() == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  bool eat_word(std::string_view w) {
-    if (s_.substr(i_, w.size()) == w && (i_ + w.size() >= s_.size() || !is_name_char(s_[i_ + w.size()]))) {
-      i_ += w.size();
-      return true;
-    }
-    return false;
-  }
-  void skip_ws() {
-    while (i_ < s_.size()) {
-      if (std::isspace(static_cast<unsigned char>(s_[i_]))) {
-        ++i_;
-      } else if (s_.substr(i_, 2) == "//") {
-        skip_line();
-      } else {
-        break;
-      }
-    }
-  }
-  // A '{' at pos that ends its line opens a region or body (an attribute dictionary never
-  // ends a line in the printed form).
-  bool opens_region(size_t pos) const {
-    size_t k = pos + 1;
-    while (k < s_.size() && (s_[k] == ' ' || s_[k] == '\t' || s_[k] == '\r')) ++k;
-    return k >= s_.size() || s_[k] == '\n';
-  }
-  void skip_spaces() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t')) ++i_;
-  }
-  void skip_line() {
-    while (i_ < s_.size() && s_[i_] != '\n') ++i_;
-  }
-  std::string read_name() {
-    size_t j = i_;
-    if (j < s_.size() && s_[j] == '"') {
-      size_t k = s_.find('"', j + 1);
-      if (k == std::string_view::npos) k = s_.size() - 1;
-      i_ = k + 1;
-      return std::string(s_.substr(j + 1, k - j - 1));
-    }
-    while (j < s_.size() && is_name_char(s_[j])) ++j;
-    std::string out(s_.substr(i_, j - i_));
-    i_ = j;
-    return out;
-  }
-  // A type token: `tensor<...>`, `!stablehlo.token`, `tuple<...>`.
-  std::string_view read_type() {
-    size_t j = i_;
-    while (j < s_.size() && (is_name_char(s_[j]) || s_[j] == '!')) ++j;
-    if (j < s_.size() && s_[j] == '<') j += balanced(s_, j, '<', '>').size();
-    std::string_view t = s_.substr(i_, j - i_);
-    i_ = j;
-    return t;
-  }
-  Error err(size_t pos, std::string msg) const {
-    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), pos);
-    size_t line = static_cast<size_t>(it - line_starts_.begin());
-    size_t col = pos - line_starts_[line - 1] + 1;
-    return Error{std::move(msg), "", static_cast<int>(line), static_cast<int>(col)};
-  }
-  std::pair<int, int> line_col(size_t pos) const {
-    Error e = err(pos, "");
-    return {e.line, e.column};
-  }
-  // Skips one unknown top-level item: up to a newline outside brackets.
-  void skip_op_text() {
-    int depth = 0;
-    while (i_ < s_.size()) {
-      char c = s_[i_];
-      if (c == '"') {
-        size_t k = s_.find('"', i_ + 1);
-        i_ = k == std::string_view::npos ? s_.size() : k + 1;
-        continue;
-      }
-      if (c == '{' || c == '(' || c == '[') ++depth;
-      if (c == '}' || c == ')' || c == ']') --depth;
-      if (c == '\n' && depth <= 0) break;
-      ++i_;
-    }
-  }
+  Error err(size_t pos, std::string message) const { return c_.error_at(pos, std::move(message)); }
 
   // ---- values and scopes ----
   int new_value(std::string name, TensorType type) {
@@ -227,7 +125,7 @@ class Parser {
     size_t k = dict.find("#sdy.sharding<");
     if (k != std::string_view::npos) {
       m_.shardy = true;
-      Result<TensorSharding> t = parse_sdy_sharding(balanced(dict, k + 13, '<', '>'));
+      Result<TensorSharding> t = parse_sdy_sharding(group_at(dict, k + 13));
       if (!t.ok()) return err(pos, "bad sdy.sharding: " + t.error().message);
       return std::optional<TensorSharding>(*t);
     }
@@ -244,149 +142,155 @@ class Parser {
   }
 
   // ---- module items ----
-  Error parse_mesh() {
-    skip_ws();
-    size_t at = i_;
-    if (!eat('@')) return err(i_, "expected '@name' after sdy.mesh");
-    Mesh mesh;
-    mesh.name = read_name();
-    skip_ws();
-    if (!eat('=')) return err(i_, "expected '=' in sdy.mesh");
-    skip_ws();
-    if (!eat('<')) return err(i_, "expected '<' in sdy.mesh");
-    skip_ws();
-    if (!eat('[')) return err(i_, "expected '[' of the mesh axes");
+  // Meshes and functions up to the module's closing '}' (consumed); other items skipped.
+  Error parse_module_items() {
     while (true) {
-      skip_ws();
-      if (eat(']')) break;
-      if (peek() != '"') return err(i_, "expected a quoted mesh axis name");
-      MeshAxis a;
-      a.name = read_name();
-      skip_ws();
-      if (!eat('=')) return err(i_, "expected '=' after a mesh axis name");
-      skip_ws();
-      size_t j = i_;
-      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-      if (j == i_) return err(i_, "expected the size of mesh axis '" + a.name + "'");
-      a.size = std::stoll(std::string(s_.substr(j, i_ - j)));
-      mesh.axes.push_back(a);
-      skip_ws();
-      eat(',');
+      c_.skip_ws();
+      if (c_.eof()) return err(c_.pos(), "unexpected end of text: the module body is not closed");
+      if (c_.eat('}')) return Error{};
+      if (c_.eat_word("sdy.mesh")) {
+        if (auto e = parse_mesh(); !e.message.empty()) return e;
+      } else if (c_.eat_word("func.func")) {
+        if (auto e = parse_func(); !e.message.empty()) return e;
+      } else {
+        c_.skip_item();
+      }
     }
-    (void)at;
-    skip_op_text();  // device_ids, '>' and the stablehlo.mesh dictionary
+  }
+
+  Error parse_mesh() {
+    c_.skip_ws();
+    if (!c_.eat('@')) return err(c_.pos(), "expected '@name' after sdy.mesh");
+    Mesh mesh;
+    mesh.name = c_.read_name();
+    c_.skip_ws();
+    if (!c_.eat('=')) return err(c_.pos(), "expected '=' in sdy.mesh");
+    c_.skip_ws();
+    if (!c_.eat('<')) return err(c_.pos(), "expected '<' in sdy.mesh");
+    c_.skip_ws();
+    if (!c_.eat('[')) return err(c_.pos(), "expected '[' of the mesh axes");
+    while (true) {
+      c_.skip_ws();
+      if (c_.eat(']')) break;
+      if (c_.peek() != '"') return err(c_.pos(), "expected a quoted mesh axis name");
+      MeshAxis a;
+      a.name = c_.read_name();
+      c_.skip_ws();
+      if (!c_.eat('=')) return err(c_.pos(), "expected '=' after a mesh axis name");
+      c_.skip_ws();
+      std::string_view digits = c_.read_digits();
+      if (digits.empty()) return err(c_.pos(), "expected the size of mesh axis '" + a.name + "'");
+      a.size = std::stoll(std::string(digits));
+      mesh.axes.push_back(a);
+      c_.skip_ws();
+      c_.eat(',');
+    }
+    c_.skip_item();  // device_ids, '>' and the stablehlo.mesh dictionary
     m_.meshes.meshes.push_back(std::move(mesh));
     return Error{};
   }
 
   Error parse_func() {
     Func f;
-    skip_ws();
-    if (eat_word("public")) f.is_public = true;
-    else if (eat_word("private")) f.is_public = false;
+    c_.skip_ws();
+    if (c_.eat_word("public")) f.is_public = true;
+    else if (c_.eat_word("private")) f.is_public = false;
     else f.is_public = true;
-    skip_ws();
-    if (!eat('@')) return err(i_, "expected '@name' after func.func");
-    f.name = read_name();
+    c_.skip_ws();
+    if (!c_.eat('@')) return err(c_.pos(), "expected '@name' after func.func");
+    f.name = c_.read_name();
     scopes_.assign(1, {});
-    skip_ws();
-    if (!eat('(')) return err(i_, "expected '(' of the argument list of @" + f.name);
-    while (true) {
-      skip_ws();
-      if (eat(')')) break;
-      if (!eat('%')) return err(i_, "expected '%argN' in the argument list of @" + f.name);
-      int id = -1;
-      if (auto e = typed_argument("argument", &id); !e.message.empty()) return e;
-      f.args.push_back(id);
-      skip_ws();
-      if (peek() == '{') {
-        std::string_view dict = balanced(s_, i_, '{', '}');
-        auto sh = sharding_in(dict, i_);
-        if (!sh.ok()) return sh.error();
-        m_.values[static_cast<size_t>(id)].sharding = *sh;
-        i_ += dict.size();
-      }
-      skip_ws();
-      if (eat(')')) break;
-      if (!eat(',')) return err(i_, "expected ',' or ')' in the argument list of @" + f.name);
+    if (auto e = parse_func_arguments(&f); !e.message.empty()) return e;
+    if (auto e = parse_func_results(&f); !e.message.empty()) return e;
+    c_.skip_ws();
+    if (c_.eat_word("attributes")) {
+      c_.skip_ws();
+      c_.read_group();
+      c_.skip_ws();
     }
-    skip_ws();
-    if (s_.substr(i_, 2) == "->") {
-      i_ += 2;
-      skip_ws();
-      bool paren = eat('(');
-      while (true) {
-        skip_ws();
-        if (paren && eat(')')) break;
-        size_t tpos = i_;
-        Result<TensorType> t = parse_tensor_type(read_type());
-        if (!t.ok()) return err(tpos, t.error().message);
-        f.result_types.push_back(*t);
-        f.result_shardings.emplace_back();
-        skip_spaces();
-        if (peek() == '{' && !opens_region(i_)) {
-          std::string_view dict = balanced(s_, i_, '{', '}');
-          auto sh = sharding_in(dict, i_);
-          if (!sh.ok()) return sh.error();
-          f.result_shardings.back() = *sh;
-          i_ += dict.size();
-        }
-        skip_spaces();
-        if (!paren) break;
-        if (eat(')')) break;
-        if (!eat(',')) return err(i_, "expected ',' or ')' in the results of @" + f.name);
-      }
-    }
-    skip_ws();
-    if (eat_word("attributes")) {
-      skip_ws();
-      i_ += balanced(s_, i_, '{', '}').size();
-      skip_ws();
-    }
-    if (!eat('{')) return err(i_, "expected '{' to open the body of @" + f.name);
+    if (!c_.eat('{')) return err(c_.pos(), "expected '{' to open the body of @" + f.name);
     if (auto e = parse_block_ops(&f.body); !e.message.empty()) return e;
     m_.funcs.push_back(std::move(f));
     return Error{};
   }
 
-  // Ops until the closing '}' (consumed). Handles ^bb labels.
+  // `(%arg0: type {dict}, ...)`: each argument a value, its sharding from the dictionary.
+  Error parse_func_arguments(Func* f) {
+    c_.skip_ws();
+    if (!c_.eat('(')) return err(c_.pos(), "expected '(' of the argument list of @" + f->name);
+    while (true) {
+      c_.skip_ws();
+      if (c_.eat(')')) return Error{};
+      if (!c_.eat('%')) return err(c_.pos(), "expected '%argN' in the argument list of @" + f->name);
+      int id = -1;
+      if (auto e = typed_argument("argument", &id); !e.message.empty()) return e;
+      f->args.push_back(id);
+      c_.skip_ws();
+      if (c_.peek() == '{') {
+        const size_t at = c_.pos();
+        auto sh = sharding_in(c_.read_group(), at);
+        if (!sh.ok()) return sh.error();
+        m_.values[static_cast<size_t>(id)].sharding = *sh;
+      }
+      c_.skip_ws();
+      if (c_.eat(')')) return Error{};
+      if (!c_.eat(',')) return err(c_.pos(), "expected ',' or ')' in the argument list of @" + f->name);
+    }
+  }
+
+  // `-> type {dict}` or `-> (type {dict}, ...)`, if present: result types and shardings.
+  Error parse_func_results(Func* f) {
+    c_.skip_ws();
+    if (!c_.starts_with("->")) return Error{};
+    c_.advance(2);
+    c_.skip_ws();
+    const bool paren = c_.eat('(');
+    while (true) {
+      c_.skip_ws();
+      if (paren && c_.eat(')')) return Error{};
+      const size_t tpos = c_.pos();
+      Result<TensorType> t = parse_tensor_type(c_.read_type());
+      if (!t.ok()) return err(tpos, t.error().message);
+      f->result_types.push_back(*t);
+      f->result_shardings.emplace_back();
+      c_.skip_blanks();
+      if (c_.peek() == '{' && !c_.brace_ends_line(c_.pos(), " \t\r")) {
+        const size_t at = c_.pos();
+        auto sh = sharding_in(c_.read_group(), at);
+        if (!sh.ok()) return sh.error();
+        f->result_shardings.back() = *sh;
+      }
+      c_.skip_blanks();
+      if (!paren) return Error{};
+      if (c_.eat(')')) return Error{};
+      if (!c_.eat(',')) return err(c_.pos(), "expected ',' or ')' in the results of @" + f->name);
+    }
+  }
+
   // After a '%': "name: tensor<...>" defines a new value in scope and sets *id. `what` names
   // it in errors ("argument", "block argument"); an empty message means success.
   Error typed_argument(const std::string& what, int* id) {
-    std::string name = "%" + read_name();
-    skip_ws();
-    if (!eat(':')) return err(i_, "expected ':' after " + what + " " + name);
-    skip_ws();
-    size_t tpos = i_;
-    Result<TensorType> t = parse_tensor_type(read_type());
+    std::string name = "%" + c_.read_name();
+    c_.skip_ws();
+    if (!c_.eat(':')) return err(c_.pos(), "expected ':' after " + what + " " + name);
+    c_.skip_ws();
+    const size_t tpos = c_.pos();
+    Result<TensorType> t = parse_tensor_type(c_.read_type());
     if (!t.ok()) return err(tpos, t.error().message);
     *id = new_value(name, *t);
     define(name, *id);
     return Error{};
   }
 
+  // ---- blocks and regions ----
+  // Ops until the closing '}' (consumed). Handles ^bb labels.
   Error parse_block_ops(Block* block) {
     while (true) {
-      skip_ws();
-      if (i_ >= s_.size()) return err(i_, "unexpected end of text inside a region");
-      if (eat('}')) return Error{};
-      if (peek() == '^') {
-        // ^bb0(%a: type, ...):
-        while (i_ < s_.size() && s_[i_] != '(' && s_[i_] != ':') ++i_;
-        if (eat('(')) {
-          while (true) {
-            skip_ws();
-            if (eat(')')) break;
-            if (!eat('%')) return err(i_, "expected a block argument");
-            int id = -1;
-            if (auto e = typed_argument("block argument", &id); !e.message.empty()) return e;
-            block->args.push_back(id);
-            skip_ws();
-            eat(',');
-          }
-        }
-        skip_ws();
-        eat(':');
+      c_.skip_ws();
+      if (c_.eof()) return err(c_.pos(), "unexpected end of text inside a region");
+      if (c_.eat('}')) return Error{};
+      if (c_.peek() == '^') {
+        if (auto e = parse_block_label(block); !e.message.empty()) return e;
         continue;
       }
       Op op;
@@ -395,14 +299,29 @@ class Parser {
     }
   }
 
-  struct Def {
-    std::string name;
-    std::string type;  // empty for while's `%it = %init` (typed later)
-  };
+  // `^bb0(%a: type, ...):`: the arguments become the block's.
+  Error parse_block_label(Block* block) {
+    while (!c_.eof() && c_.peek() != '(' && c_.peek() != ':') c_.advance();
+    if (c_.eat('(')) {
+      while (true) {
+        c_.skip_ws();
+        if (c_.eat(')')) break;
+        if (!c_.eat('%')) return err(c_.pos(), "expected a block argument");
+        int id = -1;
+        if (auto e = typed_argument("block argument", &id); !e.message.empty()) return e;
+        block->args.push_back(id);
+        c_.skip_ws();
+        c_.eat(',');
+      }
+    }
+    c_.skip_ws();
+    c_.eat(':');
+    return Error{};
+  }
 
-  // Opens a region at s_[i_] == '{' with the given block arguments.
+  // Opens a region at the cursor's '{' with the given block arguments.
   Error parse_region(Op* op, const std::vector<std::pair<std::string, TensorType>>& args) {
-    ++i_;  // '{'
+    c_.advance();  // '{'
     scopes_.emplace_back();
     Block b;
     for (const auto& [name, type] : args) {
@@ -428,7 +347,7 @@ class Parser {
       if (k == std::string_view::npos) return err(pos, "expected the types of the while arguments");
       std::string_view list = header.substr(k + 3);
       if (size_t c = list.find(" cond"); c != std::string_view::npos) list = list.substr(0, c);
-      types = split_top(list);
+      types = split_top_level(list);
       if (types.size() < defs.size()) return err(pos, "fewer types than while arguments");
     }
     for (size_t d = 0; d < defs.size(); ++d) {
@@ -440,250 +359,252 @@ class Parser {
     return out;
   }
 
+  // ---- ops ----
+  // One op: `%r, %s:2 = name operands {attrs} regions : signature`. Reads the result names,
+  // the name, the rest of the text (operands, regions), then defines the results with the
+  // signature's types and the shardings the text states for them.
   Error parse_op(Op* op) {
-    size_t start = i_;
-    std::tie(op->line, op->column) = line_col(start);
-    std::vector<std::pair<std::string, int>> results;
-    if (peek() == '%') {
-      while (true) {
-        skip_spaces();
-        if (!eat('%')) return err(i_, "expected a result name");
-        std::string name = "%" + read_name();
-        int count = 1;
-        if (eat(':')) {
-          size_t j = i_;
-          while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-          if (j == i_) return err(i_, "expected a result count after '" + name + ":'");
-          count = std::stoi(std::string(s_.substr(j, i_ - j)));
-        }
-        results.emplace_back(name, count);
-        skip_spaces();
-        if (eat(',')) continue;
-        if (eat('=')) break;
-        return err(i_, "expected '=' after the results of an op");
+    const size_t start = c_.pos();
+    std::tie(op->line, op->column) = c_.line_col(start);
+    std::vector<ResultGroup> results;
+    if (auto e = parse_result_names(&results); !e.message.empty()) return e;
+    if (auto e = parse_op_name(op); !e.message.empty()) return e;
+    std::string header;
+    if (auto e = scan_header(op, start, &header); !e.message.empty()) return e;
+    op->callee = callee_in(op->name, header);
+    int nresults = 0;
+    for (const ResultGroup& r : results) nresults += r.count;
+    Result<std::vector<TensorType>> types = result_types(op->name, header, nresults, start);
+    if (!types.ok()) return types.error();
+    define_results(op, results, *types);
+    if (auto e = read_result_shardings(op, header, start); !e.message.empty()) return e;
+    op->attrs = std::move(header);
+    return Error{};
+  }
+
+  // `%a, %b:2 =` before the op name, if any.
+  Error parse_result_names(std::vector<ResultGroup>* results) {
+    if (c_.peek() != '%') return Error{};
+    while (true) {
+      c_.skip_blanks();
+      if (!c_.eat('%')) return err(c_.pos(), "expected a result name");
+      ResultGroup r{"%" + c_.read_name(), 1};
+      if (c_.eat(':')) {
+        std::string_view digits = c_.read_digits();
+        if (digits.empty()) return err(c_.pos(), "expected a result count after '" + r.name + ":'");
+        r.count = std::stoi(std::string(digits));
       }
-      skip_spaces();
+      results->push_back(std::move(r));
+      c_.skip_blanks();
+      if (c_.eat(',')) continue;
+      if (c_.eat('=')) break;
+      return err(c_.pos(), "expected '=' after the results of an op");
     }
-    size_t name_pos = i_;
-    op->name = read_name();
+    c_.skip_blanks();
+    return Error{};
+  }
+
+  // The op name, pretty (`stablehlo.add`, `return`) or generic (`"stablehlo.case"`).
+  Error parse_op_name(Op* op) {
+    const size_t name_pos = c_.pos();
+    op->name = c_.read_name();
     if (op->name.empty()) return err(name_pos, "expected an op name");
     if (op->name == "return") op->name = "func.return";
     if (op->name == "call") op->name = "func.call";
+    return Error{};
+  }
 
-    std::string header;
-    std::vector<Def> defs, while_defs;
-    std::vector<std::string> operand_refs;
+  // The op's text after its name, into *header, up to a newline or a closing bracket outside
+  // its own brackets: operands are looked up, regions parsed (each leaves "{R}" in the
+  // header), and a while's `cond`/`do` or a reduce's `reducer` on the next line continues it.
+  Error scan_header(Op* op, size_t start, std::string* header) {
+    const std::string_view s = c_.text();
+    RegionDefs defs;
     int depth = 0;
-    while (i_ < s_.size()) {
-      char c = s_[i_];
-      if (c == '"') {
-        size_t k = s_.find('"', i_ + 1);
-        while (k != std::string_view::npos && s_[k - 1] == '\\') k = s_.find('"', k + 1);
-        if (k == std::string_view::npos) return err(i_, "unterminated string");
-        header.append(s_.substr(i_, k - i_ + 1));
-        i_ = k + 1;
-        continue;
-      }
-      if (c == '-' && i_ + 1 < s_.size() && s_[i_ + 1] == '>') {
-        header += "->";
-        i_ += 2;
+    while (!c_.eof()) {
+      const size_t at = c_.pos();
+      const char c = s[at];
+      const Piece piece = piece_at(s, at);
+      if (piece.kind == PieceKind::kUnterminatedString) return err(at, "unterminated string");
+      if (piece.kind == PieceKind::kString || piece.kind == PieceKind::kArrow) {
+        header->append(s.substr(at, piece.end - at));
+        c_.set_pos(piece.end);
         continue;
       }
       if (c == '%') {
-        size_t at = i_;
-        ++i_;
-        std::string ref = "%";
-        while (i_ < s_.size() && (is_name_char(s_[i_]) || s_[i_] == '#')) ref += s_[i_++];
-        header += ref;
-        if (peek() == ':') {
-          // `%a: type` declares a region argument.
-          ++i_;
-          header += ':';
-          skip_spaces();
-          std::string_view t = read_type();
-          header.append(t);
-          defs.push_back({ref, std::string(t)});
-        } else if (s_.substr(i_, 3) == " = ") {
-          defs.push_back({ref, ""});
-          while_defs.push_back(defs.back());
-        } else {
-          if (lookup(ref) < 0) return err(at, "use of undefined value " + ref);
-          op->operands.push_back(lookup(ref));
-        }
+        if (auto e = scan_value_ref(op, header, &defs); !e.message.empty()) return e;
         continue;
       }
-      if (c == '{' || c == '(' || c == '[' || c == '<') {
-        if (c == '{') {
-          size_t k = i_ + 1;
-          while (k < s_.size() && (s_[k] == ' ' || s_[k] == '\t')) ++k;
-          if (k >= s_.size() || s_[k] == '\n') {
-            auto args = region_args(while_defs.empty() ? defs : while_defs, header, i_);
-            if (!args.ok()) return args.error();
-            if (auto e = parse_region(op, *args); !e.message.empty()) return e;
-            header += "{R}";
-            defs.clear();
-            continue;
-          }
-        }
+      if (c == '{' && c_.brace_ends_line(at, " \t")) {
+        if (auto e = open_region(op, defs, *header); !e.message.empty()) return e;
+        *header += "{R}";
+        defs.defs.clear();
+        continue;
+      }
+      if (piece.kind == PieceKind::kOpen) {
         ++depth;
-      } else if (c == '}' || c == ')' || c == ']' || c == '>') {
+      } else if (piece.kind == PieceKind::kClose) {
         if (depth == 0) break;  // belongs to an enclosing construct
         --depth;
       } else if (c == '\n' && depth == 0) {
-        size_t k = i_ + 1;
-        while (k < s_.size() && std::isspace(static_cast<unsigned char>(s_[k]))) ++k;
-        std::string_view next = s_.substr(k, 8);
-        if (next.starts_with("cond") || next.starts_with("do ") || next.starts_with("do{") ||
-            next.starts_with("reducer")) {
-          header += ' ';
-          i_ = k;
-          continue;
-        }
-        break;
+        if (!continues_on_next_line()) break;
+        *header += ' ';
+        continue;
       }
-      header += c;
-      ++i_;
+      *header += c;
+      c_.advance();
     }
     if (depth != 0) return err(start, "unbalanced brackets in op " + op->name);
+    return Error{};
+  }
 
-    // Callee / custom-call target.
-    {
-      std::string_view h = header;
-      size_t at = h.find('@');
-      if ((op->name == "func.call" || op->name == "stablehlo.custom_call") && at != std::string_view::npos &&
-          trim(h.substr(0, at)).empty()) {
-        size_t j = at + 1;
-        while (j < h.size() && (is_name_char(h[j]))) ++j;
-        op->callee = std::string(h.substr(at + 1, j - at - 1));
-      } else if (size_t k = h.find("call_target_name = \""); k != std::string_view::npos) {
-        size_t a = k + 20;
-        op->callee = std::string(h.substr(a, h.find('"', a) - a));
-      } else if (size_t k2 = h.find("callee = @"); k2 != std::string_view::npos) {
-        size_t j = k2 + 10;
-        while (j < h.size() && is_name_char(h[j])) ++j;
-        op->callee = std::string(h.substr(k2 + 10, j - k2 - 10));
-      }
+  // A `%name` in the op text: `%a: type` declares a region argument, `%it = ` a while
+  // argument (typed later), anything else is an operand that must be defined.
+  Error scan_value_ref(Op* op, std::string* header, RegionDefs* defs) {
+    const size_t at = c_.pos();
+    c_.advance();  // '%'
+    const std::string ref = "%" + std::string(c_.read_ref());
+    *header += ref;
+    if (c_.peek() == ':') {
+      c_.advance();
+      *header += ':';
+      c_.skip_blanks();
+      std::string_view t = c_.read_type();
+      header->append(t);
+      defs->defs.push_back({ref, std::string(t)});
+    } else if (c_.starts_with(" = ")) {
+      defs->defs.push_back({ref, ""});
+      defs->while_defs.push_back(defs->defs.back());
+    } else {
+      const int id = lookup(ref);
+      if (id < 0) return err(at, "use of undefined value " + ref);
+      op->operands.push_back(id);
     }
+    return Error{};
+  }
 
-    // Result types from the trailing signature.
-    int nresults = 0;
-    for (auto& r : results) nresults += r.second;
-    std::vector<TensorType> rtypes;
-    if (nresults > 0) {
-      size_t k = std::string::npos;
-      {
-        int d = 0;
-        for (size_t j = 0; j + 2 < header.size(); ++j) {
-          char c = header[j];
-          if (c == '"') {
-            size_t q = header.find('"', j + 1);
-            while (q != std::string::npos && header[q - 1] == '\\') q = header.find('"', q + 1);
-            if (q == std::string::npos) break;
-            j = q;
-            continue;
-          }
-          if (c == '-' && header[j + 1] == '>') {
-            ++j;
-            continue;
-          }
-          if (c == '<' || c == '(' || c == '[' || c == '{') ++d;
-          if (c == '>' || c == ')' || c == ']' || c == '}') --d;
-          if (d == 0 && c == ' ' && header[j + 1] == ':' && header[j + 2] == ' ') k = j;
-        }
-      }
-      if (k == std::string::npos) return err(start, "op " + op->name + " has no type signature");
-      std::string_view sig = trim(std::string_view(header).substr(k + 3));
-      std::string_view res = sig;
-      bool arrow_free = true;
-      {
-        // The result part of `(A, B) -> C` or `A -> C` (an arrow at depth 0).
-        int d = 0;
-        size_t arrow = std::string_view::npos;
-        for (size_t j = 0; j + 1 < sig.size(); ++j) {
-          char c = sig[j];
-          if (c == '-' && sig[j + 1] == '>') {
-            if (d == 0) arrow = j;
-            ++j;
-            continue;
-          }
-          if (c == '<' || c == '(' || c == '[' || c == '{') ++d;
-          if (c == '>' || c == ')' || c == ']' || c == '}') --d;
-        }
-        if (arrow != std::string_view::npos) res = trim(sig.substr(arrow + 2));
-        arrow_free = arrow == std::string_view::npos;
-      }
-      if (res.front() == '(' && res.back() == ')') res = res.substr(1, res.size() - 2);
-      // A `{R}` placeholder can trail a while signature: drop anything after the types.
-      if (size_t r = res.find("{R}"); r != std::string_view::npos) res = trim(res.substr(0, r));
-      if (size_t r = res.find(" cond"); r != std::string_view::npos) res = trim(res.substr(0, r));
-      for (std::string_view t : split_top(res)) {
-        Result<TensorType> tt = parse_tensor_type(trim(t));
-        if (!tt.ok()) return err(start, "in the signature of " + op->name + ": " + tt.error().message);
-        rtypes.push_back(*tt);
-      }
-      // `select %c, %a, %b : tensor<i1..>, tensor<f32..>`: the trailing types are the results.
-      if (static_cast<int>(rtypes.size()) > nresults && arrow_free)
-        rtypes.erase(rtypes.begin(), rtypes.end() - nresults);
-      if (static_cast<int>(rtypes.size()) == 1 && nresults > 1) rtypes.assign(static_cast<size_t>(nresults), rtypes[0]);
-      if (static_cast<int>(rtypes.size()) != nresults)
-        return err(start, op->name + " has " + std::to_string(nresults) + " results but " +
-                              std::to_string(rtypes.size()) + " result types");
+  // The region at the cursor's '{', with the arguments the header declared for it (a while's
+  // arguments for each of its regions).
+  Error open_region(Op* op, const RegionDefs& defs, std::string_view header) {
+    auto args = region_args(defs.while_defs.empty() ? defs.defs : defs.while_defs, header, c_.pos());
+    if (!args.ok()) return args.error();
+    return parse_region(op, *args);
+  }
+
+  // At a newline outside brackets: true, with the cursor on the next word, when the next line
+  // goes on with the same op (`cond`, `do`, `reducer`).
+  bool continues_on_next_line() {
+    const std::string_view s = c_.text();
+    size_t k = c_.pos() + 1;
+    while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
+    std::string_view next = s.substr(k, 8);
+    if (next.starts_with("cond") || next.starts_with("do ") || next.starts_with("do{") ||
+        next.starts_with("reducer")) {
+      c_.set_pos(k);
+      return true;
     }
+    return false;
+  }
+
+  // The types of the op's `n` results, from the signature after the header's last top-level
+  // " : ". `select %c, %a, %b : T1, T2` lists operand types too: the trailing n are the
+  // results; one type for several results stands for each.
+  Result<std::vector<TensorType>> result_types(const std::string& name, std::string_view header, int n,
+                                               size_t start) const {
+    std::vector<TensorType> out;
+    if (n == 0) return out;
+    const size_t colon = rfind_top_level(header, " : ");
+    if (colon == std::string_view::npos) return err(start, "op " + name + " has no type signature");
+    bool arrow_free = true;
+    for (std::string_view t : split_top_level(result_part(trim(header.substr(colon + 3)), &arrow_free))) {
+      Result<TensorType> tt = parse_tensor_type(trim(t));
+      if (!tt.ok()) return err(start, "in the signature of " + name + ": " + tt.error().message);
+      out.push_back(*tt);
+    }
+    if (static_cast<int>(out.size()) > n && arrow_free) out.erase(out.begin(), out.end() - n);
+    if (out.size() == 1 && n > 1) out.assign(static_cast<size_t>(n), out[0]);
+    if (static_cast<int>(out.size()) != n)
+      return err(start, name + " has " + std::to_string(n) + " results but " + std::to_string(out.size()) +
+                            " result types");
+    return out;
+  }
+
+  // A value per result (`%0:2` gives %0#0 and %0#1), in scope under the group's name.
+  void define_results(Op* op, const std::vector<ResultGroup>& results, const std::vector<TensorType>& types) {
     size_t t = 0;
-    for (auto& [name, count] : results) {
+    for (const auto& [name, count] : results) {
       int first = -1;
       for (int k = 0; k < count; ++k) {
         std::string vname = count == 1 ? name : name + "#" + std::to_string(k);
-        int id = new_value(vname, rtypes[t++]);
+        int id = new_value(vname, types[t++]);
         if (first < 0) first = id;
         op->results.push_back(id);
       }
       define(name, first, count);
     }
+  }
 
-    // Shardings the text states for the results.
-    std::string_view h = header;
+  // ---- shardings the op text states for its results: four forms ----
+  Error read_result_shardings(Op* op, std::string_view h, size_t start) {
     if (op->name.starts_with("sdy.") && h.find("out_sharding=<") != std::string_view::npos &&
-        !op->results.empty()) {
-      // Explicit-sharding collectives (sdy.all_gather, sdy.all_slice, sdy.all_to_all, ...)
-      // state the sharding they produce.
-      size_t k = h.find("out_sharding=<") + 13;
-      Result<TensorSharding> sh = parse_sdy_sharding(balanced(h, k, '<', '>'));
-      if (!sh.ok()) return err(start, sh.error().message);
-      m_.shardy = true;
-      m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
-    } else if (op->name == "sdy.sharding_constraint" || op->name == "sdy.reshard") {
-      size_t k = h.find('<');
-      if (k == std::string_view::npos) return err(start, op->name + " without a sharding");
-      Result<TensorSharding> sh = parse_sdy_sharding(balanced(h, k, '<', '>'));
-      if (!sh.ok()) return err(start, sh.error().message);
-      m_.shardy = true;
-      if (!op->results.empty()) m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
-    } else if (op->name == "sdy.manual_computation" || h.find("sdy.sharding_per_value") != std::string_view::npos) {
-      size_t k = op->name == "sdy.manual_computation" ? h.find("out_shardings=[")
-                                                       : h.find("sdy.sharding_per_value<[");
-      if (k != std::string_view::npos) {
-        size_t open = h.find('[', k);
-        std::string_view list = balanced(h, open, '[', ']');
-        std::vector<std::string_view> items = split_top(list.substr(1, list.size() - 2));
-        for (size_t r = 0; r < items.size() && r < op->results.size(); ++r) {
-          Result<TensorSharding> sh = parse_sdy_sharding(trim(items[r]));
-          if (!sh.ok()) return err(start, sh.error().message);
-          m_.values[static_cast<size_t>(op->results[r])].sharding = *sh;
-        }
-      }
-    } else if (h.find("mhlo.sharding = \"") != std::string_view::npos && op->results.size() == 1) {
-      auto sh = sharding_in(h, start);
-      if (!sh.ok()) return sh.error();
-      m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
-    }
-    op->attrs = std::move(header);
+        !op->results.empty())
+      return read_out_sharding(op, h, start);
+    if (op->name == "sdy.sharding_constraint" || op->name == "sdy.reshard")
+      return read_constraint_sharding(op, h, start);
+    if (op->name == "sdy.manual_computation" || h.find("sdy.sharding_per_value") != std::string_view::npos)
+      return read_per_value_shardings(op, h, start);
+    if (h.find("mhlo.sharding = \"") != std::string_view::npos && op->results.size() == 1)
+      return read_gspmd_sharding(op, h, start);
     return Error{};
   }
 
-  std::string_view s_;
-  size_t i_ = 0;
-  std::vector<size_t> line_starts_;
+  // Explicit-sharding collectives (sdy.all_gather, sdy.all_slice, sdy.all_to_all, ...) state
+  // the sharding they produce: `out_sharding=<@mesh, [...]>`.
+  Error read_out_sharding(Op* op, std::string_view h, size_t start) {
+    const size_t k = h.find("out_sharding=<") + 13;
+    Result<TensorSharding> sh = parse_sdy_sharding(group_at(h, k));
+    if (!sh.ok()) return err(start, sh.error().message);
+    m_.shardy = true;
+    m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
+    return Error{};
+  }
+
+  // `sdy.sharding_constraint %x <@mesh, [...]>` and `sdy.reshard`: the first `<...>`.
+  Error read_constraint_sharding(Op* op, std::string_view h, size_t start) {
+    const size_t k = h.find('<');
+    if (k == std::string_view::npos) return err(start, op->name + " without a sharding");
+    Result<TensorSharding> sh = parse_sdy_sharding(group_at(h, k));
+    if (!sh.ok()) return err(start, sh.error().message);
+    m_.shardy = true;
+    if (!op->results.empty()) m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
+    return Error{};
+  }
+
+  // A manual computation's `out_shardings=[...]` or any op's `sdy.sharding_per_value<[...]>`:
+  // one sharding per result, in order.
+  Error read_per_value_shardings(Op* op, std::string_view h, size_t start) {
+    const size_t k = op->name == "sdy.manual_computation" ? h.find("out_shardings=[")
+                                                          : h.find("sdy.sharding_per_value<[");
+    if (k == std::string_view::npos) return Error{};
+    std::string_view list = group_at(h, h.find('[', k));
+    std::vector<std::string_view> items = split_top_level(list.substr(1, list.size() - 2));
+    for (size_t r = 0; r < items.size() && r < op->results.size(); ++r) {
+      Result<TensorSharding> sh = parse_sdy_sharding(trim(items[r]));
+      if (!sh.ok()) return err(start, sh.error().message);
+      m_.values[static_cast<size_t>(op->results[r])].sharding = *sh;
+    }
+    return Error{};
+  }
+
+  // `mhlo.sharding = "{...}"` on a single-result op (GSPMD).
+  Error read_gspmd_sharding(Op* op, std::string_view h, size_t start) {
+    auto sh = sharding_in(h, start);
+    if (!sh.ok()) return sh.error();
+    m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
+    return Error{};
+  }
+
+  Cursor c_;
   Module m_;
   Mesh gspmd_mesh_;
   std::vector<std::unordered_map<std::string, std::pair<int, int>>> scopes_;
