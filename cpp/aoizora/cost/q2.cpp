@@ -31,16 +31,30 @@ std::vector<int> pattern_key(const hlo::Collective& c) {
   return key;
 }
 
+// The ops [start, done] a collective's window spans in its own region (`region_end` ops): to
+// the end of the region when it completes in a later one.
+std::pair<int, int> op_window(const hlo::Collective& c, int region_end) {
+  if (c.done_region > c.region) return {c.start_op, region_end};
+  return {c.start_op, std::max(c.start_op, c.done_op)};
+}
+
 }  // namespace
 
 Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology& topology)
     : graph_(graph), topo_(topology), loads_(topology) {
-  const size_t nc = graph.collectives.size();
+  group_patterns();
+  plan_regions(region_prefix_sums());
+  build_route_table();
+  find_uniform_latency();
+}
+
+void Q2Evaluator::group_patterns() {
+  const size_t nc = graph_.collectives.size();
   pattern_of_.assign(nc, -1);
   volume_.assign(nc, 0);
   std::map<std::vector<int>, int> seen;
   for (size_t i = 0; i < nc; ++i) {
-    const hlo::Collective& c = graph.collectives[i];
+    const hlo::Collective& c = graph_.collectives[i];
     auto [it, inserted] = seen.emplace(pattern_key(c), static_cast<int>(patterns_.size()));
     if (inserted) patterns_.push_back(static_cast<int>(i));
     pattern_of_[i] = it->second;
@@ -48,109 +62,124 @@ Q2Evaluator::Q2Evaluator(const hlo::CollectiveGraph& graph, const topo::Topology
   }
   needs_vector_.assign(patterns_.size(), 0);
   cost_.assign(patterns_.size(), PatternCost{});
+}
 
-  // Regions: compute time and overlap clusters.
-  regions_.resize(graph.regions.size());
-  std::vector<std::vector<int>> by_region(graph.regions.size());
-  for (size_t i = 0; i < nc; ++i) {
-    const int r = graph.collectives[i].region;
-    if (r >= 0 && static_cast<size_t>(r) < graph.regions.size()) by_region[static_cast<size_t>(r)].push_back(static_cast<int>(i));
-  }
-  // Compute seconds of ops [0, i) of every region.
-  std::vector<std::vector<double>> prefixes(graph.regions.size());
-  for (size_t r = 0; r < graph.regions.size(); ++r) {
-    const hlo::Region& region = graph.regions[r];
+Q2Evaluator::Prefixes Q2Evaluator::region_prefix_sums() const {
+  Prefixes prefixes(graph_.regions.size());
+  for (size_t r = 0; r < graph_.regions.size(); ++r) {
+    const hlo::Region& region = graph_.regions[r];
     std::vector<double>& prefix = prefixes[r];
     prefix.assign(region.ops.size() + 1, 0);
     for (size_t i = 0; i < region.ops.size(); ++i)
-      prefix[i + 1] = prefix[i] + op_seconds(region.ops[i], topology.spec);
+      prefix[i + 1] = prefix[i] + op_seconds(region.ops[i], topo_.spec);
   }
-  // Compute that a collective completed in a later region runs alongside, per execution of
-  // its own region: the following regions up to its -done, each x its repeat.
-  auto later_compute = [&](const hlo::Collective& c) {
-    const int r0 = c.region, r1 = c.done_region;
-    if (r1 <= r0 || static_cast<size_t>(r1) >= graph.regions.size()) return 0.0;
-    const double own = static_cast<double>(std::max<int64_t>(graph.regions[static_cast<size_t>(r0)].repeat, 1));
-    double t = 0;
-    for (int q = r0 + 1; q <= r1; ++q) {
-      const std::vector<double>& prefix = prefixes[static_cast<size_t>(q)];
-      const size_t upto = q < r1 ? prefix.size() - 1
-                                 : std::min(prefix.size() - 1, static_cast<size_t>(std::max(c.done_op, 0)));
-      t += prefix[upto] * static_cast<double>(graph.regions[static_cast<size_t>(q)].repeat) / own;
-    }
-    return t;
-  };
-  for (size_t r = 0; r < graph.regions.size(); ++r) {
-    const hlo::Region& region = graph.regions[r];
+  return prefixes;
+}
+
+void Q2Evaluator::plan_regions(const Prefixes& prefixes) {
+  regions_.resize(graph_.regions.size());
+  std::vector<std::vector<int>> by_region(graph_.regions.size());
+  for (size_t i = 0; i < graph_.collectives.size(); ++i) {
+    const int r = graph_.collectives[i].region;
+    if (r >= 0 && static_cast<size_t>(r) < graph_.regions.size()) by_region[static_cast<size_t>(r)].push_back(static_cast<int>(i));
+  }
+  for (size_t r = 0; r < graph_.regions.size(); ++r) {
     RegionPlan& plan = regions_[r];
-    plan.repeat = static_cast<double>(region.repeat);
-    const std::vector<double>& prefix = prefixes[r];
-    plan.compute = prefix.back();
-    std::vector<int>& cs = by_region[r];
-    const int end = static_cast<int>(region.ops.size());
-    auto window = [&](int ci) {
-      const hlo::Collective& c = graph.collectives[static_cast<size_t>(ci)];
-      if (c.done_region > c.region) return std::pair<int, int>{c.start_op, end};
-      return std::pair<int, int>{c.start_op, std::max(c.start_op, c.done_op)};
-    };
-    std::stable_sort(cs.begin(), cs.end(), [&](int a, int b) { return window(a) < window(b); });
-    for (size_t i = 0; i < cs.size();) {
-      Cluster k;
-      const hlo::Collective& first = graph.collectives[static_cast<size_t>(cs[i])];
-      auto [lo, hi] = window(cs[i]);
-      k.collectives.push_back(cs[i]);
-      k.async = first.async && (hi > lo || first.done_region > first.region);
-      size_t j = i + 1;
-      if (k.async) {
-        // Async windows that overlap every window of this cluster join it (their flows share
-        // links). One that starts after a member's -done does not: it may wait for it (a ring
-        // step's permute sends what the previous one received), so a chain of windows, each
-        // overlapping the next, runs as a sequence of clusters, not all at once.
-        int first_done = hi;
-        while (j < cs.size()) {
-          const hlo::Collective& c = graph.collectives[static_cast<size_t>(cs[j])];
-          auto [s, d] = window(cs[j]);
-          if (!c.async || d <= s || s >= first_done) break;
-          k.collectives.push_back(cs[j]);
-          hi = std::max(hi, d);
-          first_done = std::min(first_done, d);
-          ++j;
-        }
-        const size_t a = static_cast<size_t>(std::clamp(lo + 1, 0, static_cast<int>(region.ops.size())));
-        const size_t b = static_cast<size_t>(std::clamp(hi, 0, static_cast<int>(region.ops.size())));
-        k.window_compute = b > a ? prefix[b] - prefix[a] : 0;
-        double later = 0;
-        for (int ci : k.collectives) later = std::max(later, later_compute(graph.collectives[static_cast<size_t>(ci)]));
-        k.window_compute += later;
-      }
-      for (int ci : k.collectives)
-        if (pattern_of_[static_cast<size_t>(ci)] != pattern_of_[static_cast<size_t>(k.collectives[0])])
-          k.single_pattern = false;
+    plan.repeat = static_cast<double>(graph_.regions[r].repeat);
+    plan.compute = prefixes[r].back();
+    plan.clusters = overlap_clusters(r, std::move(by_region[r]), prefixes);
+    for (const Cluster& k : plan.clusters)
       if (!k.single_pattern)
         for (int ci : k.collectives) needs_vector_[static_cast<size_t>(pattern_of_[static_cast<size_t>(ci)])] = 1;
-      plan.clusters.push_back(std::move(k));
-      i = j;
-    }
   }
-  // Precomputed routes pay off up to a few hundred chips (a 16x16 torus: 65,536 routes).
-  const size_t n = static_cast<size_t>(topology.num_devices());
-  if (n <= 512) {
-    route_start_.reserve(n * n + 1);
-    route_latency_.reserve(n * n);
-    for (size_t a = 0; a < n; ++a)
-      for (size_t b = 0; b < n; ++b) {
-        route_start_.push_back(static_cast<int>(route_links_.size()));
-        double lat = 0;
-        topology.for_each_route_link(static_cast<int>(a), static_cast<int>(b), [&](int l) {
-          route_links_.push_back(l);
-          lat += topology.links[static_cast<size_t>(l)].latency;
-        });
-        route_latency_.push_back(lat);
+}
+
+std::vector<Q2Evaluator::Cluster> Q2Evaluator::overlap_clusters(size_t r, std::vector<int> cs,
+                                                                const Prefixes& prefixes) const {
+  const int end = static_cast<int>(graph_.regions[r].ops.size());
+  auto window = [&](int ci) { return op_window(graph_.collectives[static_cast<size_t>(ci)], end); };
+  std::stable_sort(cs.begin(), cs.end(), [&](int a, int b) { return window(a) < window(b); });
+  std::vector<Cluster> clusters;
+  for (size_t i = 0; i < cs.size();) {
+    Cluster k;
+    const hlo::Collective& first = graph_.collectives[static_cast<size_t>(cs[i])];
+    auto [lo, hi] = window(cs[i]);
+    k.collectives.push_back(cs[i]);
+    k.async = first.async && (hi > lo || first.done_region > first.region);
+    size_t j = i + 1;
+    if (k.async) {
+      // Async windows that overlap every window of this cluster join it (their flows share
+      // links). One that starts after a member's -done does not: it may wait for it (a ring
+      // step's permute sends what the previous one received), so a chain of windows, each
+      // overlapping the next, runs as a sequence of clusters, not all at once.
+      int first_done = hi;
+      while (j < cs.size()) {
+        const hlo::Collective& c = graph_.collectives[static_cast<size_t>(cs[j])];
+        auto [s, d] = window(cs[j]);
+        if (!c.async || d <= s || s >= first_done) break;
+        k.collectives.push_back(cs[j]);
+        hi = std::max(hi, d);
+        first_done = std::min(first_done, d);
+        ++j;
       }
-    route_start_.push_back(static_cast<int>(route_links_.size()));
+      k.window_compute = window_compute(k, r, lo, hi, prefixes);
+    }
+    for (int ci : k.collectives)
+      if (pattern_of_[static_cast<size_t>(ci)] != pattern_of_[static_cast<size_t>(k.collectives[0])])
+        k.single_pattern = false;
+    clusters.push_back(std::move(k));
+    i = j;
   }
-  uniform_latency_ = topology.links.empty() ? 0 : topology.links[0].latency;
-  for (const topo::Link& l : topology.links)
+  return clusters;
+}
+
+double Q2Evaluator::window_compute(const Cluster& k, size_t r, int lo, int hi, const Prefixes& prefixes) const {
+  const std::vector<double>& prefix = prefixes[r];
+  const int nops = static_cast<int>(graph_.regions[r].ops.size());
+  const size_t a = static_cast<size_t>(std::clamp(lo + 1, 0, nops));
+  const size_t b = static_cast<size_t>(std::clamp(hi, 0, nops));
+  const double inside = b > a ? prefix[b] - prefix[a] : 0;
+  double later = 0;
+  for (int ci : k.collectives) later = std::max(later, later_compute(graph_.collectives[static_cast<size_t>(ci)], prefixes));
+  return inside + later;
+}
+
+double Q2Evaluator::later_compute(const hlo::Collective& c, const Prefixes& prefixes) const {
+  const int r0 = c.region, r1 = c.done_region;
+  if (r1 <= r0 || static_cast<size_t>(r1) >= graph_.regions.size()) return 0.0;
+  const double own = static_cast<double>(std::max<int64_t>(graph_.regions[static_cast<size_t>(r0)].repeat, 1));
+  double t = 0;
+  for (int q = r0 + 1; q <= r1; ++q) {
+    const std::vector<double>& prefix = prefixes[static_cast<size_t>(q)];
+    const size_t upto = q < r1 ? prefix.size() - 1
+                               : std::min(prefix.size() - 1, static_cast<size_t>(std::max(c.done_op, 0)));
+    t += prefix[upto] * static_cast<double>(graph_.regions[static_cast<size_t>(q)].repeat) / own;
+  }
+  return t;
+}
+
+void Q2Evaluator::build_route_table() {
+  // Precomputed routes pay off up to a few hundred chips (a 16x16 torus: 65,536 routes).
+  const size_t n = static_cast<size_t>(topo_.num_devices());
+  if (n > 512) return;
+  route_start_.reserve(n * n + 1);
+  route_latency_.reserve(n * n);
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = 0; b < n; ++b) {
+      route_start_.push_back(static_cast<int>(route_links_.size()));
+      double lat = 0;
+      topo_.for_each_route_link(static_cast<int>(a), static_cast<int>(b), [&](int l) {
+        route_links_.push_back(l);
+        lat += topo_.links[static_cast<size_t>(l)].latency;
+      });
+      route_latency_.push_back(lat);
+    }
+  route_start_.push_back(static_cast<int>(route_links_.size()));
+}
+
+void Q2Evaluator::find_uniform_latency() {
+  uniform_latency_ = topo_.links.empty() ? 0 : topo_.links[0].latency;
+  for (const topo::Link& l : topo_.links)
     if (l.latency != uniform_latency_) uniform_latency_ = -1;
 }
 

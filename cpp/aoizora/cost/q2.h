@@ -77,6 +77,23 @@ class Q2Evaluator {
     std::vector<double> load; // bytes per unit volume
   };
 
+  // Per region: compute seconds of its ops [0, i), for i = 0 .. number of ops.
+  using Prefixes = std::vector<std::vector<double>>;
+
+  // The constructor's steps, in order.
+  void group_patterns();                          // patterns_, pattern_of_, volume_
+  Prefixes region_prefix_sums() const;
+  void plan_regions(const Prefixes& prefixes);    // regions_, needs_vector_
+  void build_route_table();                       // route_start_, route_links_, route_latency_
+  void find_uniform_latency();                    // uniform_latency_
+  // Region r's collectives (indices) grouped into clusters of overlapping async windows.
+  std::vector<Cluster> overlap_clusters(size_t r, std::vector<int> collectives, const Prefixes& prefixes) const;
+  // Compute seconds that run alongside cluster k, whose window spans ops [lo, hi] of region r.
+  double window_compute(const Cluster& k, size_t r, int lo, int hi, const Prefixes& prefixes) const;
+  // Compute that collective c, completed in a later region, runs alongside, per execution of
+  // its own region: the following regions up to its -done, each x its repeat.
+  double later_compute(const hlo::Collective& c, const Prefixes& prefixes) const;
+
   void cost_pattern(int p, std::span<const int> device_of, bool keep_vector);
   double cluster_comm(const Cluster& k);
 
