@@ -92,6 +92,44 @@ TEST(ShloDag, ExplicitCollectivesInShardMapNameTheirAxes) {
   EXPECT_EQ(comms(dag_of(testdata::kRingAllToAll))[2]->axes[0], "data");
 }
 
+// allgather_kv as jax lowers it (the lines of wan-tiny dp2-ag4's shard_map body): K and V
+// gathered along the sequence over the 4-device axis, then transposed heads-major for the
+// attention kernel, as is the local Q. The TPU compiler gathers K/V straight into that layout
+// (tests/python/test_stage1.py checks it on the compiled module), so their transposes cost
+// no HBM pass; Q's transpose is a copy: one read and one write of the shard.
+constexpr const char* kGatherThenTranspose = R"mlir(module @jit_f attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["data"=2, "context"=4]>
+  func.func public @main(%arg0: tensor<2x512x8x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {"context"}, {}, {}]>}, %arg1: tensor<2x512x8x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {"context"}, {}, {}]>}, %arg2: tensor<2x512x8x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {"context"}, {}, {}]>}) -> (tensor<2x8x512x16xbf16> {jax.result_info = "result"}) {
+    %0 = sdy.manual_computation(%arg0, %arg1, %arg2) in_shardings=[<@mesh, [{"data"}, {"context"}, {}, {}]>, <@mesh, [{"data"}, {"context"}, {}, {}]>, <@mesh, [{"data"}, {"context"}, {}, {}]>] out_shardings=[<@mesh, [{"data"}, {}, {"context"}, {}]>] manual_axes={"data", "context"} (%arg3: tensor<1x128x8x16xbf16>, %arg4: tensor<1x128x8x16xbf16>, %arg5: tensor<1x128x8x16xbf16>) {
+      %1 = "stablehlo.all_gather"(%arg4) <{all_gather_dim = 1 : i64, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>, use_global_device_ids}> : (tensor<1x128x8x16xbf16>) -> tensor<1x512x8x16xbf16>
+      %2 = "stablehlo.all_gather"(%arg5) <{all_gather_dim = 1 : i64, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>, use_global_device_ids}> : (tensor<1x128x8x16xbf16>) -> tensor<1x512x8x16xbf16>
+      %3 = stablehlo.transpose %arg3, dims = [0, 2, 1, 3] : (tensor<1x128x8x16xbf16>) -> tensor<1x8x128x16xbf16>
+      %4 = stablehlo.transpose %1, dims = [0, 2, 1, 3] : (tensor<1x512x8x16xbf16>) -> tensor<1x8x512x16xbf16>
+      %5 = stablehlo.transpose %2, dims = [0, 2, 1, 3] : (tensor<1x512x8x16xbf16>) -> tensor<1x8x512x16xbf16>
+      %6 = stablehlo.dot_general %3, %4, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3] : (tensor<1x8x128x16xbf16>, tensor<1x8x512x16xbf16>) -> tensor<1x8x128x512xbf16>
+      %7 = stablehlo.dot_general %6, %5, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x8x128x512xbf16>, tensor<1x8x512x16xbf16>) -> tensor<1x8x128x16xbf16>
+      sdy.return %7 : tensor<1x8x128x16xbf16>
+    } : (tensor<2x512x8x16xbf16>, tensor<2x512x8x16xbf16>, tensor<2x512x8x16xbf16>) -> tensor<2x8x512x16xbf16>
+    return %0 : tensor<2x8x512x16xbf16>
+  }
+}
+)mlir";
+
+TEST(ShloDag, TransposeOfAnAllGatheredValueIsItsLayoutNotACopy) {
+  PredictionDag d = dag_of(kGatherThenTranspose);
+  ASSERT_EQ(comms(d).size(), 2u);
+  double gathered = 0, local = 0;
+  int transposes = 0;
+  for (const DagNode& n : d.nodes) {
+    if (n.kind != DagNode::Kind::kCompute || n.op != "stablehlo.transpose") continue;
+    ++transposes;
+    (n.line == 7 ? local : gathered) += n.bytes;
+  }
+  EXPECT_EQ(gathered, 0.0);
+  EXPECT_EQ(local, 2.0 * 128 * 8 * 16 * 2);  // Q: read and written once, bf16
+  EXPECT_GE(transposes, 1);
+}
+
 // GSPMD's synthetic axes are named "s<stride>x<size>"; a user's axis that merely starts with
 // 's' and holds an 'x' ("sx", "seq_x") is an ordinary axis (it read as stride 0: a crash).
 TEST(ShloDag, AxisNamedLikeASyntheticOneIsAnOrdinaryAxis) {

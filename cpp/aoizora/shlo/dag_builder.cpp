@@ -234,6 +234,11 @@ Error Builder::visit(const Op& op, std::string_view n, double repeat) {
     for (int r : op.results) flops += static_cast<double>(type(r).num_elements());
     if (n == "reshape" || n == "bitcast_convert") {
       bytes = 0;  // a bitcast
+    } else if (n == "transpose" && gathered_for_layout(op.operands.at(0))) {
+      // XLA's layout assignment gives the all-gather the layout the transpose asks for (the
+      // TPU compiler gathers K/V straight into the heads-major order the attention kernel
+      // reads): the transpose is a bitcast, no HBM pass.
+      bytes = 0;
     } else if (n == "slice" || n == "dynamic_slice" || n == "gather") {
       for (int r : op.results) bytes += 2 * type(r).bytes();  // reads only what it keeps
     } else if ((n == "dynamic_update_slice" || n == "scatter") && op.operands.size() > 1) {

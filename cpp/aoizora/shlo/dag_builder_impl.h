@@ -64,6 +64,9 @@ class Builder {
   ShardState& state(int v);
   double lbytes(int v);
   bool materialized(int v) const;
+  // True for an all-gather's result read by one op only: XLA's layout assignment may give
+  // the collective that op's layout (a transpose after it costs no HBM pass).
+  bool gathered_for_layout(int v) const;
   void warn(const std::string& what) { warned_.insert(what); }
 
   // ---- node emission ----

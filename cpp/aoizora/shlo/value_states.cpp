@@ -46,6 +46,11 @@ bool Builder::materialized(int v) const {
   return !(fusible_producer(p) && col_.all_users_fuse[static_cast<size_t>(v)]);
 }
 
+bool Builder::gathered_for_layout(int v) const {
+  return col_.producer[static_cast<size_t>(v)] == "all_gather" &&
+         col_.users_count[static_cast<size_t>(v)] == 1;
+}
+
 int Builder::emit(DagNode n, double repeat, const Op& op, const std::vector<int>& deps) {
   n.op = op.name;
   n.line = op.line;
