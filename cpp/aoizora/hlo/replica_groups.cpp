@@ -181,127 +181,190 @@ std::string_view axis_name(Cursor& c) {
   return c.s.substr(b, c.p - b);
 }
 
-// mesh['x'=2,'y'=4][, device_ids=(...)] {'y','x':(1)2}
-Result<Groups> parse_mesh(Cursor& c) {
-  struct Axis {
-    std::string_view name;
+// A mesh replica-group list as printed: the mesh's axes, its device ids, and the axes (or
+// sub-axes) along which the devices of one group differ.
+struct MeshAxis {
+  std::string_view name;
+  int64_t size;
+};
+struct GroupAxis {
+  int axis;           // index into the mesh's axes
+  int64_t pre, size;  // the sub-axis (pre)size; 1 and the axis size for a whole axis
+};
+struct MeshGroupsText {
+  std::vector<MeshAxis> axes;
+  std::vector<int64_t> device_ids;  // one per device of the mesh, in mesh order
+  std::vector<GroupAxis> group_axes;
+};
+
+// `'x'=2,'y'=4]` after `mesh[`: the axes, each of size in [1, 2^20].
+Result<std::vector<MeshAxis>> parse_mesh_axes(Cursor& c) {
+  std::vector<MeshAxis> axes;
+  if (c.eat(']')) return axes;
+  for (;;) {
+    std::string_view n = axis_name(c);
     int64_t size;
-    std::vector<int64_t> points;  // factorization points 1 = p0 < p1 < ... < pk = size
-  };
-  std::vector<Axis> axes;
-  if (!c.eat("mesh") || !c.eat('[')) return c.fail("'mesh['");
-  if (!c.eat(']')) {
-    for (;;) {
-      std::string_view n = axis_name(c);
-      int64_t size;
-      if (n.empty() || !c.eat('=') || !c.integer(&size) || size <= 0 || size > kMaxDevices)
-        return c.fail("an axis 'name'=size");
-      axes.push_back({n, size, {}});
-      if (c.eat(',')) continue;
-      if (c.eat(']')) break;
-      return c.fail("',' or ']' in the mesh");
-    }
+    if (n.empty() || !c.eat('=') || !c.integer(&size) || size <= 0 || size > kMaxDevices)
+      return c.fail("an axis 'name'=size");
+    axes.push_back({n, size});
+    if (c.eat(',')) continue;
+    if (c.eat(']')) return axes;
+    return c.fail("',' or ']' in the mesh");
   }
-  std::vector<int64_t> sizes;
-  for (const Axis& a : axes) sizes.push_back(a.size);
-  int64_t total = 1;
-  if (!checked_product(sizes, &total)) return c.fail("a mesh of at most 2^20 devices");
+}
+
+// `, device_ids=(...)` after the mesh, if present: `total` ids, listed or as an iota list;
+// else 0 .. total-1.
+Result<std::vector<int64_t>> parse_device_ids(Cursor& c, int64_t total) {
   std::vector<int64_t> device_ids;
-  if (c.eat(',')) {
-    if (!c.eat("device_ids=")) return c.fail("'device_ids='");
-    if (c.peek() == '(' && c.s.compare(c.p, 2, "([") != 0) {
-      auto ids = c.list('(', ')');
-      if (!ids.ok()) return ids.error();
-      device_ids = *ids;
-    } else {
-      // An iota device list: ([2,4]T(1,0)) as the TPU compiler prints it (arange reshaped
-      // to [2,4], transposed, flattened), or ([8]<=[2,4]T(1,0)) / [8]<=[2,4]T(1,0).
-      bool paren = c.eat('(');
-      auto ids = parse_iota_list(c);
-      if (!ids.ok()) return ids.error();
-      device_ids = std::move(*ids);
-      if (paren && !c.eat(')')) return c.fail("')' after device_ids");
-    }
-    if (static_cast<int64_t>(device_ids.size()) != total)
-      return c.fail("as many device_ids as devices in the mesh");
-  } else {
+  if (!c.eat(',')) {
     for (int64_t i = 0; i < total; ++i) device_ids.push_back(i);
+    return device_ids;
   }
-  // Group axes, each a whole axis or a sub-axis (pre)size.
-  struct GroupAxis {
-    int axis;
-    int64_t pre, size;
-  };
+  if (!c.eat("device_ids=")) return c.fail("'device_ids='");
+  if (c.peek() == '(' && c.s.compare(c.p, 2, "([") != 0) {
+    auto ids = c.list('(', ')');
+    if (!ids.ok()) return ids.error();
+    device_ids = *ids;
+  } else {
+    // An iota device list: ([2,4]T(1,0)) as the TPU compiler prints it (arange reshaped
+    // to [2,4], transposed, flattened), or ([8]<=[2,4]T(1,0)) / [8]<=[2,4]T(1,0).
+    bool paren = c.eat('(');
+    auto ids = parse_iota_list(c);
+    if (!ids.ok()) return ids.error();
+    device_ids = std::move(*ids);
+    if (paren && !c.eat(')')) return c.fail("')' after device_ids");
+  }
+  if (static_cast<int64_t>(device_ids.size()) != total) return c.fail("as many device_ids as devices in the mesh");
+  return device_ids;
+}
+
+// `{'y','x':(1)2}`: the group axes, each an axis of the mesh or a sub-axis dividing it.
+Result<std::vector<GroupAxis>> parse_group_axes(Cursor& c, const std::vector<MeshAxis>& axes) {
   std::vector<GroupAxis> group_axes;
   if (!c.eat('{')) return c.fail("'{' with the group axes");
-  if (!c.eat('}')) {
-    for (;;) {
-      std::string_view n = axis_name(c);
-      int found = -1;
-      for (size_t i = 0; i < axes.size(); ++i)
-        if (axes[i].name == n) found = static_cast<int>(i);
-      if (found < 0) return c.fail("an axis of the mesh");
-      GroupAxis g{found, 1, axes[found].size};
-      if (c.eat(':')) {
-        if (!c.eat('(') || !c.integer(&g.pre) || !c.eat(')') || !c.integer(&g.size) ||
-            g.pre <= 0 || g.size <= 0 || axes[found].size % (g.pre * g.size) != 0)
-          return c.fail("a sub-axis (pre)size dividing the axis");
-      }
-      group_axes.push_back(g);
-      if (c.eat(',')) continue;
-      if (c.eat('}')) break;
-      return c.fail("',' or '}' in the group axes");
+  if (c.eat('}')) return group_axes;
+  for (;;) {
+    std::string_view n = axis_name(c);
+    int found = -1;
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i].name == n) found = static_cast<int>(i);
+    if (found < 0) return c.fail("an axis of the mesh");
+    GroupAxis g{found, 1, axes[found].size};
+    if (c.eat(':')) {
+      if (!c.eat('(') || !c.integer(&g.pre) || !c.eat(')') || !c.integer(&g.size) || g.pre <= 0 || g.size <= 0 ||
+          axes[found].size % (g.pre * g.size) != 0)
+        return c.fail("a sub-axis (pre)size dividing the axis");
     }
+    group_axes.push_back(g);
+    if (c.eat(',')) continue;
+    if (c.eat('}')) return group_axes;
+    return c.fail("',' or '}' in the group axes");
   }
-  // Split every axis at the boundaries of its sub-axes (pre-size counts from the major end).
-  for (size_t i = 0; i < axes.size(); ++i) axes[i].points = {1, axes[i].size};
+}
+
+// mesh['x'=2,'y'=4][, device_ids=(...)] {'y','x':(1)2}, parsed and checked, not expanded.
+Result<MeshGroupsText> parse_mesh(Cursor& c) {
+  MeshGroupsText m;
+  if (!c.eat("mesh") || !c.eat('[')) return c.fail("'mesh['");
+  auto axes = parse_mesh_axes(c);
+  if (!axes.ok()) return axes.error();
+  m.axes = std::move(*axes);
+  std::vector<int64_t> sizes;
+  for (const MeshAxis& a : m.axes) sizes.push_back(a.size);
+  int64_t total = 1;
+  if (!checked_product(sizes, &total)) return c.fail("a mesh of at most 2^20 devices");
+  auto ids = parse_device_ids(c, total);
+  if (!ids.ok()) return ids.error();
+  m.device_ids = std::move(*ids);
+  auto group_axes = parse_group_axes(c, m.axes);
+  if (!group_axes.ok()) return group_axes.error();
+  m.group_axes = std::move(*group_axes);
+  return m;
+}
+
+// The mesh's axes split at the boundaries of the sub-axes the groups use ("fine" dims, each
+// the ratio of two consecutive factorisation points; pre-size counts from the major end).
+struct FineDims {
+  std::vector<int64_t> dims;                 // major to minor, axis after axis
+  std::vector<std::vector<int>> of_axis;     // per axis, its fine dims
+  std::vector<std::vector<int64_t>> points;  // per axis, 1 = p0 < p1 < ... < pk = size
+};
+
+// Fails (message: the condition that does not hold) when two sub-axes of one axis do not nest.
+Result<FineDims> split_axes(const std::vector<MeshAxis>& axes, const std::vector<GroupAxis>& group_axes) {
+  std::vector<std::vector<int64_t>> points(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) points[i] = {1, axes[i].size};
   for (const GroupAxis& g : group_axes) {
-    axes[g.axis].points.push_back(g.pre);
-    axes[g.axis].points.push_back(g.pre * g.size);
+    points[static_cast<size_t>(g.axis)].push_back(g.pre);
+    points[static_cast<size_t>(g.axis)].push_back(g.pre * g.size);
   }
-  std::vector<int64_t> fine_dims;             // major to minor
-  std::vector<std::vector<int>> fine_of_axis;  // per axis, its fine dims
-  std::vector<std::vector<int64_t>> axis_points;
-  for (Axis& a : axes) {
-    std::sort(a.points.begin(), a.points.end());
-    a.points.erase(std::unique(a.points.begin(), a.points.end()), a.points.end());
+  FineDims f;
+  for (std::vector<int64_t>& pts : points) {
+    std::sort(pts.begin(), pts.end());
+    pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
     std::vector<int> fine;
-    for (size_t k = 0; k + 1 < a.points.size(); ++k) {
-      if (a.points[k + 1] % a.points[k] != 0) return c.fail("sub-axes that nest");
-      fine.push_back(static_cast<int>(fine_dims.size()));
-      fine_dims.push_back(a.points[k + 1] / a.points[k]);
+    for (size_t k = 0; k + 1 < pts.size(); ++k) {
+      if (pts[k + 1] % pts[k] != 0) return Error::invalid("sub-axes that nest");
+      fine.push_back(static_cast<int>(f.dims.size()));
+      f.dims.push_back(pts[k + 1] / pts[k]);
     }
-    fine_of_axis.push_back(fine);
-    axis_points.push_back(a.points);
+    f.of_axis.push_back(fine);
+    f.points.push_back(pts);
   }
-  std::vector<int64_t> perm_groups;  // fine dims inside a group, in listed order
-  std::vector<bool> used(fine_dims.size(), false);
+  return f;
+}
+
+// The fine dims the group axes span, in listed order. Fails (message: the condition that does
+// not hold) when two group axes share a fine dim.
+Result<std::vector<int64_t>> group_dims(const FineDims& f, const std::vector<GroupAxis>& group_axes) {
+  std::vector<int64_t> in_group;
+  std::vector<bool> used(f.dims.size(), false);
   for (const GroupAxis& g : group_axes) {
-    const auto& pts = axis_points[g.axis];
+    const auto& pts = f.points[static_cast<size_t>(g.axis)];
     for (size_t k = 0; k + 1 < pts.size(); ++k) {
       if (pts[k] >= g.pre && pts[k + 1] <= g.pre * g.size) {
-        int d = fine_of_axis[g.axis][k];
-        if (used[d]) return c.fail("group axes that do not overlap");
-        used[d] = true;
-        perm_groups.push_back(d);
+        int d = f.of_axis[static_cast<size_t>(g.axis)][k];
+        if (used[static_cast<size_t>(d)]) return Error::invalid("group axes that do not overlap");
+        used[static_cast<size_t>(d)] = true;
+        in_group.push_back(d);
       }
     }
   }
+  return in_group;
+}
+
+// Devices that differ only along the `in_group` fine dims form a group, ordered by those dims
+// as listed; the groups run over the other dims, major to minor. Ids are `device_ids`' entries.
+Groups groups_along(const FineDims& f, const std::vector<int64_t>& in_group, const std::vector<int64_t>& device_ids) {
   // Fine dims are major-to-minor in axis order, but the points above run minor-to-major
   // within an axis (pre-size counts from the major end, so the first interval is the major
   // factor); keep them in that order, which is major-to-minor.
+  std::vector<bool> grouped(f.dims.size(), false);
+  for (int64_t d : in_group) grouped[static_cast<size_t>(d)] = true;
   std::vector<int64_t> perm;
-  for (size_t d = 0; d < fine_dims.size(); ++d)
-    if (!used[d]) perm.push_back(static_cast<int64_t>(d));
+  for (size_t d = 0; d < f.dims.size(); ++d)
+    if (!grouped[d]) perm.push_back(static_cast<int64_t>(d));
   int64_t group_size = 1;
-  for (int64_t d : perm_groups) group_size *= fine_dims[d];
-  perm.insert(perm.end(), perm_groups.begin(), perm_groups.end());
-  std::vector<int64_t> flat = iota_transposed(fine_dims, perm, total);
+  for (int64_t d : in_group) group_size *= f.dims[static_cast<size_t>(d)];
+  perm.insert(perm.end(), in_group.begin(), in_group.end());
+  const int64_t total = static_cast<int64_t>(device_ids.size());
+  std::vector<int64_t> flat = iota_transposed(f.dims, perm, total);
   Groups out(total / group_size);
   for (int64_t g = 0; g < total / group_size; ++g)
-    for (int64_t k = 0; k < group_size; ++k)
-      out[g].push_back(static_cast<int>(device_ids[flat[g * group_size + k]]));
+    for (int64_t k = 0; k < group_size; ++k) out[g].push_back(static_cast<int>(device_ids[flat[g * group_size + k]]));
   return out;
+}
+
+// A mesh replica-group list at the cursor, expanded into groups of device ids.
+Result<Groups> parse_mesh_groups(Cursor& c) {
+  auto m = parse_mesh(c);
+  if (!m.ok()) return m.error();
+  auto fine = split_axes(m->axes, m->group_axes);
+  if (!fine.ok()) return c.fail(fine.error().message);
+  auto in_group = group_dims(*fine, m->group_axes);
+  if (!in_group.ok()) return c.fail(in_group.error().message);
+  return groups_along(*fine, *in_group, m->device_ids);
 }
 
 Result<Groups> parse_explicit(Cursor& c) {
@@ -331,7 +394,7 @@ Result<Groups> parse_replica_groups(std::string_view text) {
   char first = c.peek();
   if (first == '{') r = parse_explicit(c);
   else if (first == '[') r = parse_iota(c);
-  else if (first == 'm') r = parse_mesh(c);
+  else if (first == 'm') r = parse_mesh_groups(c);
   else return c.fail("replica groups '{{...}}', '[G,S]<=[...]' or 'mesh[...] {...}'");
   if (!r.ok()) return r;
   c.ws();
