@@ -130,6 +130,40 @@ TEST(ShloDag, TransposeOfAnAllGatheredValueIsItsLayoutNotACopy) {
   EXPECT_GE(transposes, 1);
 }
 
+// A ring as jax lowers it at 720p (wan 1.3B dp2-ring4, models' _ring_attention): one step
+// function called once per step, which sends its K on (the permute) and works on the K it
+// holds. The last call's permute feeds nothing: XLA removes it once the calls are inlined
+// (the compiled module has 3 permutes of K per ring of 4, not 4), so Stage 1 counts n - 1.
+constexpr const char* kRingOfCalls = R"mlir(module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["context"=4]>
+  func.func public @main(%arg0: tensor<512x128xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"context"}, {}]>}) -> (tensor<512x128xbf16> {jax.result_info = "result"}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"context"}, {}]>] out_shardings=[<@mesh, [{"context"}, {}]>] manual_axes={"context"} (%arg1: tensor<128x128xbf16>) {
+      %1:2 = call @step(%arg1, %arg1) : (tensor<128x128xbf16>, tensor<128x128xbf16>) -> (tensor<128x128xbf16>, tensor<128x128xbf16>)
+      %2:2 = call @step(%1#0, %1#1) : (tensor<128x128xbf16>, tensor<128x128xbf16>) -> (tensor<128x128xbf16>, tensor<128x128xbf16>)
+      sdy.return %2#0 : tensor<128x128xbf16>
+    } : (tensor<512x128xbf16>) -> tensor<512x128xbf16>
+    return %0 : tensor<512x128xbf16>
+  }
+  func.func private @step(%arg0: tensor<128x128xbf16>, %arg1: tensor<128x128xbf16>) -> (tensor<128x128xbf16>, tensor<128x128xbf16>) {
+    %0 = "stablehlo.collective_permute"(%arg1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>}> : (tensor<128x128xbf16>) -> tensor<128x128xbf16>
+    %1 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [1] : (tensor<128x128xbf16>, tensor<128x128xbf16>) -> tensor<128x128xbf16>
+    %2 = stablehlo.add %arg0, %1 : tensor<128x128xbf16>
+    return %2, %0 : tensor<128x128xbf16>, tensor<128x128xbf16>
+  }
+}
+)mlir";
+
+TEST(ShloDag, APermuteWhoseResultTheCallerDropsIsNotCounted) {
+  PredictionDag d = dag_of(kRingOfCalls);
+  auto c = comms(d);
+  ASSERT_EQ(c.size(), 1u);  // the first step's; the second's result is never read
+  EXPECT_EQ(c[0]->comm, CommKind::kCollectivePermute);
+  EXPECT_DOUBLE_EQ(c[0]->operand_bytes, 128.0 * 128 * 2);
+  int dots = 0;
+  for (const DagNode& n : d.nodes) dots += n.op == "stablehlo.dot_general";
+  EXPECT_EQ(dots, 2);  // the work of both steps stays
+}
+
 // GSPMD's synthetic axes are named "s<stride>x<size>"; a user's axis that merely starts with
 // 's' and holds an 'x' ("sx", "seq_x") is an ordinary axis (it read as stride 0: a crash).
 TEST(ShloDag, AxisNamedLikeASyntheticOneIsAnOrdinaryAxis) {

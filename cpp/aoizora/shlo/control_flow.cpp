@@ -1,5 +1,6 @@
 // Control flow in the walk: a func.call is inlined (its body walked in place, as XLA inlines
-// calls), a while body is walked once and counted trip-count times (an unknown trip count is
+// calls, without the ops nothing live at that call site reads: XLA's dead-code elimination
+// drops them after inlining), a while body is walked once and counted trip-count times (an unknown trip count is
 // an error: the candidate cannot be priced), a case keeps its costliest branch, and an
 // sdy.manual_computation body is walked as per-device code after its operands are brought to
 // in_shardings. Results alias the values the body returns, and take over their memory.
@@ -7,6 +8,8 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <unordered_set>
+#include <utility>
 
 #include "aoizora/shlo/dag_builder_impl.h"
 #include "aoizora/shlo/propagate.h"
@@ -20,11 +23,45 @@ Error Builder::call(const Op& op, double repeat) {
   if (++depth_ > 64) return Error{"call depth over 64 at @" + op.callee, "", op.line, op.column};
   for (size_t k = 0; k < f->args.size() && k < op.operands.size(); ++k)
     define_alias(f->args[k], state(op.operands[k]), node_of_[static_cast<size_t>(op.operands[k])]);
+  std::unordered_set<const Op*> dead = dead_at_call(*f, op);
+  std::swap(dead, dead_);  // the callee's own dead ops; the caller's come back after
   std::vector<int> ret;
-  if (auto e = walk(f->body, repeat, f, &ret); !e.message.empty()) return e;
+  Error e = walk(f->body, repeat, f, &ret);
+  std::swap(dead, dead_);
+  if (!e.message.empty()) return e;
   --depth_;
   bind_results(op, ret);
   return Error{};
+}
+
+namespace {
+
+// Every value an op reads, its nested regions' reads included (they may use outer values).
+void reads_of(const Op& op, std::unordered_set<int>* out) {
+  for (int v : op.operands) out->insert(v);
+  for (const Block& r : op.regions)
+    for (const Op& inner : r.ops) reads_of(inner, out);
+}
+
+}  // namespace
+
+std::unordered_set<const Op*> Builder::dead_at_call(const Func& f, const Op& call) const {
+  std::unordered_set<const Op*> dead;
+  const Block& b = f.body;
+  if (b.ops.empty()) return dead;
+  const Op& ret = b.ops.back();
+  std::unordered_set<int> live;
+  for (size_t k = 0; k < ret.operands.size(); ++k)
+    if (k >= call.results.size() || col_.users_count[static_cast<size_t>(call.results[k])] > 0)
+      live.insert(ret.operands[k]);
+  for (auto it = b.ops.rbegin() + 1; it != b.ops.rend(); ++it) {
+    const Op& op = *it;
+    bool needed = op.results.empty();  // kept for its effects
+    for (int r : op.results) needed = needed || live.count(r) > 0;
+    if (needed) reads_of(op, &live);
+    else dead.insert(&op);
+  }
+  return dead;
 }
 
 void Builder::bind_results(const Op& op, const std::vector<int>& ret) {

@@ -136,6 +136,10 @@ Error Builder::walk(const Block& b, double repeat, const Func* func, std::vector
       for (int v : op.operands) resolve_partial(v, nullptr, op, repeat);
       continue;
     }
+    if (dead_.count(&op) > 0) {  // dead in the inlined call: XLA removes it
+      mem_.used(op);
+      continue;
+    }
     mem_.set_extra(0);
     temp_ = 0;
     if (auto e = visit(op, n, repeat); !e.message.empty()) return e;

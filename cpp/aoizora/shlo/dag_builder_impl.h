@@ -112,6 +112,9 @@ class Builder {
 
   // ---- control flow ----  (control_flow.cpp)
   Error call(const Op& op, double repeat);
+  // The ops of `f`'s body that nothing live reads at this call site (a result the caller
+  // never uses, and what only it needs): XLA removes them once the call is inlined.
+  std::unordered_set<const Op*> dead_at_call(const Func& f, const Op& call) const;
   void bind_results(const Op& op, const std::vector<int>& ret);
   // The trip count of a stablehlo.while whose condition compares its counter with a
   // constant, or nullopt.
@@ -134,6 +137,8 @@ class Builder {
   double temp_ = 0;
   int depth_ = 0;
   std::set<std::string> warned_;
+  // Ops the walk skips: dead in the inlined call being walked (dead_at_call).
+  std::unordered_set<const Op*> dead_;
 };
 
 }  // namespace aoizora::shlo::detail
