@@ -11,10 +11,15 @@ as the file is whole. bench/analysis_compile.py checks that the collective graph
 the simulated step equal those of the full compile.
 
 What this does not do is the backend's own checks: a kernel that overflows VMEM or a
-program that overflows HBM fails there, after the text. The planner compiles the plan's
-sharding fully before it hands the plan back (planner._verify).
+program that overflows HBM fails there, after the text. What the backend's HBM check reads,
+XLA's buffer assignment, is done by then: its memory report (`memory-usage-report.txt`,
+written a fraction of a second after the text) gives the bytes the program allocates in
+HBM, appended to the text as a comment line (hbm_bytes reads it back), so the planner can
+predict that check (planner._backend_prediction). The planner compiles the plan's sharding
+fully before it hands the plan back (planner._verify).
 
     optimized_hlo(candidate, model, workload, target, order=None) -> str
+    hbm_bytes(text) -> int | None      the HBM bytes appended by optimized_hlo, if any
     python -m aoizora.optimized_hlo   (the child: a pickled job on stdin)
 """
 
@@ -25,6 +30,7 @@ import glob
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -37,6 +43,13 @@ from aoizora.errors import CompileError, CompilerOutOfMemory
 MODULE = "jit_step"            # compiler.build's jitted step
 _DONE = "after_optimizations.txt"
 _NEXT = "after_optimizations-buffer-assignment.txt"   # written right after: _DONE is whole
+_MEMORY = "after_optimizations-memory-usage-report.txt"   # buffer assignment's totals
+_MEMORY_NEXT = "after_optimizations_after_buffer_assignment.txt"   # then: _MEMORY is whole
+# How long to wait for the memory report once the text is whole (libtpu writes it ~0.05 s
+# later); a libtpu that writes none gives a text without the figure, never a full compile.
+_MEMORY_GRACE_SECONDS = 5.0
+_HBM_LINE = "// aoizora.hbm_bytes="
+_HBM_TOTAL = re.compile(r"Memory Space: default \(color=0\)\s*\nTotal bytes: (\d+)")
 
 
 def optimized_hlo(candidate, model, workload, target: str, *, order=None,
@@ -55,13 +68,22 @@ def optimized_hlo(candidate, model, workload, target: str, *, order=None,
         child.stdin.write(pickle.dumps((candidate, model, workload, target, order,
                                         os.getpid())))
         child.stdin.close()
+        text, whole_at = None, 0.0
         while True:
-            done = glob.glob(os.path.join(folder, f"*.{MODULE}.*{_DONE}"))
             exited = child.poll() is not None
-            if done and (exited or glob.glob(os.path.join(folder, f"*.{MODULE}.*{_NEXT}"))):
-                with open(done[0]) as f:
-                    return f.read()
-            if exited:
+            if text is None:
+                done = _dumped(folder, _DONE)
+                if done and (exited or _dumped(folder, _NEXT)):
+                    with open(done) as f:
+                        text, whole_at = f.read(), time.perf_counter()
+            if text is not None:
+                report = _dumped(folder, _MEMORY)
+                if report and (exited or _dumped(folder, _MEMORY_NEXT)):
+                    with open(report) as f:
+                        return _with_hbm(text, f.read())
+                if exited or time.perf_counter() - whole_at > _MEMORY_GRACE_SECONDS:
+                    return text
+            elif exited:
                 raise _child_failure(candidate, child, stderr)
             time.sleep(poll_seconds)
     finally:
@@ -71,6 +93,28 @@ def optimized_hlo(candidate, model, workload, target: str, *, order=None,
         child.stdout.close()
         stderr.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _dumped(folder: str, suffix: str) -> str | None:
+    found = glob.glob(os.path.join(folder, f"*.{MODULE}.*{suffix}"))
+    return found[0] if found else None
+
+
+def _with_hbm(text: str, report: str) -> str:
+    """The text with buffer assignment's HBM total as a last comment line (XLA's HLO syntax
+    allows `//` comments, and so does our parser); the text alone when the report has none."""
+    m = _HBM_TOTAL.search(report)
+    return f"{text.rstrip()}\n{_HBM_LINE}{m.group(1)}\n" if m else text
+
+
+def hbm_bytes(text: str) -> int | None:
+    """The HBM bytes XLA's buffer assignment gave the program (arguments, outputs and
+    temporaries in the default memory space; not the code), as optimized_hlo appended them;
+    None for a text without them (a full compile's, or a libtpu that wrote no report)."""
+    at = text.rfind(_HBM_LINE)
+    if at < 0:
+        return None
+    return int(text[at + len(_HBM_LINE):].split(None, 1)[0])
 
 
 def _die_with_parent(parent: int) -> None:

@@ -44,8 +44,9 @@ class Choice:
     def notes(self) -> list[str]:
         """What a baseline's figures are not, in words: one whose mesh JAX's default order
         cannot lay out on the slice is shown on AoiZora's best placement for its sharding,
-        and a MaxDiffusion recipe whose published blocks failed to compile with the
-        searched blocks; [] for neither."""
+        a MaxDiffusion recipe whose published blocks failed to compile with the searched
+        blocks, and one whose sharding was analysed and not compiled in full; [] for
+        none."""
         notes = []
         if "no_default_order" in self.extra:
             notes.append("not deployable with JAX's default order on this slice: "

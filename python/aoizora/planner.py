@@ -3,8 +3,10 @@
     candidates (strategies)  ->  lower each (parallel, cached)  ->  Stage 1: Q1 + memory, Top-K
       ->  compile the Top-K for the TPU target (parallel, cached)  ->  Stage 2: every placement
       each survivor allows, ranked by Q2  ->  the simulator judges the few best pairs: the
-      decision  ->  the baselines' shardings compiled (the ones not in the Top-K) and simulated
-      for the comparison  ->  Plan
+      decision  ->  its sharding compiled in full (the TPU backend's checks)  ->  the
+      baselines' shardings analysed (the ones not in the Top-K) and simulated for the
+      comparison; compiled in full only where the backend's verdict cannot be predicted
+      from the analysis (_backend_prediction), or with Settings.verify_baselines  ->  Plan
 
 The blocks of the model run under `lax.scan`, so the compiled HLO holds one block body in a
 while loop whose trip count is the real layer count: compiling the whole model costs what
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aoizora import jaxenv  # noqa: F401
-from aoizora import _core, baselines, kernels, stage1, strategies
+from aoizora import _core, baselines, kernels, optimized_hlo, stage1, strategies
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
 from aoizora.compiler import Job, Outcome, run_jobs, runs_in_process
@@ -50,6 +52,9 @@ class Settings:
                                       # only the plan's and the baselines' (optimized_hlo.py)
     run_ahead: bool = True            # the existing deployments' compiles start with the plan,
                                       # beside lowering and Stage 1 (prefetch.py)
+    verify_baselines: bool = False    # TPU: the baselines' shardings through the TPU backend
+                                      # too; else only those whose verdict the analysis
+                                      # cannot predict (_backend_prediction)
 
 
 class Progress:
@@ -115,6 +120,10 @@ class _Run:
     # Baselines with no figures: tag -> {"candidate": sharding, "why": reason}.
     failed_baselines: dict[str, dict[str, str]] = field(default_factory=dict)
     verified: set[str] = field(default_factory=set)  # through the TPU backend (_verify)
+    hbm_of: dict[str, int] = field(default_factory=dict)  # name -> HBM bytes, the analysis's
+    tried: set[str] = field(default_factory=set)  # compiled for the analysis, or failed to
+    # Shardings analysed and not compiled in full: name -> the backend's predicted verdict.
+    predicted: dict[str, str] = field(default_factory=dict)
     ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
 
     @property
@@ -160,8 +169,12 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
                                                   f"sharding on {topology}")
         survivors = _compile_top_k(run, candidates, s1, top)
         ranked = _rank_placements(run, survivors)
-        pool = _verify_decision(run, _decide(run, ranked))
-        base_pairs = _baselines(run, s1, pool, ranked)
+        pool = _decide(run, ranked)
+        base_cands = baselines.baseline_candidates(
+            run.cfg, s1, run.stage2.topology.link_bandwidth, run.stage2.topology.hop_latency)
+        pool = _verify_decision(run, pool, base_cands.values())
+        pool, base_pairs = _verify_pooled(run, pool,
+                                          _baselines(run, s1, base_cands, pool, ranked))
     finally:
         run.ahead.close()
     return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
@@ -175,7 +188,8 @@ def _run_ahead(run: _Run, candidates: list) -> Prefetch:
     if not run.settings.run_ahead:
         return Prefetch()
     deployed = [c for c in candidates if c.baselines]
-    kinds = [run.analysis_kind] + (["compile"] if run.analysis_kind == "analyze" else [])
+    kinds = [run.analysis_kind] + (["compile"] if run.analysis_kind == "analyze"
+                                   and run.settings.verify_baselines else [])
     return Prefetch.start([Job(k, c, run.cfg, run.wl, run.target.spec)
                           for k in kinds for c in deployed],
                           run.settings.cache, run.settings.executor)
@@ -322,7 +336,8 @@ def _decide(run: _Run, ranked: list[Pair]) -> list[Pair]:
     return pool
 
 
-def _baselines(run: _Run, s1: list, pool: list[Pair], ranked: list[Pair]) -> dict[str, Pair]:
+def _baselines(run: _Run, s1: list, base_cands: dict, pool: list[Pair],
+               ranked: list[Pair]) -> dict[str, Pair]:
     """The baselines on JAX's default order, simulated: their shardings not in the Top-K are
     compiled after the decision; a pair the decision already simulated is not run again. A
     baseline that cannot be compared so is reported, never fatal (_baseline_pair): one whose
@@ -330,15 +345,14 @@ def _baselines(run: _Run, s1: list, pool: list[Pair], ranked: list[Pair]) -> dic
     so (run.no_default_order); one whose sharding did not compile or that the core cannot
     price is listed with why (run.failed_baselines)."""
     t0 = time.perf_counter()
-    base_cands = baselines.baseline_candidates(
-        run.cfg, s1, run.stage2.topology.link_bandwidth, run.stage2.topology.hop_latency)
+    base_cands = dict(base_cands)
     _compile(run, "compile the baselines",
              [c for c in dict.fromkeys(base_cands.values()) if c.name not in run.graphs])
-    _verify(run, "full compile of the baselines", list(base_cands.values()))
+    _verify(run, "full compile of the baselines", _unpredicted(run, base_cands.values()))
     stand_ins = _stand_ins(run, s1, base_cands)
     _compile(run, "compile the searched blocks of failed recipes",
              [c for c in dict.fromkeys(stand_ins.values()) if c.name not in run.graphs])
-    _verify(run, "full compile of the searched blocks", list(stand_ins.values()))
+    _verify(run, "full compile of the searched blocks", _unpredicted(run, stand_ins.values()))
     run.failed_recipes = {tag: _skip_reason(run, base_cands[tag].name) for tag in stand_ins}
     base_cands.update((t, c) for t, c in stand_ins.items() if c.name in run.graphs)
     for tag, c in base_cands.items():
@@ -401,6 +415,55 @@ def _simulate_baselines(run: _Run, base_pairs: dict[str, Pair],
     return out
 
 
+def _unpredicted(run: _Run, cands) -> list:
+    """The shardings among `cands` to compile in full: every one with verify_baselines, else
+    those whose backend verdict _backend_prediction cannot give. The others stay analysed
+    only, their predicted verdict in run.predicted (said in the plan and its tables)."""
+    out = []
+    for c in dict.fromkeys(cands):
+        if run.analysis_kind == "compile" or c.name in run.verified or c.name not in run.graphs:
+            continue
+        why = None if run.settings.verify_baselines else _backend_prediction(run, c)
+        if why is None:
+            out.append(c)
+        else:
+            run.predicted[c.name] = why
+    return out
+
+
+# Buffer assignment's HBM bytes leave this share of the device's HBM for what they do not
+# count (the program's code, a few MiB; libtpu's reserve): above it the backend decides.
+HBM_PREDICTION_SHARE = 0.9
+
+
+def _backend_prediction(run: _Run, c) -> str | None:
+    """Why the TPU backend will accept `c`'s program, from what its analysis compile gave:
+    the HBM bytes of XLA's buffer assignment (optimized_hlo.hbm_bytes) within
+    HBM_PREDICTION_SHARE of one device's HBM, and the attention kernel's blocks within the
+    scoped VMEM limit by kernels.vmem_bytes (an upper bound of what the kernel takes). None
+    when either is over or unknown: only the backend can say, so the sharding is compiled
+    in full."""
+    spec = run.stage2.topology.spec
+    hbm = spec["hbm_bytes"] / spec.get("cores_per_chip", 1)
+    used = run.hbm_of.get(c.name)
+    if used is None or used > HBM_PREDICTION_SHARE * hbm:
+        return None
+    said = [f"HBM {_size(used)} of {_size(hbm)} (XLA's buffer assignment)"]
+    if c.block_q:  # a Pallas attention kernel with its blocks (none on the blockwise core)
+        vmem = kernels.vmem_bytes(c.block_q, c.block_kv, c.block_kv_compute,
+                                  run.cfg.dim // run.cfg.heads)
+        limit = kernels.scoped_vmem_bytes()
+        if vmem > limit:
+            return None
+        said.append(f"attention kernel VMEM at most {vmem / 2**20:.1f} of "
+                    f"{limit / 2**20:.0f} MiB")
+    return "analysed, not compiled in full; predicted to compile: " + ", ".join(said)
+
+
+def _size(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
 def _stand_ins(run: _Run, s1: list, base_cands: dict) -> dict:
     """tag -> the searched-blocks twin of each MaxDiffusion recipe whose published blocks
     did not compile or load (TPU7x-8's published v7x blocks need more VMEM than the chip
@@ -420,9 +483,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     """The plan: the best of the decision and the baselines' own pairs (a user never gets a
     plan slower than their deployment), saying when a baseline replaced the decision."""
     decision = min(pool, key=_decision_key)
-    simulated = sorted({(p.candidate.name, p.placement): p
-                        for p in pool + list(base_pairs.values())}.values(),
-                       key=lambda p: (p.simulated, p.q2))
+    simulated = _pooled(pool, base_pairs)
     best = simulated[0]
     changed = (best.candidate.name, best.placement) != (decision.candidate.name,
                                                        decision.placement)
@@ -445,7 +506,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
         choice=choice,
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
         baselines=_baseline_choices(stage2, base_pairs, oracle, run.failed_recipes,
-                                    run.no_default_order),
+                                    run.no_default_order, run.predicted),
         planning={"seconds": run.timings["total"],
                   "decision_seconds": run.timings["decision"], "phases": run.timings,
                   "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
@@ -454,11 +515,11 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                   "jobs": len(run.outcomes), "jobs_run_ahead": run.ahead.ran_ahead(),
                   "skipped": run.skipped,
                   "baselines_failed": run.failed_baselines,
-                  "programs": ("optimized HLO, the plan's and the baselines' shardings "
-                               "compiled in full" if run.analysis_kind == "analyze"
-                               else "full compiles"),
+                  "programs": _programs(run),
                   "compiled_in_full": sorted(run.verified) if run.analysis_kind == "analyze"
                   else sorted(graphs),
+                  "analysed_only": {n: run.predicted[n] for n in sorted(run.predicted)
+                                    if n in _shown(best, base_pairs)},
                   "executor": getattr(run.settings.executor, "description", "local processes"),
                   "pairs_ranked": len(ranked),
                   "decision": {"candidate": decision.candidate.name,
@@ -481,35 +542,69 @@ def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job],
                         f"{out.name}{' (cached)' if out.cached else ''}"))
 
 
-def _compile(run: _Run, name: str, todo: list) -> None:
+def _compile(run: _Run, name: str, todo: list, full: list = ()) -> None:
     """Compiles `todo` (cached) and loads each collective graph into run.graphs; a candidate
-    that fails to compile or load is reported and skipped."""
-    if not todo:
+    that fails to compile or load is reported and skipped. `full`: shardings analysed
+    already, compiled in full in the same batch (_verify's checks), so that on a machine of
+    a few cores a full compile, which keeps about one core busy for most of its time, runs
+    beside the analyses. Analyses run one per core: the child compile of each is mostly one
+    thread (starting Python and JAX, lowering, XLA's HLO passes)."""
+    full = _to_verify(run, full)
+    todo = [c for c in todo if c.name not in run.tried]
+    if not todo and not full:
         return
-    outcomes = _run(run.progress, name, run.settings,
-                    [Job(run.analysis_kind, c, run.cfg, run.wl, run.target.spec) for c in todo],
-                    ahead=run.ahead)
+    run.tried.update(c.name for c in todo)
+    t0 = time.perf_counter()
+    jobs = ([Job(run.analysis_kind, c, run.cfg, run.wl, run.target.spec) for c in todo]
+            + [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in full])
+    workers = run.settings.workers
+    if workers is None and run.analysis_kind == "analyze" and not run.settings.executor:
+        workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    outcomes = _run(run.progress, name, run.settings, jobs, workers=workers, ahead=run.ahead)
     run.outcomes += outcomes
     for c, o in zip(todo, outcomes):
         if not o.ok:
             run.skip(c.name, f"compile failed: {o.error}")
             continue
+        hbm = optimized_hlo.hbm_bytes(o.text) if run.analysis_kind == "analyze" else None
+        if hbm is not None:
+            run.hbm_of[c.name] = hbm
         try:
             run.graphs[c.name] = run.stage2.load(o.text)
         except UnknownTripCount as e:
             run.skip(c.name, str(e))
         except ValueError as e:
             run.skip(c.name, f"compiled HLO unreadable: {e}")
+    _verified(run, full, outcomes[len(todo):])
+    if full:
+        run.timings["verify"] = round(run.timings.get("verify", 0)
+                                      + time.perf_counter() - t0, 3)
+
+
+def _to_verify(run: _Run, todo) -> list:
+    """Of `todo`, the shardings analysed and not yet compiled in full (none when every
+    candidate is compiled in full)."""
+    if run.analysis_kind == "compile":
+        return []
+    return [c for c in {c.name: c for c in todo}.values()
+            if c.name in run.graphs and c.name not in run.verified]
+
+
+def _verified(run: _Run, todo: list, outcomes: list[Outcome]) -> None:
+    """The backend's verdicts: one it refuses is reported, skipped, and leaves run.graphs."""
+    for c, o in zip(todo, outcomes):
+        if o.ok:
+            run.verified.add(c.name)
+        else:
+            del run.graphs[c.name]
+            run.skip(c.name, f"full compile failed: {o.error}")
 
 
 def _verify(run: _Run, name: str, todo: list) -> None:
     """Full compiles, TPU backend included, of shardings that were analyzed from XLA's
     optimized HLO: the backend's own checks (a kernel over VMEM, a program over HBM) come
     after that text. One the backend refuses is reported, skipped, and leaves run.graphs."""
-    if run.analysis_kind == "compile":
-        return
-    todo = [c for c in {c.name: c for c in todo}.values()
-            if c.name in run.graphs and c.name not in run.verified]
+    todo = _to_verify(run, todo)
     if not todo:
         return
     t0 = time.perf_counter()
@@ -517,27 +612,58 @@ def _verify(run: _Run, name: str, todo: list) -> None:
                     [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in todo],
                     ahead=run.ahead)
     run.outcomes += outcomes
-    for c, o in zip(todo, outcomes):
-        if o.ok:
-            run.verified.add(c.name)
-        else:
-            del run.graphs[c.name]
-            run.skip(c.name, f"full compile failed: {o.error}")
+    _verified(run, todo, outcomes)
     run.timings["verify"] = round(run.timings.get("verify", 0) + time.perf_counter() - t0, 3)
 
 
-def _verify_decision(run: _Run, pool: list[Pair]) -> list[Pair]:
+def _verify_decision(run: _Run, pool: list[Pair], base_cands) -> list[Pair]:
     """The pool without shardings the TPU backend refuses: the decision's sharding is
-    compiled in full, and while it fails, the next best's."""
+    compiled in full, and while it fails, the next best's. The baselines' shardings not
+    compiled yet (`base_cands`) are analysed beside the first full compile."""
+    analyse = [c for c in dict.fromkeys(base_cands) if c.name not in run.graphs]
     while True:
         best = min(pool, key=_decision_key)
-        _verify(run, "full compile of the decision", [best.candidate])
+        _compile(run, "full compile of the decision"
+                 + (", the baselines analysed beside it" if analyse else ""),
+                 analyse, full=[best.candidate])
+        analyse = []
         if best.candidate.name in run.graphs:
             return pool
         pool = [p for p in pool if p.candidate.name in run.graphs]
         if not pool:
             raise UserError("every judged sharding failed the full compile: "
                             + "; ".join(run.skipped[-3:]))
+
+
+def _pooled(pool: list[Pair], base_pairs: dict[str, Pair]) -> list[Pair]:
+    """The decision's pool and the baselines' own pairs, one per (sharding, placement), best
+    simulated first: the plan is the first."""
+    return sorted({(p.candidate.name, p.placement): p
+                   for p in pool + list(base_pairs.values())}.values(),
+                  key=lambda p: (p.simulated, p.q2))
+
+
+def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair]
+                   ) -> tuple[list[Pair], dict[str, Pair]]:
+    """The judged pool and the baselines' pairs, less the pairs whose sharding would be the
+    plan and that the TPU backend refuses: the best pooled pair's sharding, when only
+    analysed (a baseline's own pair that wins the pooling), is compiled in full before it
+    becomes the plan, so the plan's sharding always goes through the backend. A baseline so
+    refused is listed in run.failed_baselines, and the next best pair is the plan (the
+    decision, compiled in full by _verify_decision, ends the search)."""
+    while True:
+        best = _pooled(pool, base_pairs)[0].candidate
+        name = best.name
+        if run.analysis_kind == "compile" or name in run.verified:
+            return pool, base_pairs
+        run.predicted.pop(name, None)
+        _verify(run, "full compile of the plan", [best])
+        if name in run.graphs:
+            return pool, base_pairs
+        pool = [p for p in pool if p.candidate.name != name]
+        for tag in [t for t, p in base_pairs.items() if p.candidate.name == name]:
+            del base_pairs[tag]
+            run.failed_baselines[tag] = {"candidate": name, "why": _skip_reason(run, name)}
 
 
 def _decision_key(p: Pair):
@@ -575,14 +701,19 @@ def _other_shardings(simulated: list[Pair], best: Pair) -> list[Pair]:
 
 
 def _baseline_choices(stage2, base_pairs, oracle: Pair | None, failed: dict[str, str],
-                      no_default: dict[str, str]) -> dict[str, Choice]:
+                      no_default: dict[str, str],
+                      predicted: dict[str, str]) -> dict[str, Choice]:
     """tag -> choice; a recipe in `failed` is its searched-blocks stand-in, and says so
     (extra["stand_in"]: the published blocks and why they failed); a baseline in
     `no_default` is on Stage 2's best placement, not deployable as it is, and says so
-    (extra["no_default_order"]: JAX's reason). "existing" is the best deployable one."""
+    (extra["no_default_order"]: JAX's reason); one whose sharding was analysed and not
+    compiled in full says so (extra["analysed_only"]: the predicted verdict). "existing" is
+    the best deployable one."""
     out = {}
     for tag, p in base_pairs.items():
         out[tag] = stage2.choice(p, label=tag)
+        if p.candidate.name in predicted:
+            out[tag].extra["analysed_only"] = predicted[p.candidate.name]
         if tag in failed:
             out[tag].extra["stand_in"] = {"published_blocks_failed": failed[tag]}
         if tag in no_default:
@@ -594,6 +725,22 @@ def _baseline_choices(stage2, base_pairs, oracle: Pair | None, failed: dict[str,
     if oracle is not None:
         out["oracle"] = stage2.choice(oracle, label="oracle")
     return out
+
+
+def _programs(run: _Run) -> str:
+    """planning.programs: what the plan's figures were read from, and what went through the
+    TPU backend."""
+    if run.analysis_kind == "compile":
+        return "full compiles"
+    if run.settings.verify_baselines:
+        return "optimized HLO, the plan's and the baselines' shardings compiled in full"
+    return ("optimized HLO, the plan's sharding compiled in full; the baselines' analysed "
+            "only, unless the backend's verdict could not be predicted "
+            "(planning.analysed_only; --verify-baselines compiles them in full)")
+
+
+def _shown(best: Pair, base_pairs: dict[str, Pair]) -> set[str]:
+    return {best.candidate.name} | {p.candidate.name for p in base_pairs.values()}
 
 
 def _oracle(run: _Run, candidates: list, s1: list, simulated: list[Pair]) -> Pair:

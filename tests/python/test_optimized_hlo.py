@@ -17,7 +17,7 @@ from aoizora import strategies as S
 from aoizora.errors import CompileError
 from aoizora.executor import LocalExecutor
 from aoizora.models import get_model, get_workload
-from aoizora.optimized_hlo import optimized_hlo
+from aoizora.optimized_hlo import hbm_bytes, optimized_hlo
 from aoizora.planner import Settings, plan
 
 TARGET = "v5e:2x4"
@@ -41,12 +41,20 @@ def _analysis(text: str, topology):
 
 
 def test_optimized_hlo_gives_the_analysis_of_the_full_compile(usp):
+    """The same collectives, Q2 and simulated step; and buffer assignment's HBM bytes, which
+    hold at least the arguments and outputs the full compile reports."""
     c, cfg, wl = usp
     topology = _core.make_topology(TARGET)
-    quick = _analysis(optimized_hlo(c, cfg, wl, TARGET), topology)
-    full = _analysis(C.compile(c, cfg, wl, TARGET), topology)
+    text = optimized_hlo(c, cfg, wl, TARGET)
+    quick = _analysis(text, topology)
+    executable, _ = C.executable(c, cfg, wl, TARGET)
+    full = _analysis(executable.as_text(), topology)
     assert quick[0] and {k for k, *_ in quick[0]} >= {"all-to-all"}   # Ulysses' exchanges
     assert quick == full
+    memory = executable.memory_analysis()
+    held = memory.argument_size_in_bytes + memory.output_size_in_bytes
+    assert held <= hbm_bytes(text) < 16e9
+    assert hbm_bytes(executable.as_text()) is None
 
 
 def test_a_failure_before_the_optimized_hlo_is_one_compile_error(usp):
@@ -99,8 +107,9 @@ def test_the_plan_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp
     """The tiny Wan on v5e:2x4 decides dp2-usp2x2 from optimized HLO (test_planner: also
     with full compiles). When the backend refuses it, the plan is the next best sharding,
     compiled in full, and the refusal is in planning.skipped; the baselines compiled in full
-    too. Nothing else was compiled in full."""
-    settings = Settings(cache=None, executor=LocalExecutor(
+    too (verify_baselines; by default only analysed: test_backend_checks). Nothing else was
+    compiled in full."""
+    settings = Settings(cache=None, verify_baselines=True, executor=LocalExecutor(
         work=functools.partial(refuses, "dp2-usp2x2")))
     result = plan("wan-tiny", "tiny", None, TARGET, settings)
     p = result.plan.planning
@@ -109,7 +118,7 @@ def test_the_plan_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp
     full = set(p["compiled_in_full"])
     assert result.plan.choice.candidate in full and "dp2-usp2x2" not in full
     assert {b.candidate for b in result.plan.baselines.values()} <= full
-    assert p["programs"].startswith("optimized HLO")
+    assert p["programs"].startswith("optimized HLO") and p["analysed_only"] == {}
 
 
 def test_the_oracle_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp_path):

@@ -42,8 +42,12 @@ def add_workload_args(p) -> None:
     p.add_argument("--full-compile", action="store_true",
                    help="on TPU targets, compile every candidate through the TPU backend "
                         "(minutes each); by default candidates are analyzed from XLA's "
-                        "optimized HLO and only the plan's and the baselines' shardings are "
-                        "compiled in full")
+                        "optimized HLO and only the plan's sharding is compiled in full")
+    p.add_argument("--verify-baselines", action="store_true",
+                   help="on TPU targets, also compile the baselines' shardings in full (the "
+                        "TPU backend's checks, 20-30 s each here); by default they are "
+                        "analyzed and the backend's verdict predicted from HBM and VMEM, and "
+                        "the tables say so")
     p.add_argument("--no-run-ahead", action="store_true",
                    help="on a Ray cluster of 8 or more CPUs, start the existing "
                         "deployments' compiles after the decision, not with the plan "
@@ -109,6 +113,7 @@ def run_planner(args):
                             cache=None if args.no_cache else Cache(),
                             compile_target=args.compile_target, hardware=args.hardware,
                             full_compile=args.full_compile,
+                            verify_baselines=args.verify_baselines,
                             run_ahead=not args.no_run_ahead, executor=jobs_on)
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:
@@ -172,6 +177,12 @@ def run(args) -> int:
         print(f"compiled for {target['devices']} CPU devices (--compile-target cpu), not the TPU")
     print_choice(plan)
     print_comparison(plan)
+    if plan.planning.get("programs", "").startswith("optimized HLO"):
+        only = plan.planning.get("analysed_only", {})
+        print(f"through the TPU backend (compiled in full): "
+              f"{', '.join(plan.planning['compiled_in_full']) or 'none'}; analysed only, not "
+              f"compiled in full: {', '.join(only) or 'none'}"
+              + (" (--verify-baselines compiles them)" if only else ""))
     d = plan.planning.get("decision")
     if plan.planning.get("pooling_changed_choice") and d:
         print(f"note: Stage 1 + Stage 2 chose {d['candidate']} @ {d['placement']} "

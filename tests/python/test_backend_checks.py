@@ -1,0 +1,149 @@
+"""What goes through the TPU backend (planner._verify, _unpredicted, _backend_prediction,
+_verify_pooled): the plan's sharding is always compiled in full; a baseline's is analysed
+only when its verdict can be predicted (HBM from XLA's buffer assignment, VMEM from the
+kernel's blocks), compiled in full otherwise or with verify_baselines; the plan and its
+tables say which."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import pytest
+
+from aoizora import kernels, optimized_hlo, planner, strategies
+from aoizora.cache import Cache
+from aoizora.models import get_model, get_workload
+from aoizora.stage2 import Pair
+
+V5E = {"hbm_bytes": 16e9, "cores_per_chip": 1}
+TPU7X = {"hbm_bytes": 192e9, "cores_per_chip": 2}
+
+
+def _candidate(name="dp2-ag4", blocks=(512, 512, 512)):
+    cfg, wl = get_model("wan2.1-t2v-1.3b"), get_workload("480p", 21)
+    c = next(c for c in strategies.enumerate_candidates(cfg, wl, 8) if c.name == name)
+    return dataclasses.replace(c, kernel="splash", block_q=blocks[0], block_kv=blocks[1],
+                               block_kv_compute=blocks[2])
+
+
+def _run(spec, hbm_of, *, verify_baselines=False, platform="tpu"):
+    """A planner._Run with what the prediction reads: the slice's chip figures, the
+    analysis's HBM bytes, the model (Wan 1.3B: head dim 128)."""
+    return planner._Run(
+        planner.Settings(cache=None, verify_baselines=verify_baselines), planner.Progress(),
+        get_model("wan2.1-t2v-1.3b"), None,
+        SimpleNamespace(topology=SimpleNamespace(spec=spec)),
+        SimpleNamespace(platform=platform), hbm_of=hbm_of)
+
+
+def test_a_program_within_hbm_and_vmem_is_predicted_to_compile_with_its_numbers():
+    c = _candidate()
+    why = planner._backend_prediction(_run(V5E, {c.name: 3 * 2**30}), c)
+    assert why.startswith("analysed, not compiled in full; predicted to compile:")
+    assert "HBM 3.00 GiB of 14.90 GiB" in why
+    bound = kernels.vmem_bytes(512, 512, 512, 128) / 2**20
+    assert f"VMEM at most {bound:.1f} of 64 MiB" in why
+
+
+@pytest.mark.parametrize("hbm_of", [{}, {"dp2-ag4": int(0.95 * 16e9)}],
+                         ids=["no HBM figure", "HBM near the chip's"])
+def test_hbm_unknown_or_near_the_limit_is_left_to_the_backend(hbm_of):
+    assert planner._backend_prediction(_run(V5E, hbm_of), _candidate()) is None
+
+
+def test_tpu7x_hbm_is_one_cores_share_of_the_chip():
+    """90 GB fits one chip of 192 GB, not one of its two TensorCores (the device, 96)."""
+    c = _candidate()
+    assert planner._backend_prediction(_run(TPU7X, {c.name: 90e9}), c) is None
+    assert "of 89.41 GiB (XLA" in planner._backend_prediction(_run(TPU7X, {c.name: 45e9}), c)
+
+
+def test_blocks_over_the_vmem_bound_are_left_to_the_backend():
+    """MaxDiffusion's published TPU7x-8 blocks (6400 x 2048): the bound says 67.5 MiB of
+    64 (libtpu: 66 MiB, refused), so only the backend can say."""
+    c = _candidate(blocks=(6400, 2048, 1024))
+    assert kernels.vmem_bytes(6400, 2048, 1024, 128) > kernels.scoped_vmem_bytes()
+    assert planner._backend_prediction(_run(V5E, {c.name: 2**30}), c) is None
+
+
+def test_only_unpredicted_baselines_are_compiled_in_full_unless_asked():
+    ok, big = _candidate(), _candidate("dp2-uly4")
+    hbm = {ok.name: 2**30, big.name: 15 * 2**30}
+    run = _run(V5E, hbm)
+    run.graphs = {ok.name: object(), big.name: object()}
+    assert planner._unpredicted(run, [ok, big, ok]) == [big]
+    assert set(run.predicted) == {ok.name}
+    every = _run(V5E, hbm, verify_baselines=True)
+    every.graphs = dict(run.graphs)
+    assert planner._unpredicted(every, [ok, big]) == [ok, big] and not every.predicted
+    every.verified.add(ok.name)
+    assert planner._unpredicted(every, [ok, big]) == [big]
+
+
+def _pair(c, seconds, tag=""):
+    return Pair(c, "row-major", list(range(8)), q2=seconds, simulated=seconds, tag=tag)
+
+
+@pytest.mark.parametrize("backend_accepts", [True, False])
+def test_a_baseline_that_wins_the_pooling_is_compiled_in_full_first(backend_accepts,
+                                                                     monkeypatch):
+    """The plan's sharding always goes through the backend: a baseline's pair that beats
+    the decision, analysed only, is compiled in full; refused, it leaves the table and the
+    decision is the plan."""
+    decision, alpa = _candidate(), _candidate("dp2-uly4")
+    run = _run(V5E, {})
+    run.graphs = {decision.name: object(), alpa.name: object()}
+    run.verified = {decision.name}
+    run.predicted = {alpa.name: "analysed, not compiled in full; predicted ..."}
+    compiled = []
+
+    def verify(run, what, todo):
+        compiled.extend(c.name for c in todo)
+        for c in todo:
+            if backend_accepts:
+                run.verified.add(c.name)
+            else:
+                del run.graphs[c.name]
+                run.skip(c.name, "full compile failed: RESOURCE_EXHAUSTED")
+
+    monkeypatch.setattr(planner, "_verify", verify)
+    pool, base = planner._verify_pooled(run, [_pair(decision, 2.0)],
+                                        {"alpa": _pair(alpa, 1.0, "alpa")})
+    assert compiled == [alpa.name] and alpa.name not in run.predicted
+    if backend_accepts:
+        assert planner._pooled(pool, base)[0].candidate.name == alpa.name
+    else:
+        assert base == {} and run.failed_baselines["alpa"]["candidate"] == alpa.name
+        assert "RESOURCE_EXHAUSTED" in run.failed_baselines["alpa"]["why"]
+        assert planner._pooled(pool, base)[0].candidate.name == decision.name
+
+
+def test_the_hbm_figure_travels_with_the_analysis_text():
+    report = ("Memory Space: default (color=0)\nTotal bytes: 4135936 (3.94MiB)\n"
+              "  cumulative_size; ...\nMemory Space: alt (color=1)\nTotal bytes: 7\n")
+    text = optimized_hlo._with_hbm("HloModule jit_step\n\nENTRY e {}\n", report)
+    assert optimized_hlo.hbm_bytes(text) == 4135936
+    assert optimized_hlo.hbm_bytes("HloModule jit_step\n") is None
+    assert optimized_hlo._with_hbm("HloModule m\n", "no totals here") == "HloModule m\n"
+
+
+def test_the_plan_says_which_shardings_the_backend_compiled(tmp_path):
+    """The tiny Wan on v5e:2x4 (TPU target): the plan's sharding compiled in full, every
+    baseline's analysed only (all small), and the plan and its rows say so."""
+    from aoizora.commands.plan import comparison_rows
+
+    r = planner.plan("wan-tiny", "tiny", None, "v5e:2x4",
+                     planner.Settings(top_k=2, workers=1, cache=Cache(str(tmp_path))))
+    p = r.plan.planning
+    full, only = set(p["compiled_in_full"]), p["analysed_only"]
+    assert full == {r.plan.choice.candidate}
+    assert p["programs"].startswith("optimized HLO, the plan's sharding compiled in full")
+    for tag, b in r.plan.baselines.items():
+        if b.candidate in full:
+            assert "analysed_only" not in b.extra
+        else:
+            assert b.extra["analysed_only"] == only[b.candidate]
+            assert "HBM" in only[b.candidate] and "analysed, not compiled in full" in b.label(tag)
+    labels = [row[0] for row in comparison_rows(r.plan)]
+    assert any("analysed, not compiled in full" in label for label in labels)
