@@ -35,6 +35,12 @@ from aoizora.stage2 import NoDefaultOrder, Pair, Stage2, UnknownTripCount
 
 # How many of the best pairs by Q2 the simulator re-judges before the final choice.
 SIMULATED_PAIRS = 8
+# The longest ring a candidate may have (ring steps; the ring and Ulysses x ring forms). The
+# ring is unrolled, one kernel call and a permute of the K and V per step, each permute
+# naming every device pair: the lowered text grows with the square of the ring (wan-tiny,
+# Ulysses 2 x ring: 0.33 MB at 32 steps, 2.6 MB at 128, 35 MB at 512; about 3 GB at 5000, a
+# 10,000-device slice, which filled this machine's memory before its lowering ended).
+MAX_RING_STEPS = 512
 
 
 @dataclass
@@ -204,12 +210,31 @@ def _enumerate(run: _Run, model: str) -> list:
         candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_devices)
     if not candidates:
         raise UserError(f"no legal sharding of {model} over {run.stage2.num_devices} devices")
+    candidates = _bounded_rings(run, candidates)
+    if not candidates:
+        raise UserError(f"no sharding of {model} over {run.stage2.num_devices} devices has a "
+                        f"ring of at most {MAX_RING_STEPS} steps")
     candidates = _with_kernels(run, candidates)
     if not candidates:
         raise UserError(f"no sharding of {model} can run the attention kernel of "
                         f"{run.target.platform}: " + "; ".join(run.skipped[:2]))
     run.lap("enumerate", t0)
     return candidates
+
+
+def _bounded_rings(run: _Run, candidates: list) -> list:
+    """The candidates whose ring has at most MAX_RING_STEPS steps; the others are reported
+    in planning.skipped and said in one line (a baseline among them is then not compared)."""
+    long = [c for c in candidates if c.ring > MAX_RING_STEPS]
+    if long:
+        run.skipped += [f"{c.name}: a ring of {c.ring} steps, over the {MAX_RING_STEPS} "
+                        "planned (its unrolled program grows with the square of the ring)"
+                        for c in long]
+        longest = max(c.ring for c in long)
+        run.progress.note(f"left out {len(long)} of {len(candidates)} shardings whose ring "
+                          f"has more than {MAX_RING_STEPS} steps (longest {longest}; the "
+                          "unrolled program grows with the square of the ring)")
+    return [c for c in candidates if c.ring <= MAX_RING_STEPS]
 
 
 def _with_kernels(run: _Run, candidates: list) -> list:

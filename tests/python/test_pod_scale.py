@@ -1,0 +1,49 @@
+"""Planning at pod scale: what the planner bounds before any work (planner._bounded_rings),
+so that a slice of thousands of devices is planned, not left running."""
+
+from __future__ import annotations
+
+import json
+
+from aoizora import planner
+from aoizora.compile_target import compile_target_for
+from aoizora.models import get_model, get_workload
+from aoizora.stage2 import Stage2
+
+
+class Notes(planner.Progress):
+    def __init__(self):
+        self.lines = []
+
+    def note(self, text):
+        self.lines.append(text)
+
+
+def test_a_10000_device_grid_plans_no_ring_longer_than_the_bound(tmp_path):
+    """A 100x100 v5e grid: Ulysses 2 x ring 5000 lowered to about 3 GB of text and filled
+    the machine's memory before lowering ended. Every ring over MAX_RING_STEPS is left out,
+    each in planning.skipped with its length, in one line on screen; shorter ones stay."""
+    path = tmp_path / "grid100.json"
+    path.write_text(json.dumps({"name": "grid100", "generation": "v5e", "dims": [100, 100],
+                                "wrap": [False, False]}))
+    stage2 = Stage2.for_topology(str(path))
+    notes = Notes()
+    run = planner._Run(planner.Settings(cache=None), notes, get_model("wan-tiny"),
+                       get_workload("tiny"), stage2, compile_target_for(stage2.topology))
+    kept = planner._enumerate(run, "wan-tiny")
+    assert kept and max(c.ring for c in kept) <= planner.MAX_RING_STEPS
+    assert "ag10000" in {c.name for c in kept}                 # the other forms stay
+    long = [s for s in run.skipped if "steps, over the" in s]
+    assert any(s.startswith("usp2x5000: a ring of 5000 steps") for s in long)
+    said = [n for n in notes.lines if n.startswith("left out")]
+    assert len(said) == 1 and f"left out {len(long)} of " in said[0]
+    assert "longest 10000" in said[0]
+
+
+def test_a_slice_whose_rings_fit_loses_nothing():
+    """v5e:2x4: no ring reaches the bound, nothing is left out."""
+    stage2 = Stage2.for_topology("v5e:2x4")
+    run = planner._Run(planner.Settings(cache=None), Notes(), get_model("wan-tiny"),
+                       get_workload("tiny"), stage2, compile_target_for(stage2.topology))
+    planner._enumerate(run, "wan-tiny")
+    assert not any("steps, over the" in s for s in run.skipped)
