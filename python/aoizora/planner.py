@@ -41,6 +41,10 @@ SIMULATED_PAIRS = 8
 # Ulysses 2 x ring: 0.33 MB at 32 steps, 2.6 MB at 128, 35 MB at 512; about 3 GB at 5000, a
 # 10,000-device slice, which filled this machine's memory before its lowering ended).
 MAX_RING_STEPS = 512
+# The most chips along one axis libtpu 0.0.42.1's TPU compiler takes: it describes larger
+# slices (v5e:100x100 in 0.3 s) but aborts compiling for them ("Check failed:
+# Topology()->chip_bounds().x <= 16 (100 vs. 16)", target.cc), after lowering and Stage 1.
+MAX_CHIPS_PER_AXIS = 16
 
 
 @dataclass
@@ -167,6 +171,7 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
                                  hardware=settings.hardware)
     run = _Run(settings, progress, cfg, wl, stage2,
                compile_target_for(stage2.topology, settings.compile_target))
+    _check_compilable(run.target, topology)
     progress.note(f"compiling for {_describe_target(run.target)}")
     candidates = _enumerate(run, name)
     run.ahead = _run_ahead(run, candidates)
@@ -185,6 +190,19 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
         run.ahead.close()
     return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
                    base_pairs)
+
+
+def _check_compilable(target: CompileTarget, topology: str) -> None:
+    """UserError, before any work, for a TPU target libtpu cannot compile for (an axis of
+    more than MAX_CHIPS_PER_AXIS chips)."""
+    if target.platform != "tpu":
+        return
+    dims = [int(d) for d in target.name.partition(":")[2].split("x")]
+    if max(dims) > MAX_CHIPS_PER_AXIS:
+        raise UserError(f"{topology}: libtpu compiles for at most {MAX_CHIPS_PER_AXIS} chips "
+                        f"along an axis, this slice has {max(dims)} ({target.name}); plan a "
+                        "slice within that, or use --compile-target cpu (XLA's CPU pipeline, "
+                        "not the TPU's programs)")
 
 
 def _run_ahead(run: _Run, candidates: list) -> Prefetch:

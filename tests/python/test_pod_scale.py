@@ -47,3 +47,22 @@ def test_a_slice_whose_rings_fit_loses_nothing():
                        get_workload("tiny"), stage2, compile_target_for(stage2.topology))
     planner._enumerate(run, "wan-tiny")
     assert not any("steps, over the" in s for s in run.skipped)
+
+
+def test_a_slice_libtpu_cannot_compile_for_is_refused_before_any_work(tmp_path, monkeypatch):
+    """v5e at 32x8: libtpu describes it but aborts compiling (chip_bounds <= 16 per axis),
+    after lowering and Stage 1; refused in one line, nothing lowered. 16x16 is planned."""
+    import pytest
+
+    from aoizora.errors import UserError
+
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps({"name": "wide", "generation": "v5e", "dims": [32, 8],
+                                "wrap": [False, False]}))
+    monkeypatch.setattr(planner, "_enumerate", lambda *a: pytest.fail("work was started"))
+    with pytest.raises(UserError, match=r"at most 16 chips along an axis, this slice has 32 "
+                                        r"\(v5e:32x8\)") as e:
+        planner.plan("wan-tiny", "tiny", None, str(path), planner.Settings(cache=None))
+    assert "\n" not in str(e.value)
+    with pytest.raises(pytest.fail.Exception, match="work was started"):
+        planner.plan("wan-tiny", "tiny", None, "v5e:16x16", planner.Settings(cache=None))
