@@ -50,7 +50,7 @@ for m in [m for m in sys.modules if m == "aoizora" or m.startswith("aoizora.")]:
 def snapshot(rev: str, folder: str) -> str:
     """A folder to put on PYTHONPATH that imports revision `rev`'s python/aoizora, with this
     install's C++ core and data files. Returns the folder."""
-    import aoizora
+    import aoizora._core
 
     site = os.path.join(folder, "site")
     os.makedirs(site)
