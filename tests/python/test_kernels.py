@@ -213,7 +213,7 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
     pairs = {"maxdiffusion-data2-ulysses2-ring": pair("dp2-usp2x2w", 2.0),
              "maxdiffusion-default": pair("ag8w-b512x512x512", 3.0)}
     chosen = planner._baseline_choices(
-        stage2, pairs, None, {"maxdiffusion-data2-ulysses2-ring": "compile failed: VMEM"}, {})
+        stage2, pairs, None, {"maxdiffusion-data2-ulysses2-ring": "compile failed: VMEM"}, {}, {})
     ring = chosen["maxdiffusion-data2-ulysses2-ring"]
     assert ring.extra["stand_in"] == {"published_blocks_failed": "compile failed: VMEM"}
     assert ring.label("maxdiffusion-data2-ulysses2-ring").endswith(
