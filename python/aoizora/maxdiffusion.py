@@ -169,14 +169,16 @@ def command_args(o: dict[str, Any], config: str) -> list[str]:
     return out
 
 
-def _check_contract(o: dict[str, Any], config: str) -> None:
+def _checked_args(o: dict[str, Any], config: str) -> list[str]:
+    """command_args(o, config), after checking the kernel and the block keys against the
+    recorded MaxDiffusion (command_args checks every key)."""
     facts = contract()
     if o["attention"] not in facts["kernels"]:
         raise UserError(f"MaxDiffusion registers no attention kernel {o['attention']!r}")
     unread = set(o.get("flash_block_sizes", {})) - set(facts["block_size_keys"])
     if unread:
         raise UserError(f"MaxDiffusion reads no flash_block_sizes key {sorted(unread)}")
-    command_args(o, config)  # every key known
+    return command_args(o, config)
 
 
 def to_maxdiffusion(plan, device_ids: list[int],
@@ -191,7 +193,7 @@ def to_maxdiffusion(plan, device_ids: list[int],
         raise UserError(f"MaxDiffusion cannot express {c.name}: its config has no key for it")
     config = config_of(plan.model.get("name"))
     o = {**overrides(c), **workload_overrides(plan, len(device_ids))}
-    _check_contract(o, config)
+    args = _checked_args(o, config)
     libtpu = libtpu_init_args(plan)
     if maxdiffusion_ids is None:
         order = "not compared with MaxDiffusion's own order: run with the launcher"
@@ -202,7 +204,6 @@ def to_maxdiffusion(plan, device_ids: list[int],
         order = "the same as MaxDiffusion's own: the plain command runs the plan as it is"
     else:
         order = "differs from MaxDiffusion's own: run with the launcher"
-    args = command_args(o, config)
     env = f"LIBTPU_INIT_ARGS={shlex.quote(libtpu)} " if libtpu else ""
     plain = " ".join([f"{env}python {ENTRY_POINT} {CONFIG_DIR}/{config}",
                       *map(shlex.quote, args)])
