@@ -1,9 +1,10 @@
-"""Wan's VAE decoders (and Wan 2.1's encoder) in JAX against diffusers' AutoencoderKLWan: random weights copied from
-a torch model built from a config (nothing downloaded), float32. diffusers decodes latent
-frame by frame with its feature cache; ours decodes the whole clip with causal padding, so
-equality at 1 and 3 latent frames (1 and 9 video frames) is also the check that the two
-are the same function. Wan 2.1 (stride (4, 8, 8)) and Wan 2.2 TI2V-5B (stride (4, 16, 16),
-residual up blocks, 2 x 2 patch); the real configs' parameter counts against diffusers'."""
+"""Wan's VAE decoders and encoders in JAX against diffusers' AutoencoderKLWan: random
+weights copied from a torch model built from a config (nothing downloaded), float32.
+diffusers decodes latent frame by frame and encodes 1 frame, then 4 at a time, with its
+feature cache; ours runs the whole clip with causal padding, so equality at 1 and 9 video
+frames is also the check that the two are the same function. Wan 2.1 (stride (4, 8, 8)) and
+Wan 2.2 TI2V-5B (stride (4, 16, 16), residual up and down blocks, 2 x 2 patch); the real
+configs' parameter counts against diffusers'."""
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +46,7 @@ def params_from_diffusers(cfg: wan_vae.WanVAEConfig, model: AutoencoderKLWan, en
     tensor has no place or a parameter is left unfilled."""
     if encoder:
         prefixes = ("encoder.", "quant_conv.")
-        tree = jax.eval_shape(lambda: wan_vae.init_encoder_params(cfg, jax.random.key(0)))
+        tree = wan_vae.abstract_encoder_params(cfg)
     else:
         prefixes, tree = ("decoder.", "post_quant_conv."), cfg.abstract_params()
     params = jax.tree.map(lambda a: a, tree)
@@ -99,14 +100,17 @@ def test_decoder_equals_diffusers_frame_by_frame(vae, batch, frames):
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("version", ["wan2.1", "wan2.2"])
 @pytest.mark.parametrize("frames", [1, 9])
-def test_wan21_encoder_equals_diffusers_chunked_encode(frames):
-    """Image to video conditioning encodes the first frame (TI2V) or it and zero frames
-    (Wan 2.1 I2V: 81 frames); diffusers encodes 1 frame, then 4 at a time, with its cache."""
-    cfg = wan_vae.WAN21_VAE_TINY
+def test_encoder_equals_diffusers_chunked_encode(version, frames):
+    """Image to video conditioning encodes the first frame (TI2V-5B, Wan 2.2's VAE) or it
+    and zero frames (Wan 2.1 I2V and Wan 2.2 I2V A14B: 81 frames, Wan 2.1's VAE); diffusers
+    encodes 1 frame, then 4 at a time, with its cache. Frame 0 and the rest differ (random)."""
+    cfg = {"wan2.1": wan_vae.WAN21_VAE_TINY, "wan2.2": wan_vae.WAN22_VAE_TINY}[version]
     model = diffusers_vae(cfg)
     params = params_from_diffusers(cfg, model, encoder=True)
-    video = np.random.default_rng(frames).uniform(-1, 1, (1, 3, frames, 24, 40))
+    s = cfg.stride[1]
+    video = np.random.default_rng(frames).uniform(-1, 1, (1, 3, frames, 3 * s, 5 * s))
     video = video.astype(np.float32)
     mean = torch.tensor(cfg.latents_mean).view(1, -1, 1, 1, 1)
     inv_std = 1.0 / torch.tensor(cfg.latents_std).view(1, -1, 1, 1, 1)
@@ -134,7 +138,10 @@ def test_real_configs_have_diffusers_shapes_and_parameter_counts():
     assert wan_vae.WAN21_VAE.param_count() == 73_295_603  # decoder + post_quant_conv
     with torch.device("meta"):
         model = AutoencoderKLWan(**diffusers_config(wan_vae.WAN21_VAE))
-    encoder = jax.eval_shape(lambda: wan_vae.init_encoder_params(wan_vae.WAN21_VAE,
-                                                                 jax.random.key(0)))
-    assert sum(a.size for a in jax.tree.leaves(encoder)) == sum(
-        p.numel() for p in list(model.encoder.parameters()) + list(model.quant_conv.parameters()))
+    for cfg in (wan_vae.WAN21_VAE, wan_vae.WAN22_VAE):
+        with torch.device("meta"):
+            model = AutoencoderKLWan(**diffusers_config(cfg))
+        encoder = wan_vae.abstract_encoder_params(cfg)
+        assert sum(a.size for a in jax.tree.leaves(encoder)) == sum(
+            p.numel() for p in list(model.encoder.parameters())
+            + list(model.quant_conv.parameters()))

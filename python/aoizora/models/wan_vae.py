@@ -22,7 +22,10 @@ against each other at several frame counts). Norms are diffusers' WanRMS_norm:
 x / max(|x|_2, 1e-12) * sqrt(C) * gamma over the channels, in float32. The attention is one
 head over each frame's pixels, scaled by C^-0.5.
 
-`encode` is Wan 2.1's encoder (image to video conditioning), whole clip likewise.
+`encode` is the encoder (image to video conditioning), whole clip likewise: Wan 2.1's
+(Wan 2.1 I2V and Wan 2.2 I2V A14B encode the image and 80 zero frames) and Wan 2.2's
+(TI2V-5B encodes the image alone): 2 x 2 patchify, residual down levels whose AvgDown3D
+shortcut averages each 2 x 2 (x 2 frames) block's channels.
 
 Activations are channels-last [B,T,H,W,C] inside, on logical axes ("batch", "frames",
 "height", "width", None); parameters are a pytree named as diffusers' modules (lists for its
@@ -310,12 +313,13 @@ def decode(cfg: WanVAEConfig, params, latents, *, layout=None):
     return jnp.clip(x, -1.0, 1.0).transpose(0, 4, 1, 2, 3)
 
 
-# ---- the encoder (Wan 2.1; image to video conditioning) ------------------------------------
+# ---- the encoder (image to video conditioning) ---------------------------------------------
 
 def down_blocks(cfg: WanVAEConfig):
-    """diffusers' flat encoder list: ("res", in, out) and ("down", dim, temporal) entries."""
+    """Wan 2.1's encoder as diffusers' flat list: ("res", in, out) and ("down", dim, temporal)
+    entries. Wan 2.2's levels are `residual_down_blocks`."""
     if cfg.is_residual:
-        raise NotImplementedError("the Wan 2.2 encoder (residual down blocks) is not written")
+        raise ValueError(f"{cfg.name} has residual down blocks: use residual_down_blocks")
     dims = [cfg.base_dim * m for m in (1,) + tuple(cfg.dim_mult)]
     out = []
     for i, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
@@ -326,28 +330,53 @@ def down_blocks(cfg: WanVAEConfig):
     return dims, out
 
 
+def residual_down_blocks(cfg: WanVAEConfig):
+    """Wan 2.2's encoder levels (diffusers' WanResidualDownBlock): (in, out, downsamples,
+    temporal) each; every level but the last halves height and width."""
+    dims = [cfg.base_dim * m for m in (1,) + tuple(cfg.dim_mult)]
+    last = len(cfg.dim_mult) - 1
+    return dims, [(d_in, d_out, i != last, i != last and cfg.temporal_downsample[i])
+                  for i, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:]))]
+
+
+def _downsampler(key, c, temporal, dt):
+    k1, k2 = jax.random.split(key)
+    p = {"resample": _conv(k1, (3, 3), c, c, dt)}
+    if temporal:
+        p["time_conv"] = _conv(k2, (3, 1, 1), c, c, dt)
+    return p
+
+
+def _encoder_levels(cfg: WanVAEConfig, ks, dt):
+    if cfg.is_residual:
+        return [{"resnets": [_resnet(next(ks), d_in if j == 0 else d_out, d_out, dt)
+                             for j in range(cfg.num_res_blocks)],
+                 **({"downsampler": _downsampler(next(ks), d_out, temporal, dt)}
+                    if down else {})}
+                for d_in, d_out, down, temporal in residual_down_blocks(cfg)[1]]
+    return [_resnet(next(ks), a, b, dt) if kind == "res" else _downsampler(next(ks), a, b, dt)
+            for kind, a, b in down_blocks(cfg)[1]]
+
+
 def init_encoder_params(cfg: WanVAEConfig, key):
-    """Random parameters with the encoder's shapes (encoder and quant_conv)."""
+    """Random parameters with the encoder's shapes (encoder and quant_conv). Its input is
+    3 channels, or 3 x patch^2 after Wan 2.2's patchify."""
     dt = jnp.dtype(cfg.dtype)
-    dims, blocks = down_blocks(cfg)
-    ks = iter(jax.random.split(key, 8 + 2 * len(blocks)))
-    layers = []
-    for kind, a, b in blocks:
-        if kind == "res":
-            layers.append(_resnet(next(ks), a, b, dt))
-        else:
-            p = {"resample": _conv(next(ks), (3, 3), a, a, dt)}
-            if b:
-                p["time_conv"] = _conv(next(ks), (3, 1, 1), a, a, dt)
-            layers.append(p)
+    dims = [cfg.base_dim * m for m in (1,) + tuple(cfg.dim_mult)]
+    ks = iter(jax.random.split(key, 8 + 4 * cfg.num_res_blocks * len(cfg.dim_mult)))
     d = dims[-1]
-    return {"encoder": {"conv_in": _conv(next(ks), (3, 3, 3), 3, dims[0], dt),
-                        "down_blocks": layers,
+    c_in = 3 * (cfg.patch_size or 1) ** 2
+    return {"encoder": {"conv_in": _conv(next(ks), (3, 3, 3), c_in, dims[0], dt),
+                        "down_blocks": _encoder_levels(cfg, ks, dt),
                         "mid_block": {"resnets": [_resnet(next(ks), d, d, dt) for _ in range(2)],
                                       "attentions": [_attention(next(ks), d, dt)]},
                         "norm_out": {"gamma": jnp.ones((d,), dt)},
                         "conv_out": _conv(next(ks), (3, 3, 3), d, 2 * cfg.z_dim, dt)},
             "quant_conv": _conv(next(ks), (1, 1, 1), 2 * cfg.z_dim, 2 * cfg.z_dim, dt)}
+
+
+def abstract_encoder_params(cfg: WanVAEConfig):
+    return jax.eval_shape(lambda: init_encoder_params(cfg, jax.random.key(0)))
 
 
 def downsample(p, x):
@@ -367,9 +396,54 @@ def downsample(p, x):
     return x
 
 
+def patchify(x, patch: int):
+    """[B,T,H,W,C] -> [B,T,H/p,W/p,C*p*p], channels in diffusers' order (c, p_w, p_h)."""
+    b, t, h, w, c = x.shape
+    x = x.reshape(b, t, h // patch, patch, w // patch, patch, c)
+    return x.transpose(0, 1, 2, 4, 6, 5, 3).reshape(b, t, h // patch, w // patch, -1)
+
+
+def avg_down(x, c_out, factor_t, factor_s):
+    """Wan 2.2's shortcut (diffusers AvgDown3D): zero frames in front up to a multiple of
+    factor_t, each factor_t x factor_s x factor_s block's channels laid side by side
+    (c, t, h, w order) and averaged in groups down to c_out. On a clip of 1 + 2k frames
+    the one zero frame in front is what diffusers' chunks (1 frame, then 4) pad too."""
+    b, t, h, w, c = x.shape
+    x = jnp.pad(x, ((0, 0), (-t % factor_t, 0), (0, 0), (0, 0), (0, 0)))
+    t, fs = x.shape[1] // factor_t, factor_s
+    x = x.reshape(b, t, factor_t, h // fs, fs, w // fs, fs, c)
+    x = x.transpose(0, 1, 3, 5, 7, 2, 4, 6).reshape(b, t, h // fs, w // fs, c_out, -1)
+    return x.astype(jnp.float32).mean(-1).astype(x.dtype)
+
+
+def residual_down_block(p, x, c_out, down, temporal):
+    """Wan 2.2's encoder level: residual blocks and a downsampler, plus avg_down of the
+    level's input."""
+    shortcut = avg_down(x, c_out, 2 if temporal else 1, 2 if down else 1)
+    for r in p["resnets"]:
+        x = residual_block(r, x)
+    if down:
+        x = downsample(p["downsampler"], x)
+    return x + shortcut
+
+
+def _encoder_trunk(cfg: WanVAEConfig, e, x, constrain):
+    """conv_in and the down levels: Wan 2.1's flat list or Wan 2.2's residual levels."""
+    x = constrain(causal_conv(e["conv_in"], x))
+    if cfg.is_residual:
+        for (_, d_out, down, temporal), p in zip(residual_down_blocks(cfg)[1],
+                                                 e["down_blocks"]):
+            x = constrain(residual_down_block(p, x, d_out, down, temporal))
+        return x
+    for p in e["down_blocks"]:
+        x = constrain(residual_block(p, x) if "conv1" in p else downsample(p, x))
+    return x
+
+
 def encode(cfg: WanVAEConfig, params, video, *, layout=None):
-    """Normalised latents [B,z,1+(T-1)/4,H/8,W/8] (the mean of the posterior, then
-    (mu - mean) / std as the pipeline does) from video [B,3,T,H,W] in [-1, 1], T = 1 + 4k."""
+    """Normalised latents [B,z,1+(T-1)/4,H/s,W/s] (s = 8; Wan 2.2: 16) from video
+    [B,3,T,H,W] in [-1, 1], T = 1 + 4k: the mean of the posterior, then (mu - mean) / std as
+    the pipeline does. Wan 2.2 first patchifies 2 x 2 pixels into 12 channels."""
     layout = layout or LocalLayout()
     if (video.shape[2] - 1) % cfg.stride[0]:
         raise ValueError(f"{video.shape[2]} frames: the encoder takes 1 + "
@@ -377,9 +451,9 @@ def encode(cfg: WanVAEConfig, params, video, *, layout=None):
     constrain = lambda a: layout.constrain(a, VIDEO_AXES)
     e = params["encoder"]
     x = constrain(video.astype(jnp.dtype(cfg.dtype)).transpose(0, 2, 3, 4, 1))
-    x = causal_conv(e["conv_in"], x)
-    for p in e["down_blocks"]:
-        x = constrain(residual_block(p, x) if "conv1" in p else downsample(p, x))
+    if cfg.patch_size:
+        x = patchify(x, cfg.patch_size)
+    x = _encoder_trunk(cfg, e, x, constrain)
     mid = e["mid_block"]
     x = residual_block(mid["resnets"][0], x)
     x = residual_block(mid["resnets"][1], attention_block(mid["attentions"][0], x))
