@@ -109,9 +109,10 @@ class _Update(NamedTuple):
     rho_this: object  # weight of the new point's difference (corrector only)
 
 
-def _update(cfg: FlowUniPC, sig, s0: int, t: int, before: int, order, corrector: bool):
+def _update(cfg: FlowUniPC, sig, s0, t, before, order, solve: bool):
     """Coefficients between sig[s0] and sig[t]; `before` indexes the earlier point used at
-    order 2 (diffusers' multistep_uni_p_bh_update / multistep_uni_c_bh_update)."""
+    order 2. solve: the corrector's weights (diffusers' multistep_uni_c_bh_update solves for
+    them); else the predictor's (multistep_uni_p_bh_update: 1/2 at order 2)."""
     lam_s0, lam_t = _log_snr(sig[s0]), _log_snr(sig[t])
     h = lam_t - lam_s0
     hh = -h  # predict_x0
@@ -119,9 +120,9 @@ def _update(cfg: FlowUniPC, sig, s0: int, t: int, before: int, order, corrector:
     two = order == 2
     rk = jnp.where(two, (_log_snr(sig[before]) - lam_s0) / h, 1.0)
     alpha_t = 1 - sig[t]
-    if not corrector:  # diffusers' order-2 predictor takes rho = 1/2 without solving
+    if not solve:
         rho_prev, rho_this = jnp.where(two, 0.5, 0.0), 0.0
-    else:  # R rho = b, R = [[1, 1], [rk, 1]], b_k = k! phi_{k+1}(h) h / B(h)
+    else:  # R rho = b with R = [[1, 1], [rk, 1]] and b built as diffusers does (k = 1, 2)
         phi_2 = h_phi_1 / hh - 1
         b1 = phi_2 * 1 / b_h
         b2 = (phi_2 / hh - 1 / 2) * 2 / b_h
@@ -148,11 +149,11 @@ def step(cfg: FlowUniPC, state: UniPCState, model_output, sample, i):
     x0 = sample - sig[i] * model_output.astype(jnp.float32)
     prev, prev2 = jnp.maximum(i - 1, 0), jnp.maximum(i - 2, 0)
     # UniC, at the previous predictor's order (at step 0 h = 0: nothing to correct)
-    u = _update(cfg, sig, prev, i, prev2, _order(cfg, i - 1), corrector=True)
+    u = _update(cfg, sig, prev, i, prev2, _order(cfg, i - 1), solve=True)
     corrected = _apply(u, state.last_sample, state.x0_prev, state.x0_prev2, x0)
     sample = jnp.where((i > 0) & cfg.corrector, corrected, sample)
     # UniP from sigma_i to sigma_{i+1}
-    p = _update(cfg, sig, i, i + 1, prev, _order(cfg, i), corrector=False)
+    p = _update(cfg, sig, i, i + 1, prev, _order(cfg, i), solve=False)
     nxt = _apply(p, sample, x0, state.x0_prev)
     return nxt, UniPCState(x0, state.x0_prev, sample)
 
