@@ -1,5 +1,6 @@
 """The stages around the transformer loop as plannable models: the text encoder (UMT5, the
-prompt and the negative prompt) and the VAE decode of one video's latents, each under one
+prompt and the negative prompt), the VAE decode of one video's latents and, for image to
+video, the image encoder (CLIP) and the VAE encode of the conditioning clip, each under one
 named sharding.
 
 A stage spec has the ModelSpec interface of models/base.py, so compiler.Job, run_jobs (worker
@@ -11,8 +12,11 @@ along width is the candidate `context n` with width renamed to length, and a mes
 logical axis is renamed to holds copies (MaxDiffusion's "redundant" axis).
 
     text_encoder_options(n) / vae_options(n) -> list[StageOption]   (every sharding offered)
-    StageOption.spec(cfg, workload) -> TextEncoderStage | VaeDecodeStage
+    image_encoder_options(n) / vae_encode_options(n)                  (image to video)
+    StageOption.spec(cfg) -> TextEncoderStage | VaeDecodeStage | ImageEncoderStage
+                             | VaeEncodeStage                         (STAGES, by stage name)
     encoder_for(model) / vae_for(model)                              (the stage configs)
+    image_stages_for(model) -> [(stage, cfg), ...]   the conditioning stages of image to video
 
 Picklable and frozen; key() holds the config, the stage and its rename, so two shardings on
 the same mesh (VAE height vs width) are two cache entries.
@@ -20,9 +24,12 @@ the same mesh (VAE height vs width) are two cache entries.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from aoizora.models import umt5, wan_vae
+import jax
+
+from aoizora.models import clip_image, umt5, wan_vae
 from aoizora.strategies import Candidate
 
 # The candidate's own logical axes (strategies.Candidate.rules).
@@ -164,9 +171,9 @@ class StageOption:
         return self.candidate.name
 
     def spec(self, cfg):
-        if self.stage == "text_encoder":
-            return TextEncoderStage(cfg, self.rename)
-        return VaeDecodeStage(cfg, self.rename)
+        """The stage under this sharding; cfg is the stage's config (encoder_for, vae_for,
+        or a config image_stages_for gives)."""
+        return STAGES[self.stage](cfg, self.rename)
 
 
 def _cand(name: str, data=1, fsdp=1, context=1, tensor=1) -> Candidate:
@@ -248,3 +255,197 @@ def latent_dims(workload) -> dict[str, int]:
     """The VAE's input sizes by logical axis (one video)."""
     t, h, w = workload.latent_shape()
     return {"frames": t, "height": h, "width": w}
+
+
+# ---- image to video conditioning -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ImageEncoderStage:
+    """CLIP over `batch` images (Wan 2.1 I2V: 1, the first frame) -> the image tokens
+    [B,257,1280] (clip_image.image_context: hidden_states[-2]); both halves of the
+    transformer's CFG pair read the same tokens."""
+
+    cfg: clip_image.CLIPVisionConfig
+    rename: tuple
+    batch: int = 1
+    stage: str = "image_encoder"
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    def key(self) -> dict:
+        return {"stage": self.stage, "cfg": self.cfg.key(), "rename": list(self.rename),
+                "batch": self.batch}
+
+    def abstract_params(self):
+        return self.cfg.abstract_params()
+
+    def param_axes(self):
+        return _rename_tree(self.cfg.param_axes(), self.rename)
+
+    def abstract_inputs(self, workload):
+        return self.cfg.abstract_inputs(self.batch)
+
+    def input_axes(self, workload):
+        return (Renamed(None, self.rename).axes(("batch", None, None, None)),)
+
+    def output_axes(self, workload):
+        return Renamed(None, self.rename).axes(self.model_output_axes())
+
+    @staticmethod
+    def model_output_axes():
+        return clip_image.ACT_AXES
+
+    def output_shape(self, workload) -> tuple:
+        return (self.batch, self.cfg.tokens, self.cfg.width)
+
+    def apply(self, params, pixels, *, workload, layout):
+        return clip_image.image_context(self.cfg, params, pixels,
+                                        layout=Renamed(layout, self.rename))
+
+
+@dataclass(frozen=True)
+class ConditioningClip:
+    """What a preset VAE-encodes for image to video (diffusers' prepare_latents): the image
+    alone (TI2V-5B, expand_timesteps: its latent replaces latent frame 0) or the image and
+    zero frames up to the video's length (Wan 2.1 I2V, Wan 2.2 I2V A14B)."""
+
+    vae: wan_vae.WanVAEConfig
+    image_only: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.vae.name
+
+    def key(self) -> dict:
+        return {"vae": self.vae.key(), "image_only": self.image_only}
+
+    def video_shape(self, workload) -> tuple:
+        """[1,3,F,H,W]: F = 1 for the image alone, else the workload's frames."""
+        f = 1 if self.image_only else workload.frames
+        return (1, 3, f, workload.height, workload.width)
+
+
+@dataclass(frozen=True)
+class VaeEncodeStage:
+    """The VAE encode of one video's conditioning clip [1,3,F,H,W] -> normalised latents
+    [1,z,1+(F-1)/4,h,w] (wan_vae.encode: the posterior's mean, as the pipeline takes it)."""
+
+    cfg: ConditioningClip
+    rename: tuple
+    stage: str = "vae_encode"
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    def key(self) -> dict:
+        return {"stage": self.stage, "cfg": self.cfg.key(), "rename": list(self.rename)}
+
+    def abstract_params(self):
+        return wan_vae.abstract_encoder_params(self.cfg.vae)
+
+    def param_axes(self):
+        # replicated: 54 M parameters (Wan 2.2: 150 M)
+        return jax.tree.map(lambda a: (None,) * a.ndim, self.abstract_params())
+
+    def abstract_inputs(self, workload):
+        dt = jax.numpy.dtype(self.cfg.vae.dtype)
+        return (jax.ShapeDtypeStruct(self.cfg.video_shape(workload), dt),)
+
+    def input_axes(self, workload):
+        return (Renamed(None, self.rename).axes(self.model_input_axes()),)
+
+    def output_axes(self, workload):
+        return Renamed(None, self.rename).axes(self.model_output_axes())
+
+    @staticmethod
+    def model_input_axes():
+        """The video [B,3,F,H,W] (VIDEO_AXES is channels-last [B,T,H,W,C])."""
+        b, t, h, w, _ = wan_vae.VIDEO_AXES
+        return (b, None, t, h, w)
+
+    model_output_axes = model_input_axes  # the latents [B,z,T,h,w] keep the video's axes
+
+    def output_shape(self, workload) -> tuple:
+        _, _, f, hh, ww = self.cfg.video_shape(workload)
+        st, sh, sw = self.cfg.vae.stride
+        return (1, self.cfg.vae.z_dim, 1 + (f - 1) // st, hh // sh, ww // sw)
+
+    def apply(self, params, video, *, workload, layout):
+        return wan_vae.encode(self.cfg.vae, params, video, layout=Renamed(layout, self.rename))
+
+
+STAGES = {"text_encoder": TextEncoderStage, "vae_decode": VaeDecodeStage,
+          "image_encoder": ImageEncoderStage, "vae_encode": VaeEncodeStage}
+
+
+def image_encoder_options(n: int, cfg: clip_image.CLIPVisionConfig = clip_image.CLIP_VIT_H14
+                          ) -> list[StageOption]:
+    """Shardings of the image encoder on n devices (one image; 257 tokens, a prime, so no
+    sequence split): replicated, heads and MLP over the largest degree dividing the heads
+    (copies on the rest), weights over every device gathered per layer."""
+    ie = "image_encoder"
+    out = [StageOption(ie, _cand("ie-replicated", data=n), (),
+                       source="every device encodes the image (one device's work)")]
+    t = math.gcd(n, cfg.heads)
+    if t > 1:
+        out.append(StageOption(ie, _cand(f"ie-tensor{t}", data=n // t, tensor=t),
+                               (("heads", "heads"), ("mlp", "mlp")),
+                               source="heads and MLP over tensor (Megatron)"
+                               + (f", {n // t} copies" if n > t else "")))
+    if n > 1 and cfg.width % n == 0:
+        out.append(StageOption(ie, _cand(f"ie-fsdp{n}", fsdp=n), (("fsdp", "fsdp"),),
+                               source="weights sharded over every device, gathered per layer"))
+    return out
+
+
+def vae_encode_options(n: int) -> list[StageOption]:
+    """Shardings of the conditioning clip's VAE encode on n devices: replicated, height or
+    width over all n, height 2 x width n/2 (the decode's spatial splits; no frame split:
+    1 + 4k frames divide by no even degree). `divides` on the latent grid."""
+    v = "vae_encode"
+    out = [StageOption(v, _cand("vae-encode-replicated", data=n), (),
+                       source="every device encodes the clip (one device's work)")]
+    if n == 1:
+        return out
+    for dim in ("width", "height"):
+        out.append(StageOption(v, _cand(f"vae-encode-{dim}{n}", context=n),
+                               ((dim, "length"),), ((dim, n),),
+                               source=f"the clip's {dim} over every device"))
+    if n % 2 == 0 and n > 2:
+        h = n // 2
+        out.append(StageOption(v, _cand(f"vae-encode-height2-width{h}", context=h, tensor=2),
+                               (("height", "heads"), ("width", "length")),
+                               (("height", 2), ("width", h)), source="a 2D spatial split"))
+    return out
+
+
+def clip_for(model) -> clip_image.CLIPVisionConfig:
+    """The image encoder of a preset with image tokens: ViT-H/14 for Wan 2.1 I2V's 257 x 1280;
+    otherwise CLIP_TINY at the model's width. Raises ValueError when the tokens differ."""
+    dim, tokens = model.image_dim, getattr(model, "image_len", clip_image.CLIP_VIT_H14.tokens)
+    if (dim, tokens) == (clip_image.CLIP_VIT_H14.width, clip_image.CLIP_VIT_H14.tokens):
+        return clip_image.CLIP_VIT_H14
+    cfg = clip_image.CLIP_TINY.replace(width=dim)
+    if cfg.tokens != tokens:
+        raise ValueError(f"{model.name} takes {tokens} image tokens; {cfg.name} gives "
+                         f"{cfg.tokens}")
+    return cfg
+
+
+def image_stages_for(model) -> list[tuple[str, object]]:
+    """The stages image to video adds before the loop, as (stage, config for
+    StageOption.spec): the image encoder where the transformer takes image tokens
+    (image_dim: Wan 2.1 I2V), the VAE encode where it takes image latents: the clip where
+    they are input channels beside the noise (I2V: 16 + 4 mask + 16), the image alone
+    where they replace latent frame 0 (per_token_time: TI2V-5B). [] for text to video."""
+    out = []
+    if getattr(model, "image_dim", None):
+        out.append(("image_encoder", clip_for(model)))
+    if model.in_dim > model.out_dim:
+        out.append(("vae_encode", ConditioningClip(vae_for(model))))
+    elif getattr(model, "per_token_time", False):
+        out.append(("vae_encode", ConditioningClip(vae_for(model), image_only=True)))
+    return out
