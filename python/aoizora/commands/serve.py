@@ -1,0 +1,167 @@
+"""`aoizora serve --model M --video V --frames F --topology T[,T2...] [--latency-bound S]
+[--objective throughput|cost] [--prices FILE] [--batch 1] [--steps N] [--json]`: the
+frontier of latency per video against videos per hour and cost per video over the splits of
+each slice into replicas, each replica shape planned by the planner (serving/survey.py;
+docs/serving.md). With --latency-bound, the split that serves the most videos per hour (or,
+--objective cost, the cheapest per video) within the bound, and why. Exit 0; 1 when no split
+meets the bound (the table is still printed); 2 on bad input, before any work."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:4x4"}
+
+
+def register(sub) -> None:
+    from aoizora import executor
+    from aoizora.validate import float_arg, int_arg
+
+    p = sub.add_parser("serve", help="latency against throughput and cost over the ways to "
+                                     "split a slice into replicas")
+    p.add_argument("--model", default=DEFAULTS["model"],
+                   help=f"model preset (default {DEFAULTS['model']})")
+    p.add_argument("--video", help=f"480p, 720p or tiny (default {DEFAULTS['video']}, or the "
+                                   "model's own size)")
+    p.add_argument("--frames", type=int_arg("--frames", 1, 100_001),
+                   help="4k+1 frames such as 21 or 81 (default 21; tiny has 9)")
+    p.add_argument("--topology", default=DEFAULTS["topology"], metavar="T[,T2...]",
+                   help="catalog slices to split, comma-separated (default "
+                        f"{DEFAULTS['topology']}), e.g. v5e:4x4,v6e:2x4,tpu7x:2x2x2")
+    p.add_argument("--batch", default="1", metavar="B[,B2...]",
+                   help="videos per replica at once (only 1 in this version)")
+    p.add_argument("--steps", type=int_arg("--steps", 1, 10_000), default=30,
+                   help="denoising steps, where a plan has no seconds per video (default 30)")
+    p.add_argument("--latency-bound", type=float_arg("--latency-bound", 1e-9), metavar="S",
+                   help="pick the best split within S seconds per video")
+    p.add_argument("--objective", choices=("throughput", "cost"), default="throughput",
+                   help="what the pick maximises within the bound: videos per hour "
+                        "(default) or the lowest cost per video")
+    p.add_argument("--prices", metavar="FILE",
+                   help="a price table replacing the shipped one (serving/prices.json)")
+    p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
+                   help="shardings Stage 1 keeps per replica plan (default: from recall)")
+    p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
+                   help="local compile processes, 1 to 256 (default: one per two cores)")
+    executor.add_argument(p)
+    p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
+                   help="compile for each replica's TPU via libtpu (default), or CPU devices")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    p.add_argument("--json", action="store_true", help="print the rows and the pick as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(run=run)
+
+
+def request_of(args):
+    """The survey's Request from the command line, checked (UserError, one line)."""
+    from aoizora.errors import UserError
+    from aoizora.models import default_video
+    from aoizora.serving import prices
+    from aoizora.serving.survey import Request
+
+    try:
+        batches = tuple(int(b) for b in args.batch.split(","))
+    except ValueError:
+        raise UserError(f"--batch {args.batch!r}: expected whole numbers such as 1 or "
+                        "1,2,4") from None
+    video = args.video or default_video(args.model, DEFAULTS["video"])
+    topologies = tuple(t.strip() for t in args.topology.split(",") if t.strip())
+    return Request(args.model, video, args.frames, topologies, prices.load(args.prices),
+                   batches, args.steps)
+
+
+def check_cost(request, by_slice) -> None:
+    """--objective cost needs a price for a generation it can pick from: UserError if none
+    of the slices' generations has one."""
+    from aoizora.errors import UserError
+
+    gens = list(dict.fromkeys(ss[0].generation for ss in by_slice.values()))
+    if not any(request.prices.usd_per_chip_hour(g) is not None for g in gens):
+        raise UserError(f"--objective cost: the price table {request.prices.path} has no "
+                        f"price for {', '.join(gens)} ({request.prices.why_missing(gens[0])})")
+
+
+def run(args) -> int:
+    from aoizora import executor
+    from aoizora.cache import Cache
+    from aoizora.planner import Settings
+    from aoizora.serving import frontier, survey
+
+    request = request_of(args)
+    by_slice = survey.check(request)
+    if args.objective == "cost" and args.latency_bound is not None:
+        check_cost(request, by_slice)
+    jobs_on = executor.from_args(args)
+    try:
+        settings = Settings(top_k=args.top_k, workers=args.workers,
+                            cache=None if args.no_cache else Cache(),
+                            compile_target=args.compile_target, executor=jobs_on)
+        result = survey.survey(request, settings, progress_for=_progress(args), log=log)
+    finally:
+        jobs_on.close()
+    chosen = (frontier.pick(result.rows, args.latency_bound, args.objective)
+              if args.latency_bound is not None else None)
+    if args.json:
+        print(json.dumps(as_json(result, chosen, args), indent=1))
+    else:
+        print_survey(result, request, chosen, args)
+    return 1 if chosen is not None and chosen.row is None else 0
+
+
+def log(text: str) -> None:
+    print(f"serve: {text}", file=sys.stderr, flush=True)
+
+
+def _progress(args):
+    from aoizora.progress import RichProgress
+
+    return lambda shape: RichProgress(enabled=not args.quiet)
+
+
+def as_json(result, chosen, args) -> dict:
+    from aoizora.serving import frontier
+
+    on = {k: [r.split + " on " + r.topology for r in frontier.frontier(result.rows, k)]
+          for k in frontier.OBJECTIVES}
+    return {"rows": [asdict(r) for r in result.rows], "frontier": on,
+            "replicas": {k: asdict(v) for k, v in result.replicas.items()},
+            "pick": None if chosen is None else {
+                "bound_s": args.latency_bound, "objective": args.objective,
+                "row": None if chosen.row is None else asdict(chosen.row), "why": chosen.why},
+            "notes": result.notes,
+            "note": "latencies simulated on the model of each chip; none is measured"}
+
+
+def print_survey(result, request, chosen, args, out=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from aoizora.serving import frontier
+
+    marks = {k: {id(r) for r in frontier.frontier(result.rows, k)} for k in frontier.OBJECTIVES}
+    frames = f", {request.frames} frames" if request.frames else ""
+    t = Table(title=f"serve {request.model}, {request.video}{frames}: latency per video "
+                    "against videos per hour and cost (simulated)")
+    for col in ("slice", "split", "chips", "replica plan", "s / video", "videos / h",
+                "USD / video", "frontier"):
+        t.add_column(col, justify="right" if col in ("chips", "s / video", "videos / h",
+                                                      "USD / video") else "left")
+    for r in result.rows:
+        on = [k for k in frontier.OBJECTIVES if id(r) in marks[k]]
+        t.add_row(r.topology, r.split + (f", batch {r.batch}" if r.batch != 1 else ""),
+                  str(r.chips), r.plan or r.why_not, _num(r.latency_s, ".4g"),
+                  _num(r.videos_per_hour, ",.1f"), _num(r.usd_per_video, ".3g"),
+                  ", ".join(on) or "-")
+    out = out or sys.stdout
+    Console(file=out, width=None if out.isatty() else 200).print(t)
+    for note in result.notes:
+        print(f"note: {note}", file=out)
+    if chosen is not None:
+        print(f"pick (--latency-bound {args.latency_bound:g} s, --objective {args.objective}): "
+              f"{chosen.why}", file=out)
+
+
+def _num(x, fmt: str) -> str:
+    return "-" if x is None else f"{x:{fmt}}"

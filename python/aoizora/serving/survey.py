@@ -1,0 +1,164 @@
+"""The serving survey of a model on one or more slices: every split of each slice into
+replicas (splits.py), each replica shape planned once by the planner, its seconds per video
+turned into videos per hour and USD per video (prices.py), the rows set on the frontier
+(frontier.py).
+
+    request = Request(model, video, frames, topologies, prices, batches=(1,), steps=30)
+    check(request) -> {topology: [Split]}     UserError, before any work, on bad input
+    survey(request, settings, progress_for=None, log=None) -> Survey
+
+A replica shape is a catalog slice, planned as `aoizora plan` plans it (planner.plan with
+`settings`: cache, executor, compile target, top-k); one shape serving several splits or
+slices is planned once, and the compile cache makes a shape planned before cheap. Seconds
+per video: the plan's own (plan.video["seconds"]: text encoding, the denoising steps, VAE
+decode and reshards, simulated) where the planner priced the whole video; else `steps` x the
+plan's simulated forward, labelled "transformer steps only". Only batch 1: the planner plans
+one video (its CFG pair) per forward, and a batch of videos per replica needs a plan for that
+batch (the scaling is not guessed). Splits whose replicas could share links (splits.py) are
+rows that say so and are not planned.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aoizora.errors import NoFitError, UserError
+from aoizora.serving import frontier, splits
+from aoizora.serving.frontier import Row
+from aoizora.serving.prices import PriceTable
+
+TRANSFORMER_ONLY = "transformer steps only"
+
+
+@dataclass(frozen=True)
+class Request:
+    model: str
+    video: str
+    frames: int | None
+    topologies: tuple[str, ...]        # catalog slices ("v5e:4x4", "tpu7x:2x2x2")
+    prices: PriceTable
+    batches: tuple[int, ...] = (1,)    # videos per replica at once; only 1 in this version
+    steps: int = 30                    # denoising steps, where a plan has no seconds per video
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """What the plan of one replica shape gives serving."""
+
+    planned_as: str                    # the catalog slice planned ("v5e:2x4")
+    latency_s: float | None = None     # seconds per video; None: no plan
+    scope: str = ""                    # what latency_s covers
+    plan: str = ""                     # "sharding @ placement"
+    error: str = ""                    # why there is no plan
+
+
+@dataclass
+class Survey:
+    rows: list[Row]
+    splits: dict[str, list[splits.Split]]
+    replicas: dict[str, ReplicaPlan]
+    notes: list[str] = field(default_factory=list)   # what the figures are not, in words
+
+
+def check(request: Request) -> dict[str, list[splits.Split]]:
+    """The workload, the slices and the batches, checked before any work: the splits of
+    each slice. UserError (one line) on bad input."""
+    from aoizora import validate
+
+    validate.workload(request.model, request.video, request.frames)
+    if not request.topologies:
+        raise UserError("--topology: name at least one slice (v5e:4x4, ...)")
+    if request.steps < 1:
+        raise UserError(f"--steps {request.steps}: a video takes at least one denoising step")
+    other = [b for b in request.batches if b != 1]
+    if other:
+        raise UserError(f"--batch {other[0]}: only batch 1 in this version: the planner plans "
+                        "one video (its CFG pair) per forward, and the time of a batch of "
+                        "videos needs a plan for that batch, not a guess")
+    return {t: splits.enumerate_splits(t) for t in dict.fromkeys(request.topologies)}
+
+
+def survey(request: Request, settings, progress_for: Callable[[str], Any] | None = None,
+           log: Callable[[str], None] | None = None) -> Survey:
+    """Plans every replica shape the priceable splits need (module doc) and returns every
+    split's rows. `settings`: planner.Settings; progress_for(slice) -> a context manager
+    giving the planner's Progress for that plan; log(line) for what happens between."""
+    log = log or (lambda line: None)
+    by_slice = check(request)
+    shapes = list(dict.fromkeys(s.planned_as for ss in by_slice.values() for s in ss
+                                if not s.shares_links))
+    replicas: dict[str, ReplicaPlan] = {}
+    for i, shape in enumerate(shapes, 1):
+        log(f"[{i}/{len(shapes)}] planning a replica on {shape}")
+        with progress_for(shape) if progress_for else nullcontext() as progress:
+            replicas[shape] = plan_replica(request, shape, settings, progress)
+        r = replicas[shape]
+        log(f"[{i}/{len(shapes)}] {shape}: " + (f"{r.plan}, {r.latency_s:.4g} s per video "
+                                                f"({r.scope})" if r.error == "" else r.error))
+    rows = [row for t, ss in by_slice.items() for s in ss for b in request.batches
+            for row in [_row(request, s, b, replicas.get(s.planned_as))]]
+    return Survey(rows, by_slice, replicas, _notes(request, by_slice, replicas))
+
+
+def plan_replica(request: Request, shape: str, settings, progress=None) -> ReplicaPlan:
+    """The plan of one replica on the catalog slice `shape`, as serving reads it; a plan
+    the planner refuses (nothing fits, every candidate failed) is a ReplicaPlan with the
+    reason."""
+    from aoizora.planner import plan
+
+    try:
+        result = plan(request.model, request.video, request.frames, shape, settings, progress)
+    except NoFitError as e:
+        return ReplicaPlan(shape, error=f"no sharding fits: {e}")
+    except UserError as e:
+        return ReplicaPlan(shape, error=str(e))
+    seconds, scope = seconds_per_video(result.plan, request.steps)
+    c = result.plan.choice
+    return ReplicaPlan(shape, seconds, scope, f"{c.candidate} @ {c.placement}")
+
+
+def seconds_per_video(plan, steps: int) -> tuple[float, str]:
+    """(seconds per video, what they cover) of a plan (plan_format.Plan): its own figure for
+    the whole video where the planner priced it, else `steps` simulated forwards."""
+    video = getattr(plan, "video", None) or {}
+    if video.get("seconds") is not None:
+        n = video.get("steps")
+        return float(video["seconds"]), (f"video: text encoder, {n} steps, VAE decode, "
+                                         "reshards" if n else "video")
+    return steps * plan.choice.simulated_s, f"{TRANSFORMER_ONLY} ({steps} x one forward)"
+
+
+def _row(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan | None) -> Row:
+    chips = s.replicas * s.chips_per_replica
+    base = dict(topology=s.slice_name, split=s.describe(), replicas=s.replicas, chips=chips,
+                batch=batch)
+    if s.shares_links:
+        return Row(**base, latency_s=None, videos_per_hour=None, usd_per_video=None,
+                   priced=False, why_not="not priced: replicas could share links (needs the "
+                   f"multi-program simulation): {s.why}")
+    if replica is None or replica.error:
+        return Row(**base, latency_s=None, videos_per_hour=None, usd_per_video=None,
+                   priced=False, why_not=f"no plan on {s.planned_as}: "
+                   + (replica.error if replica else "not planned"))
+    vph = frontier.videos_per_hour(s.replicas, batch, replica.latency_s)
+    usd = request.prices.usd_per_chip_hour(s.generation)
+    return Row(**base, latency_s=replica.latency_s, videos_per_hour=vph,
+               usd_per_video=None if usd is None else frontier.usd_per_video(chips, usd, vph),
+               scope=replica.scope, plan=replica.plan)
+
+
+def _notes(request: Request, by_slice, replicas: dict[str, ReplicaPlan]) -> list[str]:
+    notes = []
+    gens = dict.fromkeys(s.generation for ss in by_slice.values() for s in ss)
+    for gen in gens:
+        p = request.prices.prices.get(gen)
+        notes.append(f"{gen}: {p.usd_per_chip_hour:g} USD per chip-hour ({p.date}, "
+                     f"{p.source})" if p else f"{gen}: no cost per video: "
+                     + request.prices.why_missing(gen))
+    if any(r.scope.startswith(TRANSFORMER_ONLY) for r in replicas.values()):
+        notes.append(f"latency per video: {TRANSFORMER_ONLY}, {request.steps} x the plan's "
+                     "simulated forward; no text encoder, VAE decode or reshards (this "
+                     "planner does not price the whole video yet)")
+    return notes

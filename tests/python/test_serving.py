@@ -1,0 +1,269 @@
+"""aoizora serve (serving/): the splits of a slice into replicas and which may be priced apart,
+the price table and a user's replacing it, the frontier and the pick under a latency bound on
+hand-made figures, the units of videos per hour and cost per video, the one-line refusals,
+and one survey end to end on the tiny Wan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from aoizora.errors import UserError
+from aoizora.serving import frontier, prices, splits, survey
+from aoizora.serving.frontier import Row
+
+
+def _names(slice_name: str) -> dict[str, splits.Split]:
+    return {s.name: s for s in splits.enumerate_splits(slice_name)}
+
+
+def _chips_of(s: splits.Split) -> list[tuple[int, int, int]]:
+    bx, by, bz = s.replica_dims
+    return [(ox + x, oy + y, oz + z) for ox, oy, oz in s.origins
+            for z in range(bz) for y in range(by) for x in range(bx)]
+
+
+# ---- splits ------------------------------------------------------------------------------
+
+def test_v5e_4x4_splits_into_1_2_4_and_16_replicas_in_both_orientations():
+    got = _names("v5e:4x4")
+    assert list(got) == ["1 x 4x4", "2 x 2x4", "2 x 4x2", "4 x 2x2", "16 x 1x1"]
+    assert got["2 x 2x4"].origins == ((0, 0, 0), (2, 0, 0))
+    assert got["2 x 4x2"].origins == ((0, 0, 0), (0, 2, 0))
+    # The 4x2 box is v5e:2x4 transposed (v5e:4x2 is no catalog slice), and says so.
+    assert got["2 x 4x2"].planned_as == got["2 x 2x4"].planned_as == "v5e:2x4"
+    assert got["2 x 4x2"].transposed and not got["2 x 2x4"].transposed
+    assert got["2 x 4x2"].describe() == "2 x 4x2 (as v5e:2x4)"
+    assert got["4 x 2x2"].planned_as == "v5e:2x2" and got["16 x 1x1"].planned_as == "v5e:1x1"
+
+
+@pytest.mark.parametrize("slice_name", ["v5e:4x4", "v6e:2x4", "tpu7x:2x2x2", "v5p:4x4x4"])
+def test_every_split_covers_every_chip_once(slice_name):
+    for s in splits.enumerate_splits(slice_name):
+        chips = _chips_of(s)
+        assert len(chips) == len(set(chips)) == s.replicas * s.chips_per_replica
+        assert all(c < d for chip in chips for c, d in zip(chip, s.slice_dims)), s.name
+        assert s.replicas * s.chips_per_replica == s.slice_dims[0] * s.slice_dims[1] * s.slice_dims[2]
+
+
+def test_tpu7x_replicas_are_whole_chips_planned_as_catalog_slices():
+    got = _names("tpu7x:2x2x2")
+    assert list(got) == ["1 x 2x2x2", "2 x 1x2x2", "2 x 2x1x2", "2 x 2x2x1", "8 x 1x1x1"]
+    assert {got[n].planned_as for n in ("2 x 1x2x2", "2 x 2x1x2", "2 x 2x2x1")} == {
+        "tpu7x:2x2x1"}
+    assert got["8 x 1x1x1"].planned_as == "tpu7x:1x1x1"   # one chip: both of its cores
+
+
+def test_splits_of_slices_without_wraparound_are_priced_apart():
+    for name in ("v5e:4x4", "v6e:2x4", "tpu7x:2x2x2"):
+        for s in splits.enumerate_splits(name):
+            assert not s.shares_links, (name, s.name, s.why)
+
+
+def test_a_split_that_cuts_a_wraparound_axis_is_not_priced_apart():
+    v5p = _names("v5p:4x4x4")   # a torus: every axis wraps
+    assert [n for n, s in v5p.items() if not s.shares_links] == ["1 x 4x4x4"]
+    assert "wraps along x" in v5p["2 x 2x4x4"].why
+    v5e = _names("v5e:16x16")   # v5e wraps an axis of 16
+    assert v5e["2 x 8x16"].shares_links and "along x" in v5e["2 x 8x16"].why
+    assert v5e["2 x 16x8"].shares_links and "along y" in v5e["2 x 16x8"].why
+
+
+def test_a_topology_that_is_no_catalog_slice_is_refused_with_a_guess():
+    with pytest.raises(UserError, match=r"'v5e:3x3'.*catalog slices only.*did you mean"):
+        splits.enumerate_splits("v5e:3x3")
+
+
+# ---- prices ------------------------------------------------------------------------------
+
+def test_every_shipped_figure_has_a_source_and_a_date():
+    table = prices.load()
+    assert table.prices, "the shipped table has no figure"
+    for gen, p in table.prices.items():
+        assert p.source.startswith("https://") and p.date[:2] == "20", gen
+        assert p.usd_per_chip_hour > 0
+    # A generation without a public figure says so instead of a guess.
+    for gen in ("v5e", "tpu7x"):
+        assert table.usd_per_chip_hour(gen) is None and "found" in table.why_missing(gen)
+
+
+def _write(tmp_path, d, name="prices.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(d))
+    return str(path)
+
+
+def _user_table(**entries):
+    return {"schema": prices.SCHEMA, "currency": "USD", "prices": entries}
+
+
+def test_a_user_file_replaces_the_shipped_table_whole(tmp_path):
+    path = _write(tmp_path, _user_table(v5e={"usd_per_chip_hour": 1.5, "date": "2026-01-02",
+                                             "source": "our contract"}))
+    table = prices.load(path)
+    assert table.usd_per_chip_hour("v5e") == 1.5
+    assert table.usd_per_chip_hour("v6e") is None   # shipped, but not in the user's file
+    assert path in table.why_missing("v6e")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"v9z": {"usd_per_chip_hour": 1.0, "date": "2026-01-01", "source": "x"}},
+     r"unknown generation 'v9z'"),
+    ({"v6": {"usd_per_chip_hour": 1.0, "date": "2026-01-01", "source": "x"}},
+     r"unknown generation 'v6': did you mean 'v6e'"),
+    ({"v5e": {"usd_per_chip_hour": -1.0, "date": "2026-01-01", "source": "x"}},
+     r"prices.v5e.usd_per_chip_hour must be a number > 0"),
+    ({"v5e": {"usd_per_chip_hour": 1.0, "source": "x"}}, r"prices.v5e needs a 'date'"),
+    ({"v5e": {"usd_per_chip_hour": 1.0, "date": "May 2026", "source": "x"}},
+     r"prices.v5e.date must be YYYY-MM-DD"),
+    ({"v5e": {"usd_per_hour": 1.0, "date": "2026-01-01", "source": "x"}},
+     r"unknown field 'usd_per_hour'"),
+])
+def test_a_bad_price_file_is_refused_naming_the_field(tmp_path, entry, message):
+    path = _write(tmp_path, _user_table(**entry))
+    with pytest.raises(UserError, match=message) as e:
+        prices.load(path)
+    assert str(e.value).startswith(f"--prices {path}: ") and "\n" not in str(e.value)
+
+
+def test_a_file_that_is_not_a_price_table_says_which_schema(tmp_path):
+    with pytest.raises(UserError, match=r"not a price table of schema aoizora.prices/1"):
+        prices.load(_write(tmp_path, {"v5e": 1.2}))
+
+
+# ---- the frontier and the pick, on hand-made figures ---------------------------------------
+
+def _row(split, latency_s, vph, usd, **kw) -> Row:
+    return Row("v5e:4x4", split, 1, 16, 1, latency_s, vph, usd, **kw)
+
+
+FAST = _row("fast", 1.5, 1000.0, 0.05)
+A = _row("a", 2.0, 1800.0, 0.02)
+BIG = _row("big", 2.2, 2000.0, 0.03)      # more videos than A, each dearer
+WIDE = _row("wide", 3.0, 4800.0, 0.01)
+SLOWER_AND_WORSE = _row("dominated", 3.5, 4000.0, 0.015)   # WIDE beats it on both
+SHARED = _row("shared", 0.5, 99999.0, 0.001, priced=False, why_not="not priced: ...")
+ROWS = [FAST, A, BIG, WIDE, SLOWER_AND_WORSE, SHARED]
+
+
+def test_the_frontier_drops_a_dominated_split_and_an_unpriced_one():
+    assert frontier.frontier(ROWS, "throughput") == [FAST, A, BIG, WIDE]
+    # Against cost BIG is dominated by A (faster and cheaper per video).
+    assert frontier.frontier(ROWS, "cost") == [FAST, A, WIDE]
+
+
+def test_a_row_without_a_price_is_on_no_cost_frontier():
+    unpriced = _row("no-price", 1.0, 500.0, None)
+    assert unpriced in frontier.frontier(ROWS + [unpriced], "throughput")
+    assert unpriced not in frontier.frontier(ROWS + [unpriced], "cost")
+
+
+def test_the_pick_keeps_the_bound_and_follows_the_objective():
+    p = frontier.pick(ROWS, 2.5, "throughput")
+    assert p.row is BIG            # WIDE serves more but takes 3 s; SHARED is not priced
+    assert "2,000 videos per hour" in p.why
+    assert "of the 3 splits that meet it" in p.why    # FAST, A, BIG: not the unpriced SHARED
+    assert "wide on v5e:4x4 would give 4,800 videos per hour" in p.why and "takes 3 s" in p.why
+    assert frontier.pick(ROWS, 2.5, "cost").row is A    # cheaper per video than BIG
+    assert frontier.pick(ROWS, 10.0, "throughput").row is WIDE
+    assert frontier.pick(ROWS, 2.0, "throughput").row is A    # the bound is inclusive
+
+
+def test_a_bound_nothing_meets_says_what_the_fastest_takes():
+    p = frontier.pick(ROWS, 1.0, "throughput")
+    assert p.row is None
+    assert p.why == ("no split meets the latency bound of 1 s: the fastest, fast on v5e:4x4, "
+                     "takes 1.5 s per video")
+
+
+def test_videos_per_hour_and_cost_per_video_count_every_chip_of_the_slice():
+    two = _names("v6e:2x4")["2 x 2x2"]
+    table = prices.PriceTable("t", {"v6e": prices.Price(2.7, "2024-12-12", "s")})
+    request = survey.Request("wan-tiny", "tiny", None, ("v6e:2x4",), table)
+    row = survey._row(request, two, 1, survey.ReplicaPlan("v6e:2x2", 3.0, "video", "p @ q"))
+    assert row.videos_per_hour == pytest.approx(2 * 3600 / 3.0)          # 2400 per hour
+    # 8 chips x 2.7 USD an hour, over 2400 videos in that hour.
+    assert row.usd_per_video == pytest.approx(8 * 2.7 / 2400)            # 0.009 USD
+    assert row.priced and row.plan == "p @ q"
+
+
+def test_seconds_per_video_prefers_the_plans_own_whole_video_figure():
+    choice = SimpleNamespace(simulated_s=0.1)
+    whole = SimpleNamespace(choice=choice, video={"seconds": 4.2, "steps": 40})
+    assert survey.seconds_per_video(whole, 30) == (4.2, "video: text encoder, 40 steps, VAE "
+                                                        "decode, reshards")
+    bare = SimpleNamespace(choice=choice, video={"not_priced": "not asked"})
+    seconds, scope = survey.seconds_per_video(bare, 30)
+    assert seconds == pytest.approx(3.0) and scope.startswith("transformer steps only")
+
+
+def test_a_split_that_could_share_links_is_a_row_that_says_so():
+    cut = _names("v5p:4x4x4")["2 x 2x4x4"]
+    request = survey.Request("wan-tiny", "tiny", None, ("v5p:4x4x4",), prices.load())
+    row = survey._row(request, cut, 1, None)
+    assert not row.priced and row.latency_s is None
+    assert row.why_not.startswith("not priced: replicas could share links (needs the "
+                                  "multi-program simulation): the slice wraps along x")
+
+
+# ---- the command's refusals, before any work -----------------------------------------------
+
+def _serve(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aoizora.cli", "serve", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch", "2"], "--batch 2: only batch 1 in this version"),
+    (["--topology", "v5e:4x4,v5e:3x3"], "--topology 'v5e:3x3': serve splits catalog slices"),
+    (["--objective", "cost", "--latency-bound", "3"],
+     "--objective cost: the price table"),
+    (["--model", "wan-tiny", "--video", "tiny", "--frames", "21"], "--frames 21"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    r = _serve(*args)
+    assert r.returncode == 2, r.stderr
+    lines = [line for line in r.stderr.splitlines() if "error" in line]
+    assert len(lines) == 1 and message in lines[0], r.stderr
+    assert "serve: [" not in r.stderr   # nothing was planned
+
+
+def test_an_unknown_generation_in_a_user_price_file_is_refused(tmp_path):
+    path = _write(tmp_path, _user_table(v9z={"usd_per_chip_hour": 1.0, "date": "2026-01-01",
+                                            "source": "x"}))
+    r = _serve("--prices", path)
+    assert r.returncode == 2 and "unknown generation 'v9z'" in r.stderr
+
+
+# ---- end to end on the tiny Wan ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_survey(tmp_path_factory):
+    from aoizora.cache import Cache
+    from aoizora.planner import Settings
+
+    settings = Settings(top_k=1, workers=1, compile_target="cpu",
+                        cache=Cache(str(tmp_path_factory.mktemp("cache"))))
+    request = survey.Request("wan-tiny", "tiny", None, ("v5e:2x2",), prices.load())
+    return survey.survey(request, settings), settings
+
+
+def test_a_survey_prices_each_split_from_its_own_replicas_plan(tiny_survey):
+    from aoizora.planner import plan
+
+    result, settings = tiny_survey
+    rows = {r.split: r for r in result.rows}
+    assert list(rows) == ["1 x 2x2", "4 x 1x1"]
+    # Each row's latency is its replica shape's own plan (from the cache now), per video.
+    for split, shape, replicas in (("1 x 2x2", "v5e:2x2", 1), ("4 x 1x1", "v5e:1x1", 4)):
+        alone = plan("wan-tiny", "tiny", None, shape, settings).plan
+        seconds, _ = survey.seconds_per_video(alone, 30)
+        assert rows[split].latency_s == pytest.approx(seconds)
+        assert rows[split].videos_per_hour == pytest.approx(replicas * 3600 / seconds)
+        assert rows[split].plan == f"{alone.choice.candidate} @ {alone.choice.placement}"
+    assert rows["4 x 1x1"].usd_per_video is None     # the shipped table has no v5e price
+    assert any(n.startswith("v5e: no cost per video") for n in result.notes)
