@@ -108,8 +108,12 @@ def workload_overrides(plan, devices: int) -> dict[str, Any]:
         raise UserError(f"MaxDiffusion cannot run {videos} video(s) on {devices} devices: "
                         "its per_device_batch_size x devices must be a whole number")
     height, width = dict(get_model(name).sizes)[video]
-    return {"per_device_batch_size": videos / devices, "height": height, "width": width,
-            "num_frames": int(plan.workload["frames"])}
+    out = {"per_device_batch_size": videos / devices, "height": height, "width": width,
+           "num_frames": int(plan.workload["frames"])}
+    steps = plan.video.get("steps")
+    if steps is not None:  # the step count seconds per video was priced at
+        out["num_inference_steps"] = int(steps)
+    return out
 
 
 def candidate_of(o: dict[str, Any]) -> Candidate:
@@ -218,17 +222,28 @@ def to_maxdiffusion(plan, device_ids: list[int],
         "aoizora": {"model": plan.model.get("name"), "topology": plan.topology.get("name"),
                     "candidate": c.name, "placement": plan.choice.placement,
                     "simulated_step_s": plan.choice.simulated_s,
+                    "simulated_video_s": plan.video.get("seconds"),
+                    "steps": plan.video.get("steps"),
                     "attention_kernel": c.kernel,
                     **({"stand_in": STAND_IN[c.form]}
                        if c.form in STAND_IN and c.kernel != ATTENTION[c.form] else {}),
-                    "not_planned": "num_inference_steps and everything outside the "
-                                   "transformer forward: your config's values stand"},
+                    "not_planned": _not_planned(plan)},
         "overrides": o,
         "device_order": {"mesh_axes": list(MESH_AXES),
                          "mesh_shape": [c.data, c.fsdp, c.context, c.tensor],
                          "device_ids": list(device_ids),
                          "device_coords": [list(x) for x in plan.choice.device_coords]},
     }
+
+
+def _not_planned(plan) -> str:
+    """What the plan leaves to the user's config: the stages around the loop run as their
+    config has them (the plan priced its own shardings of them: plan.json's video)."""
+    if plan.video.get("steps") is None:
+        return ("num_inference_steps and everything outside the transformer forward: your "
+                "config's values stand")
+    return ("the text encoder's and the VAE's shardings (MaxDiffusion's own run; the plan's "
+            "seconds per video priced its best shardings of them, plan.json's video.stages)")
 
 
 def libtpu_init_args(plan) -> str:

@@ -68,7 +68,16 @@ class Plan:
     runners_up: list[Choice] = field(default_factory=list)
     baselines: dict[str, Choice] = field(default_factory=dict)
     planning: dict[str, Any] = field(default_factory=dict)
+    # Seconds per video (simulated): the plan's and each baseline's by part, the stages
+    # around the loop (pipeline/plan_video.py); {"not_priced": why} when not priced.
+    video: dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
+
+    def seconds_per_video(self, tag: str | None = None) -> float | None:
+        """The plan's simulated seconds per video, or baseline `tag`'s; None when not
+        priced."""
+        v = self.video if tag is None else self.video.get("baselines", {}).get(tag, {})
+        return v.get("seconds")
 
     def workload_text(self) -> str:
         """The workload in words, only the figures the plan has: "480p, 21 frames (9,360
@@ -101,6 +110,7 @@ class Plan:
             runners_up=[Choice(**c) for c in d.get("runners_up", [])],
             baselines={k: Choice(**c) for k, c in d.get("baselines", {}).items()},
             planning=d.get("planning", {}),
+            video=d.get("video", {}),
         )
 
     def save(self, path: str) -> None:

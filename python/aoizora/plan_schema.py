@@ -150,6 +150,24 @@ def check(d) -> None:
     if not isinstance(planning, dict):
         raise ValueError("'planning' must be an object")
     _check_failed_baselines(planning.get("baselines_failed", {}))
+    _check_video(d.get("video", {}))
+
+
+def _check_video(video) -> None:
+    """video (optional; plans before seconds per video have none): the plan's and each
+    baseline's seconds, numbers >= 0 or null, and the step count."""
+    if not isinstance(video, dict):
+        raise ValueError("'video' must be an object")
+    if not video or "not_priced" in video:
+        return
+    steps = video.get("steps")
+    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
+        raise ValueError("video.steps must be a positive integer")
+    for where, v in [("video", video)] + [(f"video.baselines.{t}", b) for t, b in
+                                          video.get("baselines", {}).items()]:
+        for key, x in [("seconds", v.get("seconds"))] + list(v.get("parts", {}).items()):
+            if x is not None and (not _is_number(x) or x < 0):
+                raise ValueError(f"{where}.{key} must be a number of seconds >= 0 or null")
 
 
 def _check_failed_baselines(failed) -> None:

@@ -8,6 +8,8 @@ baseline JAX cannot lay out, a stand-in, one not compared) is printed once, belo
     print_choice(plan, console=None)       the chosen sharding and placement, in words too,
                                            and any placement that ties it
     print_comparison(plan, console=None)   the table against the baselines, then its notes
+    print_video(plan, console=None)        seconds per video by part (text encoding, the
+                                           steps, the VAE decode, the reshards)
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Row(NamedTuple):
     speedup: float | None
     tag: str = ""
     notes: tuple[str, ...] = ()
+    video_s: float | None = None     # simulated seconds per video (None: not priced)
 
 
 def comparison_rows(plan: Plan) -> list[Row]:
@@ -42,11 +45,11 @@ def comparison_rows(plan: Plan) -> list[Row]:
     (planning["baselines_failed"]), which says why."""
     best = plan.choice.simulated_s
     rows = [Row("AoiZora", plan.choice.candidate, plan.choice.placement, best,
-                1.0 if best else None, "AoiZora")]
+                1.0 if best else None, "AoiZora", video_s=plan.seconds_per_video())]
     for tag, b in plan.baselines.items():
         speed = b.simulated_s / best if best and b.simulated_s else None
         rows.append(Row(b.label(tag), b.candidate, b.placement, b.simulated_s, speed, tag,
-                        tuple(b.notes())))
+                        tuple(b.notes()), plan.seconds_per_video(tag)))
     for tag, f in plan.planning.get("baselines_failed", {}).items():
         note = f"not compared: {f['why']}"
         rows.append(Row(f"{tag} ({note})", f["candidate"], "-", None, None, tag, (note,)))
@@ -111,10 +114,16 @@ def _table(plan: Plan, rows: list[Row], labels: list[str]):
     t.add_column("placement", overflow="fold")
     t.add_column("ms /\nforward", justify="right", no_wrap=True)
     t.add_column("AoiZora\nspeedup", justify="right", no_wrap=True)
+    per_video = any(r.video_s is not None for r in rows)
+    if per_video:
+        t.add_column("s /\nvideo", justify="right", no_wrap=True)
     for label, r in zip(labels, rows):
-        t.add_row(Text(label), Text(r.sharding), Text(r.placement),
-                  "-" if r.simulated_s is None else f"{r.simulated_s * 1e3:.2f}",
-                  "-" if r.speedup is None else f"{r.speedup:.3f}x")
+        cells = [Text(label), Text(r.sharding), Text(r.placement),
+                 "-" if r.simulated_s is None else f"{r.simulated_s * 1e3:.2f}",
+                 "-" if r.speedup is None else f"{r.speedup:.3f}x"]
+        if per_video:
+            cells.append("-" if r.video_s is None else f"{r.video_s:.4g}")
+        t.add_row(*cells)
     return t
 
 
@@ -153,3 +162,47 @@ def print_comparison(plan: Plan, console=None) -> None:
                      "JAX's default order can lay out, its row repeated")
     for n in below:
         console.print(n, markup=False, highlight=False)
+
+
+def _seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s:.3f} s" if s >= 1 else f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
+
+
+def video_lines(plan: Plan) -> list[str]:
+    """Seconds per video of the plan by part, in words (print_video, the report)."""
+    v = plan.video
+    if not v:
+        return []
+    if "not_priced" in v:
+        return [f"seconds per video: not priced ({v['not_priced']})"]
+    parts, stages, steps = v["parts"], v["stages"], v["steps"]
+    where = lambda name: (stages.get(name) or {}).get("sharding", "none priced")
+    switch = v.get("expert_switch_step")
+    rows = [("text encoding (2 prompts)", parts["text_encoder_s"], where("text_encoder"))]
+    if "conditioning_s" in parts:
+        rows.append(("image conditioning", parts["conditioning_s"], ", ".join(
+            where(k) for k in ("image_encoder", "vae_encode") if k in stages)))
+    rows += [(f"{steps} steps", parts["denoising_s"],
+             f"{steps} x {_seconds(v['step_s'])}"
+             + (f"; low-noise expert from step {switch}" if switch is not None else "")),
+            ("VAE decode", parts["vae_decode_s"], where("vae_decode")),
+            ("reshards between stages", parts["reshard_s"], ""),
+            ("total", v["seconds"], "")]
+    w = max(len(r[0]) for r in rows)
+    out = [f"seconds per video (simulated; {steps} steps: {v.get('steps_source') or '?'}):"]
+    out += [f"  {name.ljust(w)}  {_seconds(sec).rjust(10)}  {how}".rstrip()
+            for name, sec, how in rows]
+    c = v.get("changed_choice")
+    if c:
+        out.append(f"  per video the plan beats {c['by_step']} @ {c['by_step_placement']}, the "
+                   f"fastest per forward ({c['why']})")
+    out += [f"  note: {n}" for n in v.get("notes", [])]
+    return out
+
+
+def print_video(plan: Plan, console=None) -> None:
+    console = _console(console)
+    for line in video_lines(plan):
+        console.print(line, markup=False, highlight=False)

@@ -65,6 +65,9 @@ class Settings:
     verify_baselines: bool = False    # TPU: the baselines' shardings through the TPU backend
                                       # too; else only those whose verdict the analysis
                                       # cannot predict (_backend_prediction)
+    video: bool = True                # price the whole video: the stages around the loop
+                                      # (pipeline/plan_video.py), the plan the best per video
+    steps: int | None = None          # denoising steps; None: the model's MaxDiffusion config
 
 
 class Progress:
@@ -135,6 +138,7 @@ class _Run:
     # Shardings analysed and not compiled in full: name -> the backend's predicted verdict.
     predicted: dict[str, str] = field(default_factory=dict)
     ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
+    video_why: str = ""               # why seconds per video was not priced (_video_model)
 
     @property
     def analysis_kind(self) -> str:
@@ -184,12 +188,13 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
         base_cands = baselines.baseline_candidates(
             run.cfg, s1, run.stage2.topology.link_bandwidth, run.stage2.topology.hop_latency)
         pool = _verify_decision(run, pool, base_cands.values())
-        pool, base_pairs = _verify_pooled(run, pool,
-                                          _baselines(run, s1, base_cands, pool, ranked))
+        base_pairs = _baselines(run, s1, base_cands, pool, ranked)
+        whole = _video_model(run)
+        pool, base_pairs = _verify_pooled(run, pool, base_pairs, whole)
     finally:
         run.ahead.close()
     return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
-                   base_pairs)
+                   base_pairs, whole)
 
 
 def _check_compilable(target: CompileTarget, topology: str) -> None:
@@ -522,24 +527,17 @@ def _skip_reason(run: _Run, name: str) -> str:
 
 
 def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: list,
-            ranked: list[Pair], pool: list[Pair], base_pairs: dict[str, Pair]) -> PlanResult:
+            ranked: list[Pair], pool: list[Pair], base_pairs: dict[str, Pair],
+            video) -> PlanResult:
     """The plan: the best of the decision and the baselines' own pairs (a user never gets a
-    plan slower than their deployment), saying when a baseline replaced the decision."""
+    plan slower than their deployment), saying when a baseline replaced the decision; with
+    the stages around the loop priced (`video`), the best per video."""
     decision = min(pool, key=_decision_key)
-    simulated = _pooled(pool, base_pairs)
+    simulated = _pooled(pool, base_pairs, video)
     best = simulated[0]
-    changed = (best.candidate.name, best.placement) != (decision.candidate.name,
-                                                       decision.placement)
     stage2, graphs = run.stage2, run.graphs
     oracle = _oracle(run, candidates, s1, simulated) if run.settings.oracle else None
-    # A baseline's sharding that won the pooling was not ranked by Stage 2: rank it now, so
-    # that the report lists its placements as for any plan.
-    own = [p for p in ranked if p.candidate.name == best.candidate.name] or stage2.rank(
-        best.candidate, graphs[best.candidate.name], q1=best.q1)
-    placements = [{"name": p.placement, "q2_s": p.q2, "simulated_s": p.simulated}
-                  for p in own][:20]
-    choice = stage2.choice(best, with_links=True, graph=graphs[best.candidate.name])
-    choice.extra["placements"] = placements  # for the report, a pure function of the plan
+    choice = _chosen(run, best, ranked)
     run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
     the_plan = Plan(
         model={"name": asked["name"], "layers": getattr(run.cfg, "layers", None),
@@ -550,30 +548,75 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
         runners_up=[stage2.choice(p) for p in _other_shardings(simulated, best)][:4],
         baselines=_baseline_choices(stage2, base_pairs, oracle, run.failed_recipes,
                                     run.no_default_order, run.predicted),
-        planning={"seconds": run.timings["total"],
-                  "decision_seconds": run.timings["decision"], "phases": run.timings,
-                  "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
-                  "top_k": [r.candidate.name for r in top], "compiled": len(graphs),
-                  "cache_hits": sum(o.cached for o in run.outcomes),
-                  "jobs": len(run.outcomes), "jobs_run_ahead": run.ahead.ran_ahead(),
-                  "skipped": run.skipped,
-                  "baselines_failed": run.failed_baselines,
-                  "programs": _programs(run),
-                  "compiled_in_full": sorted(run.verified) if run.analysis_kind == "analyze"
-                  else sorted(graphs),
-                  "analysed_only": {n: run.predicted[n] for n in sorted(run.predicted)
-                                    if n in _shown(best, base_pairs)},
-                  "executor": getattr(run.settings.executor, "description", "local processes"),
-                  "pairs_ranked": len(ranked),
-                  "decision": {"candidate": decision.candidate.name,
-                               "placement": decision.placement,
-                               "simulated_s": decision.simulated,
-                               "chip_ids": list(decision.device_of)},
-                  "pooling_changed_choice": changed,
-                  "chosen_from": (best.tag or "top-k") if changed else "top-k"},
+        planning=_planning_record(run, candidates, s1, top, ranked, decision, best,
+                                  base_pairs),
+        video=_video_record(run, video, best, base_pairs, oracle,
+                            _pooled(pool, base_pairs)[0]),
     )
-    return PlanResult(the_plan, simulated, placements, run.skipped, graphs[best.candidate.name],
-                      stage2.topology, stage1=s1, ranked=ranked, graphs=graphs, stage2=stage2)
+    return PlanResult(the_plan, simulated, choice.extra["placements"], run.skipped,
+                      graphs[best.candidate.name], stage2.topology, stage1=s1, ranked=ranked,
+                      graphs=graphs, stage2=stage2)
+
+
+def _chosen(run: _Run, best: Pair, ranked: list[Pair]) -> Choice:
+    """The plan's choice, with its sharding's placements for the report. A baseline's
+    sharding that won the pooling was not ranked by Stage 2: it is ranked now, so that the
+    report lists its placements as for any plan."""
+    graph = run.graphs[best.candidate.name]
+    own = [p for p in ranked if p.candidate.name == best.candidate.name] or run.stage2.rank(
+        best.candidate, graph, q1=best.q1)
+    choice = run.stage2.choice(best, with_links=True, graph=graph)
+    # for the report, a pure function of the plan
+    choice.extra["placements"] = [{"name": p.placement, "q2_s": p.q2,
+                                   "simulated_s": p.simulated} for p in own][:20]
+    return choice
+
+
+def _planning_record(run: _Run, candidates: list, s1: list, top: list, ranked: list[Pair],
+                     decision: Pair, best: Pair, base_pairs: dict[str, Pair]) -> dict:
+    """plan.json's "planning": how the plan was made (times measured, counts, what was
+    skipped or only analysed, the decision before pooling)."""
+    # A baseline's own pair won the pooling (one the pool also judged carries no tag).
+    pooled = bool(best.tag) and (best.candidate.name, best.placement) != (
+        decision.candidate.name, decision.placement)
+    return {"seconds": run.timings["total"],
+            "decision_seconds": run.timings["decision"], "phases": run.timings,
+            "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
+            "top_k": [r.candidate.name for r in top], "compiled": len(run.graphs),
+            "cache_hits": sum(o.cached for o in run.outcomes),
+            "jobs": len(run.outcomes), "jobs_run_ahead": run.ahead.ran_ahead(),
+            "skipped": run.skipped,
+            "baselines_failed": run.failed_baselines,
+            "programs": _programs(run),
+            "compiled_in_full": sorted(run.verified) if run.analysis_kind == "analyze"
+            else sorted(run.graphs),
+            "analysed_only": {n: run.predicted[n] for n in sorted(run.predicted)
+                              if n in _shown(best, base_pairs)},
+            "executor": getattr(run.settings.executor, "description", "local processes"),
+            "pairs_ranked": len(ranked),
+            "decision": {"candidate": decision.candidate.name,
+                         "placement": decision.placement,
+                         "simulated_s": decision.simulated,
+                         "chip_ids": list(decision.device_of)},
+            "pooling_changed_choice": pooled,
+            "chosen_from": best.tag if pooled else "top-k"}
+
+
+def _video_record(run: _Run, video, best: Pair, base_pairs: dict[str, Pair],
+                  oracle: Pair | None, by_step: Pair) -> dict:
+    """plan.json's "video": seconds per video of the plan and of each baseline by part
+    (pipeline/plan_video.py), or why they were not priced."""
+    if video is None:
+        return {"kind": "simulated", "not_priced": run.video_why}
+    shown = dict(base_pairs)
+    if oracle is not None:
+        shown["oracle"] = oracle
+    record = video.record(best, shown, by_step=by_step)
+    existing = _existing_tag(base_pairs, run.no_default_order)
+    if existing is not None:
+        record["baselines"] = {"existing": record["baselines"][existing],
+                               **record["baselines"]}
+    return record
 
 
 def _run(progress: Progress, name: str, settings: Settings, jobs: list[Job],
@@ -678,15 +721,45 @@ def _verify_decision(run: _Run, pool: list[Pair], base_cands) -> list[Pair]:
                             + "; ".join(run.skipped[-3:]))
 
 
-def _pooled(pool: list[Pair], base_pairs: dict[str, Pair]) -> list[Pair]:
+def _video_model(run: _Run):
+    """The whole video (pipeline/plan_video.py): the stages around the loop compiled once for
+    the setting and simulated. None, with run.video_why, when not asked (Settings.video),
+    for a function spec or a model that is not a Wan video model."""
+    from aoizora.pipeline import plan_video
+
+    run.video_why = ("not asked (--no-video)" if not run.settings.video
+                     else "a function spec: only its forward is planned" if run.wl is None
+                     else plan_video.plannable(run.cfg) or "")
+    if run.video_why:
+        return None
+    steps, source, switch = plan_video.steps_for(run.cfg, run.settings.steps)
+    t0 = time.perf_counter()
+    run.progress.phase("price the text encoder and the VAE decode (once per setting)")
+    stages = plan_video.price_stages(
+        run.cfg, run.wl, run.stage2, cache=run.settings.cache,
+        # one analysis per core, as _compile runs them: each is mostly one thread
+        workers=run.settings.workers or (None if run.settings.executor else os.cpu_count()),
+        executor=run.settings.executor, platform=run.target.platform,
+        progress=lambda done, total, out: run.progress.advance(
+            f"{out.name}{' (cached)' if out.cached else ''}"))
+    for o in stages.options:  # a dim that does not divide is expected; a failure is not
+        if o.error and o.compiled:
+            run.progress.note(f"{o.stage} {o.sharding} not priced: {o.error}")
+    run.lap("video_stages", t0)
+    return plan_video.VideoModel(run.cfg, run.wl, run.stage2, steps, stages, source, switch)
+
+
+def _pooled(pool: list[Pair], base_pairs: dict[str, Pair], video=None) -> list[Pair]:
     """The decision's pool and the baselines' own pairs, one per (sharding, placement), best
-    simulated first: the plan is the first."""
+    first: the plan is the first. Best: the fewest simulated seconds per forward, or with
+    `video` (plan_video.VideoModel) per video (the steps and the reshards)."""
+    first = video.order_key if video is not None else (lambda p: p.simulated)
     return sorted({(p.candidate.name, p.placement): p
                    for p in pool + list(base_pairs.values())}.values(),
-                  key=lambda p: (p.simulated, p.q2))
+                  key=lambda p: (first(p), p.simulated, p.q2))
 
 
-def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair]
+def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair], video=None
                    ) -> tuple[list[Pair], dict[str, Pair]]:
     """The judged pool and the baselines' pairs, less the pairs whose sharding would be the
     plan and that the TPU backend refuses: the best pooled pair's sharding, when only
@@ -695,7 +768,7 @@ def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair]
     refused is listed in run.failed_baselines, and the next best pair is the plan (the
     decision, compiled in full by _verify_decision, ends the search)."""
     while True:
-        best = _pooled(pool, base_pairs)[0].candidate
+        best = _pooled(pool, base_pairs, video)[0].candidate
         name = best.name
         if run.analysis_kind == "compile" or name in run.verified:
             return pool, base_pairs
@@ -761,13 +834,19 @@ def _baseline_choices(stage2, base_pairs, oracle: Pair | None, failed: dict[str,
             out[tag].extra["stand_in"] = {"published_blocks_failed": failed[tag]}
         if tag in no_default:
             out[tag].extra["no_default_order"] = no_default[tag]
-    existing = [tag for tag in base_pairs if tag != baselines.ALPA and tag not in no_default]
-    if existing:
-        best = min(existing, key=lambda tag: base_pairs[tag].simulated)
+    best = _existing_tag(base_pairs, no_default)
+    if best is not None:
         out = {"existing": replace(out[best], extra=dict(out[best].extra)), **out}
     if oracle is not None:
         out["oracle"] = stage2.choice(oracle, label="oracle")
     return out
+
+
+def _existing_tag(base_pairs: dict[str, Pair], no_default: dict[str, str]) -> str | None:
+    """The baseline "existing" repeats: the fastest deployable one (not the Alpa-style
+    pick, not one JAX's default order cannot lay out)."""
+    existing = [tag for tag in base_pairs if tag != baselines.ALPA and tag not in no_default]
+    return min(existing, key=lambda tag: base_pairs[tag].simulated) if existing else None
 
 
 def _programs(run: _Run) -> str:

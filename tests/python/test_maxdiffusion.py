@@ -60,14 +60,16 @@ def test_recipes_map_to_maxdiffusions_own_keys():
 
 
 def _plan(topology: str, candidate: strategies.Candidate, device_of: list[int],
-          model: str = MODEL.name, video: str = "720p", frames: int = 81):
+          model: str = MODEL.name, video: str = "720p", frames: int = 81,
+          per_video: dict | None = None):
     topo = _core.make_topology(topology)
     choice = SimpleNamespace(strategy=candidate.to_dict(), placement="given", simulated_s=1.0,
                              device_coords=[list(k) for k in topo.coords_of(device_of)])
     return SimpleNamespace(choice=choice, model={"name": model},
                            workload={"video": video, "frames": frames, "batch": 2},
                            topology={"name": topology, "compile_target": {
-                               "platform": "tpu", "name": topology}})
+                               "platform": "tpu", "name": topology}},
+                           video=per_video or {})
 
 
 def test_emitted_order_builds_the_planned_mesh_on_tpu7x():
@@ -167,6 +169,17 @@ def test_the_workload_is_the_planned_one_video():
     assert o["per_device_batch_size"] * 8 == 1
     assert (o["height"], o["width"], o["num_frames"]) == (480, 832, 21)
     assert doc["maxdiffusion"]["config"].endswith("/base_wan_1_3b.yml")
+    assert "num_inference_steps" not in o  # no seconds per video priced: the config's count
+
+
+def test_the_step_count_seconds_per_video_priced_is_emitted():
+    usp = strategies.baseline_shardings(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
+    plan = _plan("v6e:2x4", usp, list(range(8)), "wan2.1-t2v-1.3b", "480p", 21,
+                 per_video={"steps": 12, "seconds": 3.5})
+    doc = maxdiffusion.to_maxdiffusion(plan, list(range(8)))
+    assert doc["overrides"]["num_inference_steps"] == 12
+    assert "num_inference_steps=12" in doc["maxdiffusion"]["args"]
+    assert (doc["aoizora"]["steps"], doc["aoizora"]["simulated_video_s"]) == (12, 3.5)
 
 
 def test_a_ring_plan_runs_maxdiffusions_ring_kernel_and_says_it_was_priced_by_a_stand_in():

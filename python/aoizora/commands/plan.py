@@ -7,12 +7,13 @@ import json
 import os
 
 # The terminal summary lives in plan_summary; compare and the tests read these from here too.
-from aoizora.plan_summary import comparison_rows, print_choice, print_comparison  # noqa: F401
+from aoizora.plan_summary import (comparison_rows, print_choice, print_comparison,  # noqa: F401
+                                  print_video)
 
 DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:2x4"}
 # The options that choose what is planned (compare --plan refuses them beside a saved plan).
 WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "hardware", "top_k", "workers",
-                  "oracle")
+                  "oracle", "steps", "no_video")
 
 
 def add_workload_args(p) -> None:
@@ -29,6 +30,12 @@ def add_workload_args(p) -> None:
     p.add_argument("--topology", help="slice name such as v5e:2x4, v5e:4x4, v4:2x2x2, or a "
                    f"topology JSON file (default {DEFAULTS['topology']})")
     hardware_file.add_argument(p)
+    p.add_argument("--steps", type=int_arg("--steps", 1, 10_000), default=None,
+                   help="denoising steps per video (default: the model's MaxDiffusion config: "
+                        "30 for Wan 2.1 1.3B, 50 for 14B, 40 for Wan 2.2 A14B)")
+    p.add_argument("--no-video", action="store_true", default=None,
+                   help="plan one transformer forward only: leave the text encoder, the VAE "
+                        "decode and seconds per video out")
     p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
                    help="shardings kept by Stage 1, 1 to 1000 (default: K from measured recall)")
     p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
@@ -114,7 +121,8 @@ def run_planner(args):
                             compile_target=args.compile_target, hardware=args.hardware,
                             full_compile=args.full_compile,
                             verify_baselines=args.verify_baselines,
-                            run_ahead=not args.no_run_ahead, executor=jobs_on)
+                            run_ahead=not args.no_run_ahead, executor=jobs_on,
+                            video=not args.no_video, steps=args.steps)
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:
                 progress.note(f"jobs run on {jobs_on.description}")
@@ -177,6 +185,7 @@ def run(args) -> int:
         print(f"compiled for {target['devices']} CPU devices (--compile-target cpu), not the TPU")
     print_choice(plan)
     print_comparison(plan)
+    print_video(plan)
     if plan.planning.get("programs", "").startswith("optimized HLO"):
         only = plan.planning.get("analysed_only", {})
         print(f"through the TPU backend (compiled in full): "

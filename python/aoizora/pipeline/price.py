@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from aoizora.pipeline import reshard, stage_specs
 
 SIMULATED = "simulated"
+# The stages whose program depends on the video's size (the others: on the prompt or the
+# image only, so one cache entry serves every workload of the slice).
+VIDEO_STAGES = ("vae_decode", "vae_encode")
 
 
 @dataclass(frozen=True)
@@ -78,45 +81,52 @@ def _skip_reason(option, workload) -> str | None:
     return None
 
 
-def price_stage(cfg, workload, stage2, options, *, cache=None, workers=None,
-                executor=None, platform: str = "tpu") -> list[StagePrice]:
+def price_stage(cfg, workload, stage2, options, **kw) -> list[StagePrice]:
     """Every option of one stage compiled (one job each, cached) and simulated."""
+    return price_options([(o, cfg) for o in options], workload, stage2, **kw)
+
+
+def price_options(options, workload, stage2, *, cache=None, workers=None, executor=None,
+                  platform: str = "tpu", progress=None) -> list[StagePrice]:
+    """Each (StageOption, stage config) compiled and simulated, every compile in one batch
+    (the workers take them in parallel). progress: run_jobs' callback (done, total,
+    Outcome)."""
     from aoizora import compiler
     from aoizora.compile_target import compile_target_for
-    from aoizora.errors import UserError
 
     target = compile_target_for(stage2.topology, platform)
     kind = "analyze" if target.platform == "tpu" else "compile"
-    todo = [o for o in options if _skip_reason(o, workload) is None]
+    todo = [(o, cfg) for o, cfg in options if _skip_reason(o, workload) is None]
     # The text encoder's program does not depend on the video: no workload in its job, so
     # its cache entries serve every workload of the slice.
     jobs = [compiler.Job(kind, o.candidate, o.spec(cfg),
-                         workload if o.stage == "vae_decode" else None, target.spec)
-            for o in todo]
-    outs = dict(zip([o.name for o in todo],
-                    compiler.run_jobs(jobs, cache=cache, workers=workers, executor=executor)))
-    prices = []
-    for o in options:
-        base = dict(stage=o.stage, sharding=o.name, mesh=tuple(o.candidate.mesh_axes()),
-                    rename=o.rename, source=o.source)
-        out = outs.get(o.name)
-        if out is None:
-            prices.append(StagePrice(**base, simulated_s=None, error=_skip_reason(o, workload)))
-            continue
-        how = f"{kind} for {target.spec}" + (" (cached)" if out.cached else "")
-        base["key"] = out.key
-        if not out.ok:
-            prices.append(StagePrice(**base, simulated_s=None, error=out.error, compiled=how))
-            continue
-        try:
-            graph = stage2.load(out.text)
-            pair = stage2.simulate(stage2.default_pair(o.candidate, graph), graph)
-        except (UserError, ValueError) as e:
-            prices.append(StagePrice(**base, simulated_s=None, error=str(e), compiled=how))
-            continue
-        prices.append(StagePrice(**base, simulated_s=pair.simulated, compiled=how,
-                                 chips=tuple(pair.device_of)))
-    return prices
+                         workload if o.stage in VIDEO_STAGES else None, target.spec)
+            for o, cfg in todo]
+    outs = dict(zip([(o.stage, o.name) for o, _ in todo],
+                    compiler.run_jobs(jobs, cache=cache, workers=workers, executor=executor,
+                                      progress=progress)))
+    how = f"{kind} for {target.spec}"
+    return [_priced(o, outs.get((o.stage, o.name)), workload, stage2, how)
+            for o, _ in options]
+
+
+def _priced(o, out, workload, stage2, how: str) -> StagePrice:
+    """One option's price from its compile outcome (None: skipped before compiling)."""
+    from aoizora.errors import UserError
+
+    base = dict(stage=o.stage, sharding=o.name, mesh=tuple(o.candidate.mesh_axes()),
+                rename=o.rename, source=o.source)
+    if out is None:
+        return StagePrice(**base, simulated_s=None, error=_skip_reason(o, workload))
+    base.update(key=out.key, compiled=how + (" (cached)" if out.cached else ""))
+    if not out.ok:
+        return StagePrice(**base, simulated_s=None, error=out.error)
+    try:
+        graph = stage2.load(out.text)
+        pair = stage2.simulate(stage2.default_pair(o.candidate, graph), graph)
+    except (UserError, ValueError) as e:  # NoDefaultOrder, CoreError, an unreadable text
+        return StagePrice(**base, simulated_s=None, error=str(e))
+    return StagePrice(**base, simulated_s=pair.simulated, chips=tuple(pair.device_of))
 
 
 def best(prices: list[StagePrice]) -> StagePrice | None:
@@ -139,22 +149,41 @@ def _stage_layout(price: StagePrice, model_axes: tuple, shape: tuple) -> reshard
     return reshard.layout_of(_candidate(price), axes, shape, price.chips, price.sharding)
 
 
-def _transformer_layout(plan, n: int, axes: tuple, shape: tuple) -> reshard.Layout:
-    """The transformer's layout of an array on logical `axes`: the plan's sharding and
-    placement; without a plan, replicated on every chip (MaxDiffusion's default: context
-    parallelism over the slice, nothing of the batch sharded)."""
-    from aoizora.strategies import Candidate
+@dataclass(frozen=True)
+class Placed:
+    """The transformer's sharding and placement, the far side of the reshards: a candidate
+    and the chip of each logical device (mesh.devices.flat order)."""
 
-    if plan is None:
+    candidate: object          # strategies.Candidate
+    chips: tuple
+    label: str
+
+    @classmethod
+    def of_pair(cls, pair, label: str = "") -> "Placed":
+        return cls(pair.candidate, tuple(int(c) for c in pair.device_of),
+                   label or f"transformer: {pair.candidate.name}")
+
+    @classmethod
+    def of_plan(cls, plan: dict) -> "Placed":
+        from aoizora.strategies import Candidate
+
+        choice = plan["choice"]
+        cand = Candidate.from_dict(choice["strategy"])
+        return cls(cand, tuple(choice["chip_ids"]), f"transformer: {cand.name} (plan)")
+
+
+def _transformer_layout(placed: Placed | None, n: int, axes: tuple,
+                        shape: tuple) -> reshard.Layout:
+    """The transformer's layout of an array on logical `axes`; without a placement,
+    replicated on every chip (MaxDiffusion's default: context parallelism over the slice,
+    nothing of the batch sharded)."""
+    if placed is None:
         return reshard.Layout((("data", n),), ((),) * len(shape), tuple(range(n)),
                               "transformer: replicated (no plan)")
-    choice = plan["choice"]
-    cand = Candidate.from_dict(choice["strategy"])
-    return reshard.layout_of(cand, axes, shape, choice["chip_ids"],
-                             f"transformer: {cand.name} (plan)")
+    return reshard.layout_of(placed.candidate, axes, shape, placed.chips, placed.label)
 
 
-def reshards(model, workload, stage2, plan, te: StagePrice | None,
+def reshards(model, workload, stage2, placed: Placed | None, te: StagePrice | None,
              vae: StagePrice | None, enc_cfg, vae_cfg) -> list[reshard.ReshardPrice]:
     """Text context -> the transformer's input layout; the final latents -> the VAE's."""
     import jax.numpy as jnp
@@ -163,14 +192,14 @@ def reshards(model, workload, stage2, plan, te: StagePrice | None,
     if te is not None and te.chips:
         shape = (2, enc_cfg.text_len, enc_cfg.d_model)
         src = _stage_layout(te, stage_specs.TextEncoderStage.model_output_axes(), shape)
-        dst = _transformer_layout(plan, n, model.input_axes(workload)[2], shape)
+        dst = _transformer_layout(placed, n, model.input_axes(workload)[2], shape)
         out.append(reshard.price("text context -> transformer", src, dst, shape,
                                  jnp.dtype(enc_cfg.dtype).itemsize, spec))
     if vae is not None and vae.chips:
         shape = (1, vae_cfg.z_dim, *workload.latent_shape())
         axes = tuple(model.output_axes(workload))
         axes = (None,) * (len(shape) - len(axes)) + axes
-        src = _transformer_layout(plan, n, axes, shape)
+        src = _transformer_layout(placed, n, axes, shape)
         dst = _stage_layout(vae, stage_specs.VaeDecodeStage.model_input_axes(), shape)
         out.append(reshard.price("latents -> VAE", src, dst, shape,
                                  jnp.dtype(vae_cfg.dtype).itemsize, spec))
@@ -206,7 +235,8 @@ def seconds_per_video(model, workload, topology: str, steps: int, plan: dict | N
             if mine != theirs:
                 notes.append(f"the plan is for {what} {theirs}, not {mine}")
     return VideoPrice(model.name, workload.name, stage2.topology.name, steps, te, vae, step_s,
-                      sharding, tuple(reshards(model, workload, stage2, plan, te, vae,
-                                               enc_cfg, vae_cfg)),
+                      sharding, tuple(reshards(model, workload, stage2,
+                                               Placed.of_plan(plan) if plan else None,
+                                               te, vae, enc_cfg, vae_cfg)),
                       tuple(te_prices + vae_prices), notes=tuple(notes))
 

@@ -1,0 +1,224 @@
+"""Seconds per video inside a plan: the stages around the transformer loop priced once per
+setting, and every simulated sharding-placement pair of the plan (its choice, the judged
+pool, the baselines) priced as a whole video.
+
+    stages = price_stages(cfg, workload, stage2, ...)     the text encoder, the VAE decode:
+                                                          every sharding compiled (cached)
+                                                          and simulated; the best of each
+    video = VideoModel(cfg, workload, stage2, steps, stages)
+    video.seconds(pair)   text encoding + steps x the pair's step + VAE decode + reshards
+    video.parts(pair)     the same by part, for plan.json
+    video.record(plan_pair, baselines)                    plan.json's "video"
+
+The stages do not depend on the transformer's sharding, so they are compiled once per
+(model, workload, slice), not per candidate; only the reshards (the text context into the
+transformer's layout, the final latents into the VAE's) depend on the pair. Every figure
+is simulated; nothing is measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from aoizora.pipeline import price, stage_specs
+
+SIMULATED = "simulated"
+
+
+def plannable(cfg) -> str | None:
+    """None when `cfg` is a video model whose stages AoiZora can build (the Wan presets),
+    else why not."""
+    if getattr(cfg, "vae_stride", None) is None or getattr(cfg, "text_len", None) is None:
+        return (f"{getattr(cfg, 'name', 'this model')} is not a Wan video model: only one "
+                "forward is planned")
+    return None
+
+
+def steps_for(cfg, steps: int | None) -> tuple[int, str, int | None]:
+    """(denoising steps, where the count comes from, the first step of Wan 2.2's low-noise
+    expert or None). steps None: the preset's reference run (models/scheduler.py: its
+    MaxDiffusion config's num_inference_steps)."""
+    from aoizora.errors import UserError
+    from aoizora.models import scheduler
+
+    try:
+        run = scheduler.denoising(cfg.name)
+    except KeyError:
+        raise UserError(f"{cfg.name}: no reference denoising run (steps, flow shift) for "
+                        "this model; leave out seconds per video with --no-video") from None
+    if steps is None:
+        steps, source = run.steps, run.source
+    else:
+        source = "--steps"
+    ratio = getattr(cfg, "boundary_ratio", None)
+    switch = (None if ratio is None else
+              scheduler.boundary_step(scheduler.FlowUniPC(steps, run.flow_shift), ratio))
+    return steps, source, switch
+
+
+# Stage name -> (its shardings on n devices, what the plan calls it). Pipeline order.
+_OPTIONS = {
+    "text_encoder": (lambda n, cfg: stage_specs.text_encoder_options(n), "text encoder"),
+    "image_encoder": (stage_specs.image_encoder_options, "image encoder"),
+    "vae_encode": (lambda n, cfg: stage_specs.vae_encode_options(n), "VAE encode"),
+    "vae_decode": (lambda n, cfg: stage_specs.vae_options(n), "VAE decode"),
+}
+CONDITIONING = ("image_encoder", "vae_encode")
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Each stage's shardings priced, and the best of each (None: none priced)."""
+
+    best: dict                # stage name -> StagePrice | None, in pipeline order
+    options: tuple            # every StagePrice, priced or not
+
+    @property
+    def text_encoder(self) -> price.StagePrice | None:
+        return self.best.get("text_encoder")
+
+    @property
+    def vae_decode(self) -> price.StagePrice | None:
+        return self.best.get("vae_decode")
+
+    def conditioning(self) -> dict:
+        """The image to video stages before the loop ({} for text to video)."""
+        return {k: v for k, v in self.best.items() if k in CONDITIONING}
+
+    def missing(self) -> list[str]:
+        return [_OPTIONS[k][1] for k, v in self.best.items() if v is None]
+
+
+def stage_configs(cfg) -> list[tuple[str, object]]:
+    """(stage, its config) of every stage around the loop of `cfg`, in pipeline order."""
+    return ([("text_encoder", stage_specs.encoder_for(cfg))]
+            + stage_specs.image_stages_for(cfg) + [("vae_decode", stage_specs.vae_for(cfg))])
+
+
+def price_stages(cfg, workload, stage2, *, cache=None, workers=None, executor=None,
+                 platform: str = "tpu", progress=None) -> Stages:
+    """Every stage around the loop of `cfg` (a Wan preset: the text encoder, the image
+    conditioning of image to video, the VAE decode) under every sharding stage_specs offers
+    on the slice, compiled (one job each, one batch, cached) and simulated."""
+    n = stage2.num_devices
+    configs = stage_configs(cfg)
+    prices = price.price_options(
+        [(o, c) for stage, c in configs for o in _OPTIONS[stage][0](n, c)], workload, stage2,
+        cache=cache, workers=workers, executor=executor, platform=platform, progress=progress)
+    return Stages({stage: price.best([p for p in prices if p.stage == stage])
+                   for stage, _ in configs}, tuple(prices))
+
+
+class VideoModel:
+    """One video of `workload` on the slice with `stages` priced: a pair's seconds per video
+    (module doc). `steps`: denoising steps, each one transformer forward of the CFG pair."""
+
+    def __init__(self, cfg, workload, stage2, steps: int, stages: Stages,
+                 steps_source: str = "", switch_step: int | None = None):
+        self.cfg, self.workload, self.stage2 = cfg, workload, stage2
+        self.steps, self.steps_source, self.switch_step = steps, steps_source, switch_step
+        self.stages = stages
+        self._reshards: dict[tuple, list] = {}
+
+    def stages_of(self, tag: str = "") -> tuple:
+        """(text encoder, VAE decode) StagePrices a row runs: the best of each, but a
+        MaxDiffusion recipe (tag maxdiffusion-*) decodes as MaxDiffusion does, its VAE over
+        every device along width (vae_spatial -1), when that option was priced."""
+        te, vae = self.stages.text_encoder, self.stages.vae_decode
+        if tag.startswith("maxdiffusion"):
+            own = f"vae-width{self.stage2.num_devices}"
+            vae = next((o for o in self.stages.options
+                        if o.sharding == own and o.simulated_s is not None), vae)
+        return te, vae
+
+    def reshards(self, pair, tag: str = "") -> list:
+        te, vae = self.stages_of(tag)
+        key = (pair.candidate.name, tuple(pair.device_of), te and te.sharding,
+               vae and vae.sharding)
+        if key not in self._reshards:
+            self._reshards[key] = price.reshards(
+                self.cfg, self.workload, self.stage2, price.Placed.of_pair(pair), te, vae,
+                stage_specs.encoder_for(self.cfg), stage_specs.vae_for(self.cfg))
+        return self._reshards[key]
+
+    def parts(self, pair, tag: str = "") -> dict[str, float | None]:
+        te, vae = self.stages_of(tag)
+        step = pair.simulated
+        out = {"text_encoder_s": te.simulated_s if te else None}
+        cond = self.stages.conditioning()
+        if cond:  # image to video: its image encoder and VAE encode, before the loop
+            out["conditioning_s"] = (None if None in cond.values()
+                                     else sum(c.simulated_s for c in cond.values()))
+        return {**out, "denoising_s": None if step is None else self.steps * step,
+                "vae_decode_s": vae.simulated_s if vae else None,
+                "reshard_s": self._reshard_s(pair, tag)}
+
+    def seconds(self, pair, tag: str = "") -> float | None:
+        """Seconds per video; None while a part is missing."""
+        parts = self.parts(pair, tag).values()
+        return None if any(p is None for p in parts) else sum(parts)
+
+    def _reshard_s(self, pair, tag: str = "") -> float:
+        return sum(r.seconds for r in self.reshards(pair, tag))
+
+    def order_key(self, pair) -> float:
+        """What the plan minimises once the stages are priced: the pair's share of the
+        video (its steps and its reshards; the stages' own seconds are the same for every
+        pair), so a missing stage does not change the order."""
+        return self.steps * pair.simulated + self._reshard_s(pair)
+
+    def of_pair(self, pair, tag: str = "") -> dict:
+        te, vae = self.stages_of(tag)
+        return {"seconds": self.seconds(pair, tag), "parts": self.parts(pair, tag),
+                "step_s": pair.simulated,
+                "stages": {"text_encoder": te and te.sharding, "vae_decode": vae and vae.sharding},
+                "reshards": [asdict(r) for r in self.reshards(pair, tag)]}
+
+    def record(self, plan_pair, baselines: dict, by_step=None) -> dict:
+        """plan.json's "video": the plan's seconds per video by part, each baseline's, the
+        stages' shardings (every option tried, with why one was not priced), and
+        `changed_choice` when the pair fastest per step (`by_step`) is not the plan."""
+        stage = lambda s: None if s is None else _stage_record(s)
+        out = {"kind": SIMULATED, "steps": self.steps, "steps_source": self.steps_source,
+               "expert_switch_step": self.switch_step,
+               **self.of_pair(plan_pair),
+               "stages": {k: stage(v) for k, v in self.stages.best.items()},
+               "options": [_stage_record(o) for o in self.stages.options],
+               "baselines": {tag: self.of_pair(p, tag) for tag, p in baselines.items()},
+               "changed_choice": None,
+               "notes": ["the scheduler's update of the latents between steps (UniPC, a "
+                         "few elementwise passes over them: models/scheduler.py) is not "
+                         "priced; the CFG combine is, inside the transformer's step"]}
+        experts, resident = getattr(self.cfg, "experts", 1), getattr(self.cfg, "resident", 1)
+        if resident < experts:
+            out["notes"].append(f"{resident} of {experts} experts resident: the switch at step "
+                                f"{self.switch_step} loads the other's weights from host "
+                                "memory, which is not priced")
+        if any(t.startswith("maxdiffusion") for t in baselines):
+            out["notes"].append(
+                "MaxDiffusion's rows decode with its own VAE sharding (width over every "
+                "device); it runs UMT5 on the host CPU (torch), which is not modelled: its "
+                "rows price the text encoder on the TPU, as the plan's")
+        if self.stages.conditioning():
+            out["notes"].append("image to video: the image tokens and latents enter the "
+                                "transformer without a priced reshard")
+        missing = self.stages.missing()
+        if missing:
+            out["notes"].append(f"no sharding of the {' and the '.join(missing)} was priced "
+                                "(options say why): seconds per video is missing")
+        if by_step is not None and (by_step.candidate.name, tuple(by_step.device_of)) != (
+                plan_pair.candidate.name, tuple(plan_pair.device_of)):
+            saved = self.steps * (plan_pair.simulated - by_step.simulated)
+            cost = self._reshard_s(by_step) - self._reshard_s(plan_pair)
+            out["changed_choice"] = {
+                "by_step": by_step.candidate.name, "by_step_placement": by_step.placement,
+                "by_step_video_s": self.seconds(by_step),
+                "why": f"its {self.steps} steps save {saved * 1e3:.3f} ms, its reshards "
+                       f"cost {cost * 1e3:.3f} ms more"}
+        return out
+
+
+def _stage_record(s: price.StagePrice) -> dict:
+    return {"stage": s.stage, "sharding": s.sharding, "simulated_s": s.simulated_s,
+            "mesh": [list(a) for a in s.mesh], "source": s.source, "compiled": s.compiled,
+            "error": s.error}
