@@ -9,15 +9,17 @@ after it (on the shipped profile, or on --hardware files), and both errors.
 Published figures were measured on real TPUs by their sources; the "simulated" columns are
 our flow-level simulator on the model (one collective alone, partition i on chip i), not a
 measurement. Nothing is fitted here (`aoizora calibrate` fits; docs/hardware-profiles.md).
-Points marked held_out are shown and left out of the worst error. A generation whose profile
-in use is not fitted (v4 and TPU7x ship nominal figures on purpose: their profiles' notes say
-why) is marked "nominal", and the worst error is given separately for fitted and nominal
-profiles.
+A whole video (a "video" program) is also printed by part: its text encoder, steps x its
+transformer step, VAE decode and reshards, before and after. Points marked held_out are
+shown and left out of the worst error. A generation whose profile in use is not fitted is
+marked "nominal" (its provenance note says why), and the worst error is given separately
+for fitted and nominal profiles.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -58,13 +60,24 @@ def _fitted(generation: str, hardware: dict[str, str]) -> bool:
     return bool(hardware_file.shipped(generation)["provenance"]["fitted"])
 
 
+def _parts(video, hardware: str | None) -> dict:
+    """A video's simulated seconds by part (program_points.VideoParts) and their sum."""
+    parts = video.parts(hardware)
+    return {**dataclasses.asdict(parts), "total_s": parts.total_s}
+
+
 def rows(points, hardware: dict[str, str]) -> list[dict]:
     out = []
     for p in points:
         sim = p.simulate(hardware.get(p.generation))
         nominal = _nominal(p.generation)
         before = p.simulate(nominal) if nominal else sim
-        out.append({"id": p.id, "generation": p.generation, "topology": p.topology,
+        if hasattr(p, "parts"):   # a whole video: its parts before and after, for the table
+            parts = {"parts_before": _parts(p, nominal), "parts_after": _parts(
+                p, hardware.get(p.generation))}
+        else:
+            parts = {}
+        out.append({**parts, "id": p.id, "generation": p.generation, "topology": p.topology,
                     "mesh": list(getattr(p, "mesh", ())),
                     "kind": p.kind, "bytes_per_device": p.bytes_per_device,
                     "published_s": p.seconds, "simulated_before_s": before,
@@ -98,16 +111,20 @@ def main(argv=None) -> int:
           "(calibration/programs/), NOT measured")
     print("before: the nominal profile (calibration/nominal/); after: the profile in use "
           "(shipped, fitted by `aoizora calibrate`, or --hardware)")
-    print(f"{'point':32} {'kind':18} {'bytes/dev':>9} {'published':>12} {'sim before':>11} "
+    w = max(32, *(len(r["id"]) for r in table))
+    print(f"{'point':{w}} {'kind':18} {'bytes/dev':>9} {'published':>12} {'sim before':>11} "
           f"{'error':>7} {'sim after':>11} {'error':>7}  profile")
     for r in table:
         mark = " ~" if r["approximate"] else "  "
         held = "  (held out)" if r["held_out"] else ""
         nominal = "" if r["fitted_profile"] else " (nominal)"
-        print(f"{r['id']:32} {r['kind']:18} {_size(r['bytes_per_device']):>9} "
+        print(f"{r['id']:{w}} {r['kind']:18} {_size(r['bytes_per_device']):>9} "
               f"{_time(r['published_s'])}{mark}{_time(r['simulated_before_s'])} "
               f"{r['error_before_pct']:+6.1f}% {_time(r['simulated_s'])} "
               f"{r['error_pct']:+6.1f}%  {r['profile']}{nominal}{held}")
+    for r in table:
+        if "parts_before" in r:
+            print(_video_parts(r))
     used = [r for r in table if not r["held_out"]]
     for fitted, label in ((True, "fitted profiles"), (False, "nominal profiles")):
         part = [r for r in used if r["fitted_profile"] == fitted]
@@ -116,6 +133,17 @@ def main(argv=None) -> int:
     print("~ marks a figure published as 'about'; (nominal): the profile in use is not fitted "
           "(its provenance note says why).")
     return 0
+
+
+def _video_parts(r: dict) -> str:
+    """A video's parts, before and after, one line each (simulated seconds)."""
+    lines = [f"{r['id']}, simulated by part:"]
+    for when in ("before", "after"):
+        q = r[f"parts_{when}"]
+        lines.append(f"  {when:6} text encoder {q['text_encoder_s']:.4f} s + {q['steps']} x step "
+                     f"{q['step_s']:.4f} s + VAE decode {q['vae_decode_s']:.4f} s + reshards "
+                     f"{q['reshard_s'] * 1e3:.3f} ms = {q['total_s']:.3f} s")
+    return "\n".join(lines)
 
 
 def _worst(part: list[dict], label: str) -> str:

@@ -9,9 +9,11 @@ on log time, with the simulator as the model.
         generations, are never fitted to: a held-out point of `generation` is simulated on
         the fitted profile as a check. Raises UserError when there is no point to fit.
 
-The model of one point is single_collective.simulate (the C++ flow-level simulator, one
-collective alone) on a profile file; the residual is log(simulated) - log(measured), so a
-10 % miss weighs the same on 5 us as on 800 us. Deterministic for the same input.
+The model of a collective point is single_collective.simulate (the C++ flow-level simulator,
+one collective alone) on a profile file; of a whole program (one step, or one video: text
+encoder, steps x step, VAE decode, reshards) its compiled programs simulated on the same
+simulator (program_points.py). The residual is log(simulated) - log(measured), so a 10 % miss
+weighs the same on 5 us as on 800 us. Deterministic for the same input.
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 a hardware profile (a dict in the aoizora.hardware/1 format), its physical range, and
 which of them a set of measured points can determine.
 
-    candidates(kinds) -> [Parameter]: link_bandwidth, then the fixed latency of each
-        collective kind in `kinds`, then hop_latency (the order in which they are preferred
-        when the points cannot tell two apart), then mxu_efficiency when a whole program
-        ("program" in `kinds`) is among the points.
+    candidates(kinds) -> [Parameter]: when a collective kind is in `kinds`, link_bandwidth,
+        the fixed latency of each collective kind in `kinds`, then hop_latency (the order in
+        which they are preferred when the points cannot tell two apart); then
+        mxu_efficiency when a whole program (a kind of WHOLE_PROGRAMS) is among the points.
+        Whole programs alone fit mxu_efficiency alone: their time is mostly compute and
+        cannot tell a slower link from slower matmuls, which collective points, timed
+        alone, can.
     determinable(params, sensitivity) -> (kept, {name: reason}): the parameters the points
         determine, and why each other one keeps its base value.
 
@@ -96,11 +99,16 @@ MXU_EFFICIENCY = Parameter(
     "alike (compute/mxu.h; range 0.2-1)")
 
 
+# The kinds of the points that are whole programs (program_points.py): one step, one video.
+WHOLE_PROGRAMS = ("program", "video")
+
+
 def candidates(kinds) -> list[Parameter]:
     kinds = set(kinds)
-    programs = [MXU_EFFICIENCY] if "program" in kinds else []
-    return ([LINK_BANDWIDTH] + [collective_latency(k) for k in sorted(kinds - {"program"})]
-            + [HOP_LATENCY] + programs)
+    collectives = sorted(kinds - set(WHOLE_PROGRAMS))
+    links = ([LINK_BANDWIDTH] + [collective_latency(k) for k in collectives] + [HOP_LATENCY]
+             if collectives else [])
+    return links + ([MXU_EFFICIENCY] if kinds & set(WHOLE_PROGRAMS) else [])
 
 
 def determinable(params: list[Parameter], sensitivity: np.ndarray

@@ -25,6 +25,7 @@ import os
 import tempfile
 
 from aoizora import atomic
+from aoizora.fit_parameters import WHOLE_PROGRAMS
 from aoizora.fit_parameters import describe as _value
 
 HARNESS_CHECK = "HARNESS CHECK, not a TPU profile: fitted to CPU-device timings"
@@ -75,10 +76,13 @@ def document(fit, measurements_file: str, measured_on: str | None = None,
     note = (f"Fitted to {points} by least squares on log time (simulator as the model): "
             f"{', '.join(f'{p.name} {_value(p.unit, p.value)}' for p in fitted)}. "
             f"Kept from the base ({fit.base_label}): "
-            f"{'; '.join(f'{p.name}: {p.reason}' for p in kept) or 'nothing'}. "
+            f"{'; '.join(f'{p.name}: {p.reason}' for p in kept) or 'every other figure'}. "
             f"RMS error of log time {before:.3f} before, {after:.3f} after. Not fitted: "
-            + ("" if any(p.kind == "program" for p in fit.points if p.used) else
+            + ("" if any(p.kind in WHOLE_PROGRAMS for p in fit.points if p.used) else
                "the compute figures (no whole program among the points), ")
+            + ("" if any(p.kind not in WHOLE_PROGRAMS for p in fit.points if p.used) else
+               "the link and latency figures (no collective point among the points: a whole "
+               "program's time cannot tell a slower link from slower matmuls), ")
             + "peak FLOP/s and HBM bandwidth (the vendor's figures) and dma_fixed_seconds "
             "(the simulator does not read it)." + "".join(f" Note: {n}." for n in fit.notes
                                            if "kept at the base value" not in n))

@@ -12,21 +12,19 @@ fitted to (issue 14).
         (single_collective.py) on the current profile of its generation, or on `hardware`.
 
 A file may say where its points were timed ("provenance": an object, kept as it is).
-Whole programs ("programs": id, generation, seconds or seconds_per_denoising_step; to be
-simulated also "hlo", a compiled HLO file (plain or .gz, relative to the measurements
-file), "topology" and "mesh", the logical mesh shape the program runs on in JAX's default
-device order). Program.simulate(hardware) -> seconds of one run on the flow-level
-simulator; a program without "hlo" is kept and not simulated.
+Whole programs ("programs": one step, or one video end to end) are program_points.py's:
+Measurements.programs holds them (program_points.Program and Video), each simulated whole
+on the flow-level simulator; one without "hlo" is kept and not simulated.
 """
 
 from __future__ import annotations
 
-import functools
-import gzip
 import json
 import math
 import os
 from dataclasses import dataclass, field
+
+from aoizora import program_points
 
 def _published() -> str:
     """The installed copy (aoizora/calibration/), else the source checkout's."""
@@ -63,13 +61,6 @@ class Point:
             self.kind, self.topology, self.bytes_per_device,
             groups=[list(g) for g in self.groups] or None,
             pairs=[list(p) for p in self.pairs] or None, hardware=hardware)
-
-
-def _held_out(value) -> str:
-    """The reason a point is held out ("" when it is used); `true` holds it out unexplained."""
-    if value is True:
-        return "held out"
-    return value if isinstance(value, str) else ""
 
 
 def _positive(d: dict, key: str, where: str, integer: bool = False) -> float:
@@ -109,71 +100,20 @@ def _point(d: dict) -> Point:
                  kind=d["kind"], groups=groups, pairs=pairs,
                  bytes_per_device=int(d["bytes_per_device"]), seconds=float(d["seconds"]),
                  source=d["source"], approximate=bool(d.get("approximate", False)),
-                 held_out=_held_out(d.get("held_out")))
-
-
-@dataclass(frozen=True)
-class Program:
-    """A whole program timed on a real TPU (one step of a model)."""
-
-    id: str
-    generation: str
-    seconds: float
-    hlo: str = ""            # compiled HLO file (absolute path), when the measurement has one
-    held_out: str = ""
-    topology: str = ""       # the slice it ran on
-    mesh: tuple = ()         # its logical mesh shape, placed in JAX's default device order
-    source: str = ""
-
-    # What calibrate's tables show of a point.
-    kind = "program"
-    bytes_per_device = 0
-    approximate = False
-
-    def simulate(self, hardware: str | None = None) -> float:
-        from aoizora import _core
-
-        topo = _core.make_topology(self.topology, hardware or "")
-        placement = _core.default_placement(topo, list(self.mesh))
-        return _core.simulate(_graph(self.hlo), topo, list(placement.device_of)).step_seconds
-
-
-@functools.lru_cache(maxsize=4)
-def _graph(path: str):
-    """The collective graph of a compiled HLO file, read once (a fit simulates it often)."""
-    from aoizora import _core
-
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return _core.load_hlo(f.read())
+                 held_out=program_points.held_out_reason(d.get("held_out")))
 
 
 @dataclass(frozen=True)
 class Measurements:
     points: list = field(default_factory=list)     # [Point]
-    programs: list = field(default_factory=list)   # [Program]
+    programs: list = field(default_factory=list)   # [program_points.Program]
     # Where the file's own points were timed (`aoizora measure` writes platform,
     # device_kind, versions, date, measured_on); {} when the file does not say.
     provenance: dict = field(default_factory=dict)
 
 
-def _program(d, folder: str) -> Program:
-    if not isinstance(d, dict) or not isinstance(d.get("id"), str):
-        raise ValueError("each entry of 'programs' must be an object with a string 'id'")
-    seconds = d.get("seconds", d.get("seconds_per_denoising_step"))
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise ValueError(f"program {d['id']}: needs a positive 'seconds' (or "
-                         "'seconds_per_denoising_step')")
-    hlo, mesh = str(d.get("hlo", "")), d.get("mesh", [])
-    if hlo and not (isinstance(d.get("topology"), str) and isinstance(mesh, list) and mesh
-                    and all(isinstance(m, int) and not isinstance(m, bool) and m > 0
-                            for m in mesh)):
-        raise ValueError(f"program {d['id']}: an 'hlo' needs the 'topology' it ran on and its "
-                         "'mesh' shape (a list of positive whole numbers)")
-    return Program(id=d["id"], generation=str(d.get("generation", "")), seconds=float(seconds),
-                   hlo=os.path.join(folder, hlo) if hlo else "",
-                   held_out=_held_out(d.get("held_out")), topology=str(d.get("topology", "")),
-                   mesh=tuple(mesh), source=str(d.get("source", "")))
+def _program(d, folder: str):
+    return program_points.parse(d, folder)
 
 
 def _parse(doc, folder: str = ".") -> Measurements:
@@ -214,23 +154,9 @@ def load(path: str = PUBLISHED) -> list[Point]:
         raise ValueError(f"{path}: {e}") from None
 
 
-def _topology(what: str, topology: str, generation: str):
-    """The slice a point or program ran on, checked against its generation (ValueError)."""
-    from aoizora import _core
-
-    try:
-        topo = _core.make_topology(topology)
-    except _core.CoreError as e:
-        raise ValueError(f"{what}: 'topology': {e}") from None
-    if topo.spec["generation"] != generation:
-        raise ValueError(f"{what}: 'generation' is {generation!r} but {topology} is "
-                         f"{topo.spec['generation']!r}")
-    return topo
-
-
 def _check_runnable(p: Point) -> None:
     """What the simulator needs of a point, as ValueError naming the point and the field."""
-    topo = _topology(f"point {p.id}", p.topology, p.generation)
+    topo = program_points.slice_of(f"point {p.id}", p.topology, p.generation)
     chips = [c for g in (p.groups or p.pairs) for c in g]
     bad = [c for c in chips if not isinstance(c, int) or isinstance(c, bool)
            or not 0 <= c < topo.num_devices]
@@ -242,28 +168,6 @@ def _check_runnable(p: Point) -> None:
     if p.bytes_per_device % 4:
         raise ValueError(f"point {p.id}: 'bytes_per_device' {p.bytes_per_device} is not a "
                          "whole number of f32 elements (a multiple of 4)")
-
-
-def _check_program(p: Program) -> None:
-    """What simulating a program needs, as ValueError naming the program and the field."""
-    from aoizora import _core
-
-    if not os.path.isfile(p.hlo):
-        raise ValueError(f"program {p.id}: 'hlo' {p.hlo} is not a file")
-    topo = _topology(f"program {p.id}", p.topology, p.generation)
-    if math.prod(p.mesh) != topo.num_devices:
-        raise ValueError(f"program {p.id}: 'mesh' {list(p.mesh)} has {math.prod(p.mesh)} "
-                         f"devices but {p.topology} has {topo.num_devices}")
-    try:
-        graph = _graph(p.hlo)
-    except (_core.CoreError, OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"program {p.id}: cannot read its 'hlo': {e}") from None
-    if graph.num_partitions != topo.num_devices:
-        raise ValueError(f"program {p.id}: its HLO was compiled for {graph.num_partitions} "
-                         f"devices but {p.topology} has {topo.num_devices}")
-    loops = [r.name for r in graph.regions if not r.trip_count_known]
-    if loops:
-        raise ValueError(f"program {p.id}: loop {loops[0]} has an unknown trip count")
 
 
 def read(path: str, flag: str = "MEASUREMENTS") -> Measurements:
@@ -281,7 +185,7 @@ def read(path: str, flag: str = "MEASUREMENTS") -> Measurements:
             _check_runnable(p)
         for prog in m.programs:
             if prog.hlo:
-                _check_program(prog)
+                program_points.check(prog)
     except ValueError as e:
         raise UserError(f"{flag} {path}: {e}") from None
     return m

@@ -132,6 +132,32 @@ def test_a_whole_program_fits_the_mxu_efficiency_beside_the_links(tmp_path):
     assert not any("link_bandwidth is set by one point" in n for n in fit.notes)
 
 
+def test_a_whole_video_alone_fits_only_the_mxu_efficiency(tmp_path, capsys):
+    # A video timed on a profile with a slower link *and* slower matmuls: one point fits one
+    # figure, and it is the compute's (issue 32 item 4). Before whole programs fitted alone,
+    # the link bandwidth came first and took the point.
+    truth, path = _true_profile(tmp_path)
+    truth["mxu_efficiency"] = 0.5
+    path.write_text(json.dumps(truth))
+    step = _program(tmp_path)
+    video = {**step, "id": "video", "kind": "video", "steps": 30,
+             "stages": [{"stage": "text_encoder", "sharding": "te", "hlo": "step.hlo", "mesh": [4]},
+                        {"stage": "vae_decode", "sharding": "vae", "hlo": "step.hlo", "mesh": [4]}],
+             "reshards": [{"name": "latents -> VAE", "max_chip_bytes": 1 << 20}]}
+    video["seconds"] = measurements._program(video, str(tmp_path)).simulate(str(path))
+    doc = _doc([], programs=[video])
+    fit = _fit(_read(tmp_path, doc))
+    assert [(p.name, p.fitted) for p in fit.parameters] == [("mxu_efficiency", True)]
+    assert abs(fit.points[0].error_after) < 0.005 and fit.points[0].kind == "video"
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    out = tmp_path / "fitted.json"
+    assert cli.main(["calibrate", str(tmp_path / "m.json"), "--base", "v5p", "-o", str(out)]) == 0
+    capsys.readouterr()
+    prov = json.loads(out.read_text())["provenance"]
+    assert (prov["fitted_parameters"], prov["fitted_to"]) == (["mxu_efficiency"], ["video"])
+    assert "the link and latency figures (no collective point among the points" in prov["note"]
+
+
 def test_collective_points_alone_never_fit_the_mxu_efficiency(tmp_path):
     _, path = _true_profile(tmp_path)
     fit = _fit(_read(tmp_path, _doc(_synthetic(path, PERMUTES),

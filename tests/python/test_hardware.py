@@ -260,6 +260,22 @@ def test_shipped_profiles_fit_every_point_used_within_15_percent():
         assert abs(p.simulate() / p.seconds - 1) <= 0.15, p.id
 
 
+def test_v6e_fits_its_mxu_efficiency_to_one_video_and_keeps_every_other_figure_nominal():
+    # Issue 32 item 4: one published v6e run (MaxDiffusion PR 250, 78 s per video) sets one
+    # figure; the profile says which and to what, and every other figure is the nominal one.
+    shipped = hardware_file.shipped("v6e")
+    prov = shipped["provenance"]
+    assert prov["fitted"] is True
+    assert prov["fitted_parameters"] == ["mxu_efficiency"]
+    assert prov["fitted_to"] == ["v6e-8-wan2.1-t2v-14b-480p-81f-video"]
+    assert list(prov["residuals"]) == prov["fitted_to"]
+    assert "v6e-8-wan2.1-t2v-14b-480p-81f-video" in prov["sources"]["mxu_efficiency"]
+    assert 0.2 < shipped["mxu_efficiency"] < 1
+    nominal = json.loads((NOMINAL / "v6e.json").read_text())
+    differ = sorted(k for k in shipped if k != "provenance" and shipped[k] != nominal[k])
+    assert differ == ["mxu_efficiency"]
+
+
 def test_plan_uses_and_records_the_hardware_profile(tmp_path, monkeypatch, capsys):
     # Stage 1, Stage 2 and the simulator of one plan all see the file's figures: 10x slower
     # links make the chosen plan's simulated latency longer, and the plan says which profile.
