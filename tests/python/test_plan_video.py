@@ -129,3 +129,17 @@ def test_an_unknown_model_has_no_step_count():
         plan_video.steps_for(get_model("wan-tiny").replace(name="my-wan"), None)
     with pytest.raises(UserError, match="no reference denoising run"):
         plan_video.steps_for(get_model("wan-tiny").replace(name="my-wan"), 30)
+
+
+def test_compare_gives_each_rows_seconds_per_video(result, tmp_path, capsys):
+    from aoizora import cli
+
+    path = tmp_path / "plan.json"
+    result.plan.save(str(path))
+    assert cli.main(["compare", "--plan", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["video_s"] == result.plan.video["seconds"]
+    for row in rows:
+        assert row["video_s"] == pytest.approx(_sum(row["video_parts"]))
+    assert cli.main(["compare", "--plan", str(path)]) == 0
+    assert "seconds per video (simulated;" in capsys.readouterr().out

@@ -1,13 +1,15 @@
-"""`aoizora compare`: the plan against each baseline (simulated latency, speedup), for a
-saved plan or by planning (from the cache when it was planned before). --json: one object
-per row, speedup a number (the row's simulated step over the plan's; null without one)."""
+"""`aoizora compare`: the plan against each baseline (simulated latency, speedup, seconds per
+video), for a saved plan or by planning (from the cache when it was planned before). --json:
+one object per row, speedup a number (the row's simulated step over the plan's; null without
+one), video_s the row's simulated seconds per video and video_parts its split (null when the
+plan has none)."""
 
 from __future__ import annotations
 
 import json
 
 from aoizora.commands.plan import WORKLOAD_FLAGS, add_workload_args, run_planner
-from aoizora.plan_summary import comparison_rows, print_comparison
+from aoizora.plan_summary import comparison_rows, print_comparison, print_video
 
 
 def register(sub) -> None:
@@ -33,9 +35,17 @@ def run(args) -> int:
     plan = _saved_plan(args) if args.plan else run_planner(args).plan
     if args.json:  # speedup: a number, the row's simulated step over the plan's (or null)
         rows = [{"label": r.label, "sharding": r.sharding, "placement": r.placement,
-                 "simulated_s": r.simulated_s, "speedup": r.speedup}
+                 "simulated_s": r.simulated_s, "speedup": r.speedup, "video_s": r.video_s,
+                 "video_parts": _parts(plan, r.tag)}
                 for r in comparison_rows(plan)]
         print(json.dumps(rows, indent=2))
     else:
         print_comparison(plan)
+        print_video(plan)
     return 0
+
+
+def _parts(plan, tag: str) -> dict | None:
+    """A row's seconds per video by part (plan.json's video), None when not priced."""
+    v = plan.video if tag == "AoiZora" else plan.video.get("baselines", {}).get(tag, {})
+    return v.get("parts")
