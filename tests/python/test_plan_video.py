@@ -143,3 +143,15 @@ def test_compare_gives_each_rows_seconds_per_video(result, tmp_path, capsys):
         assert row["video_s"] == pytest.approx(_sum(row["video_parts"]))
     assert cli.main(["compare", "--plan", str(path)]) == 0
     assert "seconds per video (simulated;" in capsys.readouterr().out
+
+
+def test_the_report_shows_seconds_per_video_per_row(result):
+    from aoizora.report import render
+    from aoizora.report.tables import seconds
+
+    page = render(result.plan)
+    section = page[page.index('<section id="video">'):page.index('<section id="why">')]
+    assert 'id="video-split"' in section and "<svg" in section
+    assert f"<b>{seconds(result.plan.video['seconds'])} s</b>" in section
+    # one table row per bar: the plan and every baseline but "existing" (a repeat)
+    assert section.count("<tr><td>") == len(result.plan.baselines)

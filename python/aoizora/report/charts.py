@@ -3,6 +3,9 @@ no date), so the page stays one self-contained file.
 
     step_split_svg(rows) -> the step split as stacked bars, per block and per forward
         rows: [(label, Choice.extra["step_split"]), ...]
+    video_split_svg(rows) -> seconds per video as stacked bars, one per row: text encoding,
+        image conditioning, the denoising steps, the VAE decode, the reshards
+        rows: [(label, plan.json video parts), ...]
     timeline_svg(timeline) -> one block per device (compute, communication, waiting for the
         group, idle), from Choice.extra["block_timeline"]
 
@@ -77,6 +80,39 @@ def step_split_svg(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
         ax.grid(axis="x", alpha=0.3)
     axes[-1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.1 / height),
                     ncol=min(4, len(kinds)), frameon=False, fontsize=8)
+    return _svg(fig)
+
+
+# The parts of one video, in pipeline order, with their colours and names.
+VIDEO_PARTS = {
+    "text_encoder_s": ("#72b7b2", "text encoding"),
+    "conditioning_s": ("#b279a2", "image conditioning"),
+    "denoising_s": ("#4c78a8", "denoising steps"),
+    "vae_decode_s": ("#f58518", "VAE decode"),
+    "reshard_s": ("#e45756", "reshards between stages"),
+}
+
+
+def video_split_svg(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """Stacked horizontal bars of seconds per video by part, one per row (a part a row
+    lacks counts 0: the table beside says "-")."""
+    parts = [k for k in VIDEO_PARTS if any(k in p for _, p in rows)]
+    height = 0.6 + 0.45 * len(rows)
+    fig = Figure(figsize=(7.5, height + 1.2))
+    ax = fig.subplots()
+    left = [0.0] * len(rows)
+    for key in parts:
+        widths = [p.get(key) or 0.0 for _, p in rows]
+        colour, name = VIDEO_PARTS[key]
+        ax.barh(range(len(rows)), widths, left=left, label=name, color=colour,
+                edgecolor="white", linewidth=0.5)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_yticks(range(len(rows)), [label for label, _ in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("simulated seconds per video")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.1 / height),
+              ncol=min(3, len(parts)), frameon=False, fontsize=8)
     return _svg(fig)
 
 

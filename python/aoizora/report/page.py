@@ -4,6 +4,9 @@ test looks for:
 
     summary    what was planned, the choice, its placement in words, the placements that
                tie it and how the tie was broken (placement_ties), what Q1 and Q2 are
+    video      seconds per video by part (text encoding, image conditioning, the steps, the
+               VAE decode, the reshards), the plan and every baseline (stacked bars), and
+               the stages' shardings
     why        the step split into compute and exposed communication per collective kind,
                per block and per forward, for the plan and every baseline (stacked bars)
     placement  the chosen placement beside JAX's default order for the same sharding, link
@@ -84,6 +87,49 @@ def _compared(plan: Plan) -> list[tuple[str, Choice]]:
         label = b.label(tag)
         rows.append((f"{label} (existing: the best deployment)" if best else label, b))
     return rows
+
+
+def _video(plan: Plan) -> str:
+    v = plan.video
+    if not v:
+        return (f'<section id="video"><h2>Seconds per video</h2>'
+                f'{_missing("seconds per video")}</section>')
+    if "not_priced" in v:
+        return (f'<section id="video"><h2>Seconds per video</h2><p class="note">Not priced: '
+                f'{html.escape(v["not_priced"])}.</p></section>')
+    rows = [(label, v if c is plan.choice else v["baselines"].get(tag, {}))
+            for (label, c), tag in zip(_compared(plan), _compared_tags(plan))]
+    rows = [(label, r["parts"]) for label, r in rows if r.get("parts")]
+    keys = [k for k in charts.VIDEO_PARTS if any(k in p for _, p in rows)]
+    head = "".join(f"<th>{html.escape(charts.VIDEO_PARTS[k][1])} s</th>" for k in keys)
+    body = "\n".join(
+        f"<tr><td>{html.escape(label)}</td>"
+        + "".join(f"<td>{tables.seconds(p.get(k))}</td>" for k in keys)
+        + f"<td>{tables.seconds(sum(p.values()) if None not in p.values() else None)}</td></tr>"
+        for label, p in rows)
+    stages = "".join(
+        f"<li>{html.escape(name.replace('_', ' '))}: <code>{html.escape(s['sharding'])}</code>"
+        f" ({html.escape(s['source'])}), {tables.seconds(s['simulated_s'])} s</li>"
+        for name, s in v["stages"].items() if s)
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in v.get("notes", []))
+    switch = v.get("expert_switch_step")
+    return f"""<section id="video">
+<h2>Seconds per video</h2>
+<p>One video, {v['steps']} denoising steps ({html.escape(v.get('steps_source', ''))}):
+simulated <b>{tables.seconds(v.get('seconds'))} s</b> for the plan{
+    f"; Wan 2.2's low-noise expert from step {switch}" if switch is not None else ""}.
+Every part is simulated on the model; each stage around the loop runs its own best sharding
+(of those listed in plan.json's video.options), compiled once for the setting.</p>
+<figure class="plot" id="video-split">{charts.video_split_svg(rows)}</figure>
+<table><tr><th>row</th>{head}<th>total s</th></tr>
+{body}</table>
+<ul class="note">{stages}{notes}</ul>
+</section>"""
+
+
+def _compared_tags(plan: Plan) -> list[str]:
+    """The tags of _compared's rows ("AoiZora" for the plan)."""
+    return ["AoiZora"] + [t for t in plan.baselines if t != "existing"]
 
 
 def _why(plan: Plan) -> str:
@@ -212,6 +258,7 @@ def render(plan: Plan, trace: str | None = None) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>AoiZora plan: {title}</title>
 <style>{STYLE}</style></head><body>
 {_summary(plan)}
+{_video(plan)}
 {_why(plan)}
 {_placement(plan)}
 {_timeline(plan, trace)}

@@ -26,6 +26,12 @@ def ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1e3:.3f}"
 
 
+def seconds(s: float | None) -> str:
+    """Seconds with four significant digits ("-" for none): per-video figures span 1e-4
+    (the test model) to 1e2."""
+    return "-" if s is None else f"{s:.4g}"
+
+
 def mesh_text(c: Choice) -> str:
     return f"{'x'.join(map(str, c.mesh_shape))} ({', '.join(c.axis_names)})"
 
