@@ -6,6 +6,7 @@ and one survey end to end on the tiny Wan."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -47,7 +48,7 @@ def test_every_split_covers_every_chip_once(slice_name):
         chips = _chips_of(s)
         assert len(chips) == len(set(chips)) == s.replicas * s.chips_per_replica
         assert all(c < d for chip in chips for c, d in zip(chip, s.slice_dims)), s.name
-        assert s.replicas * s.chips_per_replica == s.slice_dims[0] * s.slice_dims[1] * s.slice_dims[2]
+        assert s.replicas * s.chips_per_replica == math.prod(s.slice_dims)
 
 
 def test_tpu7x_replicas_are_whole_chips_planned_as_catalog_slices():
@@ -184,7 +185,7 @@ def test_videos_per_hour_and_cost_per_video_count_every_chip_of_the_slice():
     two = _names("v6e:2x4")["2 x 2x2"]
     table = prices.PriceTable("t", {"v6e": prices.Price(2.7, "2024-12-12", "s")})
     request = survey.Request("wan-tiny", "tiny", None, ("v6e:2x4",), table)
-    row = survey._row(request, two, 1, survey.ReplicaPlan("v6e:2x2", 3.0, "video", "p @ q"))
+    row = survey.row_of(request, two, 1, survey.ReplicaPlan("v6e:2x2", 3.0, "video", "p @ q"))
     assert row.videos_per_hour == pytest.approx(2 * 3600 / 3.0)          # 2400 per hour
     # 8 chips x 2.7 USD an hour, over 2400 videos in that hour.
     assert row.usd_per_video == pytest.approx(8 * 2.7 / 2400)            # 0.009 USD
@@ -204,7 +205,7 @@ def test_seconds_per_video_prefers_the_plans_own_whole_video_figure():
 def test_a_split_that_could_share_links_is_a_row_that_says_so():
     cut = _names("v5p:4x4x4")["2 x 2x4x4"]
     request = survey.Request("wan-tiny", "tiny", None, ("v5p:4x4x4",), prices.load())
-    row = survey._row(request, cut, 1, None)
+    row = survey.row_of(request, cut, 1, None)
     assert not row.priced and row.latency_s is None
     assert row.why_not.startswith("not priced: replicas could share links (needs the "
                                   "multi-program simulation): the slice wraps along x")

@@ -6,6 +6,7 @@ turned into videos per hour and USD per video (prices.py), the rows set on the f
     request = Request(model, video, frames, topologies, prices, batches=(1,), steps=30)
     check(request) -> {topology: [Split]}     UserError, before any work, on bad input
     survey(request, settings, progress_for=None, log=None) -> Survey
+    row_of(request, split, batch, replica_plan) -> frontier.Row
 
 A replica shape is a catalog slice, planned as `aoizora plan` plans it (planner.plan with
 `settings`: cache, executor, compile target, top-k); one shape serving several splits or
@@ -97,8 +98,8 @@ def survey(request: Request, settings, progress_for: Callable[[str], Any] | None
         r = replicas[shape]
         log(f"[{i}/{len(shapes)}] {shape}: " + (f"{r.plan}, {r.latency_s:.4g} s per video "
                                                 f"({r.scope})" if r.error == "" else r.error))
-    rows = [row for t, ss in by_slice.items() for s in ss for b in request.batches
-            for row in [_row(request, s, b, replicas.get(s.planned_as))]]
+    rows = [row_of(request, s, b, replicas.get(s.planned_as))
+            for ss in by_slice.values() for s in ss for b in request.batches]
     return Survey(rows, by_slice, replicas, _notes(request, by_slice, replicas))
 
 
@@ -130,7 +131,8 @@ def seconds_per_video(plan, steps: int) -> tuple[float, str]:
     return steps * plan.choice.simulated_s, f"{TRANSFORMER_ONLY} ({steps} x one forward)"
 
 
-def _row(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan | None) -> Row:
+def row_of(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan | None) -> Row:
+    """The row of split `s` at `batch` from its replica shape's plan (None: not planned)."""
     chips = s.replicas * s.chips_per_replica
     base = dict(topology=s.slice_name, split=s.describe(), replicas=s.replicas, chips=chips,
                 batch=batch)
