@@ -1,7 +1,8 @@
-"""Seconds per video on a slice, by part: the text encoder and the VAE decode each under
-every sharding offered (aoizora.pipeline), compiled for the slice's TPU (deviceless, cached)
-and simulated; steps x the transformer step from a plan.json's choice.simulated_s; the
-reshards between stages. Every figure is simulated, none measured.
+"""Seconds per video on a slice, by part: the stages around the loop (the text encoder, the
+image conditioning of I2V presets, the VAE decode) each under every sharding offered
+(aoizora.pipeline.plan_video, as the planner prices them), compiled for the slice's TPU
+(deviceless, cached) and simulated; with --plan, steps x its step and its reshards. Every
+figure is simulated, none measured.
 
     .venv/bin/python bench/seconds_per_video.py --model wan2.1-t2v-1.3b --video 480p \
         --frames 21 --topology v5e:2x4 --steps 30 [--plan plan.json] [--json]
@@ -22,37 +23,41 @@ def _ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
 
 
-def table(price, steps: int) -> str:
-    rows = [("part", "seconds (simulated)", "sharding / how")]
-    te, vae = price.text_encoder, price.vae_decode
-    rows.append(("text encoding (2 prompts)", _ms(te and te.simulated_s),
-                 te.sharding if te else "none priced"))
-    step = price.transformer_step_s
-    rows.append((f"{steps} steps x transformer step",
-                 _ms(None if step is None else steps * step),
-                 f"{steps} x {_ms(step)}, {price.transformer_sharding} (plan.json)"
-                 if step is not None else "missing: no --plan given"))
-    rows.append(("VAE decode (1 video)", _ms(vae and vae.simulated_s),
-                 vae.sharding if vae else "none priced"))
-    for r in price.reshards:
-        rows.append((f"reshard: {r.name}", _ms(r.seconds),
-                     f"{r.max_chip_bytes / 2**20:.2f} MiB to the busiest chip "
-                     f"(array {r.array_bytes / 2**20:.2f} MiB)"))
-    total = price.total_s
-    rows.append(("total per video", _ms(total), "" if total is not None else
-                 "missing a part (above)"))
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * x for x in w))
+def table(video, pair) -> str:
+    """The parts of one video (with a plan's pair), then every stage option tried."""
+    lines = []
+    if pair is not None:
+        parts, stages = video.parts(pair), video.stages
+        rows = [("part", "seconds (simulated)", "sharding / how")]
+        te, vae = stages.text_encoder, stages.vae_decode
+        rows.append(("text encoding (2 prompts)", _ms(parts["text_encoder_s"]),
+                     te.sharding if te else "none priced"))
+        if "conditioning_s" in parts:
+            rows.append(("image conditioning", _ms(parts["conditioning_s"]), ", ".join(
+                p.sharding for p in stages.conditioning().values() if p)))
+        rows.append((f"{video.steps} steps x transformer step", _ms(parts["denoising_s"]),
+                     f"{video.steps} x {_ms(pair.simulated)}, {pair.candidate.name} (plan)"))
+        rows.append(("VAE decode (1 video)", _ms(parts["vae_decode_s"]),
+                     vae.sharding if vae else "none priced"))
+        for r in video.reshards(pair):
+            rows.append((f"reshard: {r.name}", _ms(r.seconds),
+                         f"{r.max_chip_bytes / 2**20:.2f} MiB to the busiest chip "
+                         f"(array {r.array_bytes / 2**20:.2f} MiB)"))
+        rows.append(("total per video", _ms(video.seconds(pair)), ""))
+        lines = _columns(rows) + [""]
     opts = [("stage", "sharding", "simulated", "compiled / why not")]
-    for p in price.options:
+    for p in video.stages.options:
         opts.append((p.stage, p.sharding, _ms(p.simulated_s), p.compiled if p.error is None
                      else (p.error if not p.compiled else f"{p.compiled}: {p.error}")[:90]))
-    w2 = [max(len(r[i]) for r in opts) for i in range(4)]
-    sub = ["  ".join(c.ljust(w2[i]) for i, c in enumerate(r)).rstrip() for r in opts]
-    sub.insert(1, "  ".join("-" * x for x in w2))
-    return "\n".join(lines + ["", "every sharding tried (JAX's default device order):"] + sub
-                     + [f"note: {n}" for n in price.notes])
+    return "\n".join(lines + ["every sharding tried (JAX's default device order):"]
+                     + _columns(opts))
+
+
+def _columns(rows) -> list[str]:
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    out.insert(1, "  ".join("-" * x for x in w))
+    return out
 
 
 def main(argv=None) -> int:
@@ -61,8 +66,8 @@ def main(argv=None) -> int:
     ap.add_argument("--video", default="480p")
     ap.add_argument("--frames", type=int, default=None)
     ap.add_argument("--topology", default="v5e:2x4")
-    ap.add_argument("--steps", type=int, default=30,
-                    help="denoising steps (MaxDiffusion's Wan 1.3B config: 30; 14B: 50)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="denoising steps (default: the preset's MaxDiffusion run)")
     ap.add_argument("--plan", default=None, help="a plan.json for this setting")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--json", action="store_true")
@@ -70,22 +75,29 @@ def main(argv=None) -> int:
 
     from aoizora.cache import Cache
     from aoizora.models import get_model, get_workload
-    from aoizora.pipeline import seconds_per_video
+    from aoizora.pipeline import plan_video
+    from aoizora.stage2 import Stage2
 
     model = get_model(args.model)
     workload = get_workload(args.video, args.frames, model=model)
     plan = json.load(open(args.plan)) if args.plan else None
+    stage2 = Stage2.for_topology(args.topology)
+    steps = plan_video.steps_for(model, args.steps)
     t = time.perf_counter()
-    price = seconds_per_video(model, workload, args.topology, args.steps, plan,
-                              cache=Cache(), workers=args.workers)
+    stages = plan_video.price_stages(model, workload, stage2, cache=Cache(),
+                                     workers=args.workers)
     wall = time.perf_counter() - t
+    video = plan_video.VideoModel(model, workload, stage2, steps[0], stages, steps[1],
+                                  steps[2])
+    pair = plan_video.plan_pair(plan) if plan else None
     if args.json:
-        print(json.dumps({**dataclasses.asdict(price), "total_s": price.total_s,
-                          "reshard_s": price.reshard_s, "wall_s": wall}, indent=1))
+        print(json.dumps({"stages": [dataclasses.asdict(o) for o in stages.options],
+                          **({"video": video.of_pair(pair)} if pair else {}),
+                          "steps": steps[0], "wall_s": wall}, indent=1))
         return 0
-    print(f"{model.name}, {workload.name}, {args.topology}, {args.steps} steps "
-          f"(all simulated; priced in {wall:.0f} s wall)")
-    print(table(price, args.steps))
+    print(f"{model.name}, {workload.name}, {args.topology}, {steps[0]} steps ({steps[1]}; "
+          f"all simulated; stages priced in {wall:.0f} s wall)")
+    print(table(video, pair))
     return 0
 
 

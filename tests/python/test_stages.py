@@ -27,20 +27,30 @@ def _pick(options, *names):
     return [o for o in options if o.name in names]
 
 
+class Priced:
+    """The stages priced, the video model over them, and the plan's pair."""
+
+    def __init__(self, stages, video, pair):
+        self.stages, self.video, self.pair = stages, video, pair
+        self.options = stages.options
+
+
 @pytest.fixture(scope="session")
 def priced(tmp_path_factory):
     from aoizora.cache import Cache
-    from aoizora.pipeline import seconds_per_video
+    from aoizora.pipeline import plan_video
+    from aoizora.stage2 import Stage2
 
     model = get_model("wan-tiny")
     with open(PLAN) as f:
         plan = json.load(f)
-    te = _pick(stage_specs.text_encoder_options(4), "te-replicated", "te-data2")
-    vae = _pick(stage_specs.vae_options(4), "vae-replicated", "vae-width4")
+    picked = [(o, c) for o, c in plan_video.stage_options(model, 4)
+              if o.name in ("te-replicated", "te-data2", "vae-replicated", "vae-width4")]
     cache = Cache(str(tmp_path_factory.mktemp("cache")))
-    price = seconds_per_video(model, BIG, "v5e:2x2", 3, plan, cache=cache,
-                              te_options=te, vae_options=vae)
-    return price, cache
+    stage2 = Stage2.for_topology("v5e:2x2")
+    stages = plan_video.price_stages(model, BIG, stage2, picked, cache=cache)
+    video = plan_video.VideoModel(model, BIG, stage2, 3, stages)
+    return Priced(stages, video, plan_video.plan_pair(plan)), cache
 
 
 def test_each_stage_compiles_for_the_tpu_target_and_is_simulated(priced):
@@ -69,29 +79,35 @@ def test_a_width_split_vae_decode_beats_the_replicated_one_on_enough_pixels(pric
     price, _ = priced
     by = {p.sharding: p.simulated_s for p in price.options}
     assert by["vae-width4"] < 0.6 * by["vae-replicated"], by
-    assert price.vae_decode.sharding == "vae-width4"
+    assert price.stages.vae_decode.sharding == "vae-width4"
 
 
 def test_the_video_price_takes_the_step_from_the_plan_and_the_best_of_each_stage(priced):
     price, _ = priced
     with open(PLAN) as f:
         plan = json.load(f)
-    assert price.transformer_step_s == plan["choice"]["simulated_s"]
+    parts = price.video.parts(price.pair)
+    assert parts["denoising_s"] == pytest.approx(3 * plan["choice"]["simulated_s"])
     best_te = min((p for p in price.options if p.stage == "text_encoder"),
                   key=lambda p: p.simulated_s)
-    assert price.text_encoder == best_te
-    assert price.total_s > 3 * price.transformer_step_s + price.vae_decode.simulated_s
-    assert [r.name for r in price.reshards] == ["text context -> transformer",
-                                                "latents -> VAE"]
+    assert price.stages.text_encoder == best_te
+    assert parts["text_encoder_s"] == best_te.simulated_s
+    assert price.video.seconds(price.pair) == pytest.approx(sum(parts.values()))
+    reshards = price.video.reshards(price.pair)
+    assert [r.name for r in reshards] == ["text context -> transformer", "latents -> VAE"]
     # the transformer's guided latents are on every chip: the VAE takes its slice locally
-    assert price.reshards[1].max_chip_bytes == 0 and price.reshards[1].seconds == 0
+    assert reshards[1].max_chip_bytes == 0 and reshards[1].seconds == 0
 
 
-def test_no_plan_leaves_the_total_missing():
-    from aoizora.pipeline.price import VideoPrice
+def test_a_missing_stage_leaves_the_total_missing(priced):
+    from aoizora.pipeline import plan_video
 
-    p = VideoPrice("m", "w", "t", 30, None, None, None, "no plan", (), ())
-    assert p.total_s is None
+    price, _ = priced
+    no_vae = plan_video.Stages({"text_encoder": price.stages.text_encoder,
+                                "vae_decode": None}, price.options)
+    video = plan_video.VideoModel(get_model("wan-tiny"), BIG, price.video.stage2, 3, no_vae)
+    assert video.seconds(price.pair) is None
+    assert no_vae.missing() == ["VAE decode"]
 
 
 # ---- reshards (no compile) -------------------------------------------------------------------

@@ -95,18 +95,34 @@ def stage_configs(cfg) -> list[tuple[str, object]]:
             + stage_specs.image_stages_for(cfg) + [("vae_decode", stage_specs.vae_for(cfg))])
 
 
-def price_stages(cfg, workload, stage2, *, cache=None, workers=None, executor=None,
-                 platform: str = "tpu", progress=None) -> Stages:
+def stage_options(cfg, n: int) -> list[tuple]:
+    """(StageOption, stage config) of every sharding offered on n devices, every stage."""
+    return [(o, c) for stage, c in stage_configs(cfg) for o in _OPTIONS[stage][0](n, c)]
+
+
+def price_stages(cfg, workload, stage2, options=None, *, cache=None, workers=None,
+                 executor=None, platform: str = "tpu", progress=None) -> Stages:
     """Every stage around the loop of `cfg` (a Wan preset: the text encoder, the image
     conditioning of image to video, the VAE decode) under every sharding stage_specs offers
-    on the slice, compiled (one job each, one batch, cached) and simulated."""
-    n = stage2.num_devices
+    on the slice (or `options`, a subset of stage_options), compiled (one job each, one
+    batch, cached) and simulated."""
     configs = stage_configs(cfg)
     prices = price.price_options(
-        [(o, c) for stage, c in configs for o in _OPTIONS[stage][0](n, c)], workload, stage2,
-        cache=cache, workers=workers, executor=executor, platform=platform, progress=progress)
+        stage_options(cfg, stage2.num_devices) if options is None else options, workload,
+        stage2, cache=cache, workers=workers, executor=executor, platform=platform,
+        progress=progress)
     return Stages({stage: price.best([p for p in prices if p.stage == stage])
                    for stage, _ in configs}, tuple(prices))
+
+
+def plan_pair(plan: dict):
+    """A plan.json's choice as a stage2.Pair: its sharding, placement and simulated step."""
+    from aoizora.stage2 import Pair
+    from aoizora.strategies import Candidate
+
+    c = plan["choice"]
+    return Pair(Candidate.from_dict(c["strategy"]), c["placement"], list(c["chip_ids"]),
+                c.get("q2_s") or 0.0, c.get("q1_s"), c["simulated_s"])
 
 
 class VideoModel:

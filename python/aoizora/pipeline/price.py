@@ -1,9 +1,10 @@
-"""Seconds per video: the text encoder and the VAE decode, each under every sharding offered
-(stage_specs), compiled for the slice's TPU through the planner's compile path and simulated
-on the slice; the reshards between stages (reshard.py); the transformer's steps from a plan.
+"""The stages around the transformer loop priced: each (stage, sharding) option compiled for
+the slice's TPU through the planner's compile path and simulated on the slice; the reshards
+between a stage and the transformer (reshard.py). plan_video.py puts them together per video.
 
-    price_stage(stage, cfg, workload, stage2, options, ...) -> list[StagePrice]
-    seconds_per_video(model, workload, topology, steps, plan=None, ...) -> VideoPrice
+    price_options([(StageOption, cfg), ...], workload, stage2, ...) -> list[StagePrice]
+    best(prices) -> the fastest priced StagePrice
+    reshards(model, workload, stage2, Placed | None, te, vae, ...) -> [ReshardPrice]
 
 Compiles: one job per (stage, sharding), the TPU's analysis compile (optimized_hlo: XLA's
 optimized HLO, the backend skipped, as Stage 2 uses it) through compiler.run_jobs, so worker
@@ -17,7 +18,7 @@ is not checked here either.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aoizora.pipeline import reshard, stage_specs
 
@@ -40,37 +41,6 @@ class StagePrice:
     chips: tuple = ()             # the placement: chip of each logical device
     key: str = ""                 # the compile job's cache key (the program: Cache().get(key))
     kind: str = SIMULATED
-
-
-@dataclass(frozen=True)
-class VideoPrice:
-    """One video's seconds on the slice, by part; every figure simulated."""
-
-    model: str
-    workload: str
-    topology: str
-    steps: int
-    text_encoder: StagePrice | None     # the best priced sharding, None when none priced
-    vae_decode: StagePrice | None
-    transformer_step_s: float | None    # the plan's choice.simulated_s; None without a plan
-    transformer_sharding: str           # the plan's, or "no plan"
-    reshards: tuple                     # reshard.ReshardPrice, ...
-    options: tuple                      # every StagePrice, priced or not
-    kind: str = SIMULATED
-    notes: tuple = field(default=())
-
-    @property
-    def reshard_s(self) -> float:
-        return sum(r.seconds for r in self.reshards)
-
-    @property
-    def total_s(self) -> float | None:
-        """None while any part is missing."""
-        parts = [self.text_encoder and self.text_encoder.simulated_s,
-                 self.vae_decode and self.vae_decode.simulated_s, self.transformer_step_s]
-        if any(p is None for p in parts):
-            return None
-        return parts[0] + self.steps * parts[2] + parts[1] + self.reshard_s
 
 
 def _skip_reason(option, workload) -> str | None:
@@ -163,14 +133,6 @@ class Placed:
         return cls(pair.candidate, tuple(int(c) for c in pair.device_of),
                    label or f"transformer: {pair.candidate.name}")
 
-    @classmethod
-    def of_plan(cls, plan: dict) -> "Placed":
-        from aoizora.strategies import Candidate
-
-        choice = plan["choice"]
-        cand = Candidate.from_dict(choice["strategy"])
-        return cls(cand, tuple(choice["chip_ids"]), f"transformer: {cand.name} (plan)")
-
 
 def _transformer_layout(placed: Placed | None, n: int, axes: tuple,
                         shape: tuple) -> reshard.Layout:
@@ -204,39 +166,3 @@ def reshards(model, workload, stage2, placed: Placed | None, te: StagePrice | No
         out.append(reshard.price("latents -> VAE", src, dst, shape,
                                  jnp.dtype(vae_cfg.dtype).itemsize, spec))
     return out
-
-
-def seconds_per_video(model, workload, topology: str, steps: int, plan: dict | None = None,
-                      *, cache=None, workers=None, executor=None, platform: str = "tpu",
-                      te_options=None, vae_options=None) -> VideoPrice:
-    """The whole video on `topology` (a catalog name or topology file). `plan`: a plan.json
-    dict for this model, workload and slice (its choice gives the transformer's step, its
-    sharding and placement the reshards' far side); te_options / vae_options: the shardings
-    tried (default: stage_specs' full lists)."""
-    from aoizora.stage2 import Stage2
-
-    stage2 = Stage2.for_topology(topology)
-    n = stage2.num_devices
-    enc_cfg, vae_cfg = stage_specs.encoder_for(model), stage_specs.vae_for(model)
-    kw = dict(cache=cache, workers=workers, executor=executor, platform=platform)
-    te_prices = price_stage(enc_cfg, workload, stage2,
-                            te_options or stage_specs.text_encoder_options(n), **kw)
-    vae_prices = price_stage(vae_cfg, workload, stage2,
-                             vae_options or stage_specs.vae_options(n), **kw)
-    te, vae = best(te_prices), best(vae_prices)
-    notes = []
-    step_s, sharding = None, "no plan"
-    if plan is not None:
-        step_s = plan["choice"]["simulated_s"]
-        sharding = plan["choice"]["candidate"]
-        for what, mine, theirs in (("model", model.name, plan["model"]["name"]),
-                                   ("topology", stage2.topology.name, plan["topology"]["name"]),
-                                   ("frames", workload.frames, plan["workload"]["frames"])):
-            if mine != theirs:
-                notes.append(f"the plan is for {what} {theirs}, not {mine}")
-    return VideoPrice(model.name, workload.name, stage2.topology.name, steps, te, vae, step_s,
-                      sharding, tuple(reshards(model, workload, stage2,
-                                               Placed.of_plan(plan) if plan else None,
-                                               te, vae, enc_cfg, vae_cfg)),
-                      tuple(te_prices + vae_prices), notes=tuple(notes))
-
