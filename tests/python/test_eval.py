@@ -225,3 +225,31 @@ def test_tables_refuse_results_of_two_code_versions(tmp_path):
     with pytest.raises(UserError, match="2 code versions"):
         tables.write_tables(str(tmp_path), results)
     assert not os.listdir(tmp_path)
+
+
+def test_a_sharding_without_a_jax_default_order_is_judged_without_one():
+    """judge_all goes on when JAX cannot lay a compiled sharding out (as the planner does):
+    its placements are judged, it has no default pair."""
+    from types import SimpleNamespace
+
+    from aoizora.evaluation.setting import judge_all
+    from aoizora.stage2 import NoDefaultOrder, Pair
+
+    cand = strategies.Candidate("odd", context=8, form="allgather_kv")
+
+    class Stage2:
+        def rank(self, c, graph, q1=None):
+            return [Pair(c, "axes x|y", [0, 1], 2.0, q1), Pair(c, "row-major", [1, 0], 1.0, q1)]
+
+        def default_pair(self, c, graph, q1=None):
+            raise NoDefaultOrder(c.name, "the mesh does not tile the slice")
+
+        def simulate(self, p, graph):
+            p.simulated = p.q2 * 10
+            return p
+
+    result = SimpleNamespace(stage2=Stage2(), ranked=[], graphs={"odd": object()},
+                             stage1=[SimpleNamespace(candidate=cand, q1_seconds=0.5)])
+    judged, defaults = judge_all(result)
+    assert [p.placement for p in judged["odd"]] == ["row-major", "axes x|y"]
+    assert defaults == {}

@@ -38,7 +38,11 @@ def _choice_dict(ch) -> dict[str, Any]:
 def judge_all(result) -> tuple[dict[str, list], dict[str, Any]]:
     """(candidate name -> every placement Stage 2 considers plus JAX's default order, all
     simulated, best simulated first; candidate name -> the pair on JAX's default order).
-    Covers every compiled candidate of `result`."""
+    Covers every compiled candidate of `result`; a mesh JAX's default order cannot lay out
+    on the slice (NoDefaultOrder, as the planner reports it) has no default pair, and the
+    placement figures that compare with it are left out (None) for it."""
+    from aoizora.stage2 import NoDefaultOrder
+
     stage2 = result.stage2
     q1_of = {r.candidate.name: r.q1_seconds for r in result.stage1}
     by_name = {r.candidate.name: r.candidate for r in result.stage1}
@@ -48,11 +52,15 @@ def judge_all(result) -> tuple[dict[str, list], dict[str, Any]]:
     out, defaults = {}, {}
     for name, graph in result.graphs.items():
         pairs = list(ranked_of.get(name) or stage2.rank(by_name[name], graph, q1=q1_of.get(name)))
-        d = stage2.default_pair(by_name[name], graph, q1=q1_of.get(name))
-        same = next((p for p in pairs if p.device_of == d.device_of), None)
-        if same is None:
-            pairs.append(d)
-        defaults[name] = same or d
+        try:
+            d = stage2.default_pair(by_name[name], graph, q1=q1_of.get(name))
+        except NoDefaultOrder:
+            d = None
+        if d is not None:
+            same = next((p for p in pairs if p.device_of == d.device_of), None)
+            if same is None:
+                pairs.append(d)
+            defaults[name] = same or d
         for p in pairs:
             if p.simulated is None:
                 stage2.simulate(p, graph)
