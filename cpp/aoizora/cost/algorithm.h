@@ -31,7 +31,8 @@ enum class GroupAlgorithm {
   kNone,        // a group of one device
   kTorusRing,   // a whole wrapped axis: bidirectional ring, half of each shard each way
   kLine,        // a contiguous line without wraparound: bidirectional line (ring unfolded)
-  kGrid,        // a full sub-grid of >= 2 axes: dimension by dimension, each axis as above
+  kGrid,        // a full sub-grid of >= 2 axes: the profile's `grid` (one ring, or axis by axis)
+  kTorus,       // a box of >= 2 whole wrapped axes: every axis at once, one colour per axis
   kRoutedRing,  // anything else: a unidirectional ring in group order over routed paths
 };
 
@@ -177,6 +178,46 @@ int cycle_phase(const topo::Topology& t, const GroupBox& box, const GridCycle& c
   return n - 1;
 }
 
+// A box of D >= 2 whole wrapped axes (a torus) runs all its axes at once: the data is split
+// into D colours, colour j passes through the axes in the rotated order axes[j], axes[j+1],
+// ..., axes[j-1] (mod D), each axis as its bidirectional ring, so in every phase the colours
+// use D different axes and every link of the box is busy (XLA's StrategyND /
+// UniDirectionNDRingStrategy on TPU tori, `dim_used` {0 1},{1 0} on 16x16 and
+// {0 1 2},{1 2 0},{2 0 1} on 4x4x4; docs/simulator.md). `reverse` walks each colour's order
+// backwards (the gather half of an all-reduce undoes its scatter). Phase p of every colour
+// starts at step step0 + p L, L = the longest axis's ring steps, so phases of unequal axes
+// stay aligned. Gather: each member contributes `shard` bytes, shard / D per colour, and a
+// colour's piece grows by each axis's extent; scatter: `shard` is each member's final piece
+// (shard / D per colour), so a colour's piece in phase p is that times the extents of its
+// later phases. Returns D L.
+template <typename Emit>
+int torus_phase(const topo::Topology& t, const GroupBox& box, const std::vector<int>& axes,
+                double shard, int step0, bool scatter, bool reverse, bool aggregate, Emit& emit) {
+  const int D = static_cast<int>(axes.size());
+  int L = 0;
+  for (int d : axes) L = std::max(L, box.ext[static_cast<size_t>(d)] - 1);
+  std::array<int, 3> order{};
+  for (int j = 0; j < D; ++j) {
+    for (int p = 0; p < D; ++p)
+      order[static_cast<size_t>(p)] = axes[static_cast<size_t>((j + (reverse ? D - 1 - p : p)) % D)];
+    const auto ext = [&](int p) {
+      return box.ext[static_cast<size_t>(order[static_cast<size_t>(p)])];
+    };
+    double piece = shard / D;
+    if (scatter)
+      for (int p = 1; p < D; ++p) piece *= ext(p);
+    for (int p = 0; p < D; ++p) {
+      line_phase(t, box, order[static_cast<size_t>(p)], piece, step0 + p * L, aggregate, emit);
+      if (scatter) {
+        if (p + 1 < D) piece /= ext(p + 1);
+      } else {
+        piece *= ext(p);
+      }
+    }
+  }
+  return D * L;
+}
+
 }  // namespace detail
 
 // All-gather, reduce-scatter or all-reduce over one group; returns its steps.
@@ -187,8 +228,9 @@ int cycle_phase(const topo::Topology& t, const GroupBox& box, const GridCycle& c
 // ("dimension-order": gathers along x, y, z; the gather half of an all-reduce in the
 // reverse order, so it undoes the scatter). The core axis of two-core chips carries the
 // largest phase, as a hierarchical algorithm would put it on the fastest link: a
-// reduce-scatter splits over the cores first, a gather joins them last. Any other group:
-// a unidirectional ring in group order over routed paths.
+// reduce-scatter splits over the cores first, a gather joins them last. A box whose chip axes
+// (>= 2) are all whole wrapped axes runs them at once (torus_phase), whatever `grid` says.
+// Any other group: a unidirectional ring in group order over routed paths.
 template <typename Emit>
 int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
                     const topo::Topology& t, double volume, bool aggregate,
@@ -214,15 +256,27 @@ int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
   std::vector<int> axes;  // the chip axes the box spans
   for (int d = 0; d < 3; ++d)
     if (box.ext[static_cast<size_t>(d)] > 1) axes.push_back(d);
-  // The phases' units: the core axis, each chip axis, or all chip axes as one ring (kRing).
-  // The cycle is built only where a profile's grid ring can apply (not for lines).
-  constexpr int kRing = -1;
+  // The phases' units: the core axis, each chip axis, all chip axes as one ring (kRing), or
+  // all chip axes of a torus at once (kTorus). The cycle is built only where a profile's grid
+  // ring can apply (not for lines, not for tori).
+  constexpr int kRing = -1, kTorus = -2;
+  bool torus = axes.size() >= 2;
+  for (int d : axes) torus = torus && is_torus_line(t, d, box.ext[static_cast<size_t>(d)]);
   std::optional<detail::GridCycle> cycle;
-  if (axes.size() >= 2 && t.spec.algorithms.grid_is_ring()) cycle.emplace(axes, box.ext);
+  if (!torus && axes.size() >= 2 && t.spec.algorithms.grid_is_ring()) cycle.emplace(axes, box.ext);
   const bool ring = cycle && cycle->exists();
-  std::vector<int> units = ring ? std::vector<int>{kRing} : axes;
-  const auto extent = [&](int u) { return u == kRing ? cycle->size() : box.ext[static_cast<size_t>(u)]; };
-  const auto phase = [&](int u, double shard, int step0) {
+  std::vector<int> units = torus ? std::vector<int>{kTorus} : ring ? std::vector<int>{kRing} : axes;
+  const auto extent = [&](int u) {
+    if (u == kRing) return cycle->size();
+    if (u != kTorus) return box.ext[static_cast<size_t>(u)];
+    int e = 1;
+    for (int d : axes) e *= box.ext[static_cast<size_t>(d)];
+    return e;
+  };
+  // scatter: a reduce-scatter phase; reverse: the gather half of an all-reduce.
+  const auto phase = [&](int u, double shard, int step0, bool scatter_phase, bool reverse) {
+    if (u == kTorus)
+      return detail::torus_phase(t, box, axes, shard, step0, scatter_phase, reverse, aggregate, emit);
     return u == kRing ? detail::cycle_phase(t, box, *cycle, axes, shard, step0, aggregate, emit)
                       : detail::line_phase(t, box, u, shard, step0, aggregate, emit);
   };
@@ -235,7 +289,7 @@ int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
     double held = volume;
     for (int u : order) {
       held /= extent(u);
-      steps += phase(u, held, steps);
+      steps += phase(u, held, steps, /*scatter_phase=*/true, /*reverse=*/false);
     }
   }
   if (!scatter) {
@@ -244,7 +298,7 @@ int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
     if (!gather) std::reverse(order.begin(), order.end());
     if (cores) order.push_back(topo::kCoreAxis);
     for (int u : order) {
-      steps += phase(u, shard, steps);
+      steps += phase(u, shard, steps, /*scatter_phase=*/false, /*reverse=*/!gather);
       shard *= extent(u);
     }
   }
@@ -257,9 +311,14 @@ inline GroupAlgorithm classify_group(const std::vector<int>& devices, const topo
   std::vector<int> scratch;
   const GroupBox b = group_box(devices, t, scratch);
   if (!b.full) return GroupAlgorithm::kRoutedRing;
-  int axes = 0, axis = 0;
+  int axes = 0, axis = 0, tori = 0;
   for (int d = 0; d < topo::kDeviceAxes; ++d)
-    if (b.ext[static_cast<size_t>(d)] > 1) ++axes, axis = d;
+    if (b.ext[static_cast<size_t>(d)] > 1) {
+      ++axes, axis = d;
+      if (is_torus_line(t, d, b.ext[static_cast<size_t>(d)])) ++tori;
+    }
+  const int core_axis = b.ext[topo::kCoreAxis] > 1 ? 1 : 0;
+  if (tori >= 2 && tori + core_axis == axes) return GroupAlgorithm::kTorus;
   if (axes >= 2) return GroupAlgorithm::kGrid;
   return is_torus_line(t, axis, b.ext[static_cast<size_t>(axis)]) ? GroupAlgorithm::kTorusRing
                                                                   : GroupAlgorithm::kLine;
