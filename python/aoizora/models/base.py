@@ -18,7 +18,9 @@ A `Workload` is the input size (for Wan: resolution, frames, CFG batch).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import sys
 from typing import Any, Callable, Protocol, Sequence
 
 import jax
@@ -57,6 +59,31 @@ class ModelSpec(Protocol):
     def output_axes(self, workload) -> Axes: ...
     def seq_len(self, workload) -> int: ...
     def apply(self, params, *inputs, workload, layout: Layout): ...
+
+
+class ModelConfig:
+    """The ModelSpec methods every model's frozen dataclass config writes the same way, for a
+    config whose module defines `init_params(cfg, key)` and `param_axes(cfg)` (wan.py,
+    umt5.py, clip_image.py, wan_vae.py): its key, a changed copy, its parameters' shapes
+    (traced, no weights), their logical axes and count."""
+
+    def key(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **kw):
+        return dataclasses.replace(self, **kw)
+
+    def _module(self):
+        return sys.modules[type(self).__module__]
+
+    def abstract_params(self):
+        return jax.eval_shape(lambda: self._module().init_params(self, jax.random.key(0)))
+
+    def param_axes(self):
+        return self._module().param_axes(self)
+
+    def param_count(self) -> int:
+        return sum(math.prod(x.shape) for x in jax.tree.leaves(self.abstract_params()))
 
 
 def pad_multiple(seq_multiple: int, shard_multiple: int, context: int) -> int:

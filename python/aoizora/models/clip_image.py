@@ -36,15 +36,13 @@ Layers are stacked on a leading axis and run under `lax.scan`.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from aoizora.models.base import LocalLayout
+from aoizora.models.base import LocalLayout, ModelConfig
 from aoizora.models.layers import dense, layer_norm, linear, norm_affine
 
 # transformers' ACT2FN names for the two activations CLIP towers use.
@@ -53,7 +51,7 @@ ACTIVATIONS = {"gelu": lambda x: jax.nn.gelu(x, approximate=False),
 
 
 @dataclass(frozen=True)
-class CLIPVisionConfig:
+class CLIPVisionConfig(ModelConfig):
     name: str
     width: int = 1280        # hidden_size
     layers: int = 32         # num_hidden_layers (Wan runs all but the last)
@@ -66,11 +64,7 @@ class CLIPVisionConfig:
     hidden_index: int = -2   # the hidden state Wan takes (transformers' hidden_states index)
     dtype: str = "bfloat16"  # parameters and matmuls; norms and softmax in float32
 
-    def key(self) -> dict:
-        return dataclasses.asdict(self)
 
-    def replace(self, **kw) -> "CLIPVisionConfig":
-        return dataclasses.replace(self, **kw)
 
     @property
     def tokens(self) -> int:
@@ -81,14 +75,8 @@ class CLIPVisionConfig:
     def head_dim(self) -> int:
         return self.width // self.heads
 
-    def abstract_params(self):
-        return jax.eval_shape(lambda: init_params(self, jax.random.key(0)))
 
-    def param_axes(self):
-        return param_axes(self)
 
-    def param_count(self) -> int:
-        return sum(math.prod(x.shape) for x in jax.tree.leaves(self.abstract_params()))
 
     def abstract_inputs(self, batch: int = 1):
         """Pixels of `batch` images (Wan: 1, the first frame)."""

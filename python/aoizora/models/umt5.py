@@ -21,7 +21,6 @@ Layers are stacked on a leading axis and run under `lax.scan`.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -29,12 +28,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from aoizora.models.base import LocalLayout
+from aoizora.models.base import LocalLayout, ModelConfig
 from aoizora.models.layers import rms_norm
 
 
 @dataclass(frozen=True)
-class UMT5Config:
+class UMT5Config(ModelConfig):
     name: str
     d_model: int = 4096      # hidden width
     layers: int = 24         # encoder layers
@@ -48,24 +47,14 @@ class UMT5Config:
     text_len: int = 512      # tokens per prompt (Wan's text_len; shorter prompts are padded)
     dtype: str = "bfloat16"  # parameters and matmuls; norms and softmax in float32
 
-    def key(self) -> dict:
-        return dataclasses.asdict(self)
 
-    def replace(self, **kw) -> "UMT5Config":
-        return dataclasses.replace(self, **kw)
 
     @property
     def inner_dim(self) -> int:
         return self.heads * self.d_kv
 
-    def abstract_params(self):
-        return jax.eval_shape(lambda: init_params(self, jax.random.key(0)))
 
-    def param_axes(self):
-        return param_axes(self)
 
-    def param_count(self) -> int:
-        return sum(math.prod(x.shape) for x in jax.tree.leaves(self.abstract_params()))
 
     def abstract_inputs(self, batch: int = 2):
         """token ids and mask for `batch` prompts (CFG: the prompt and the negative one)."""

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from aoizora.models import image
-from aoizora.models.base import LocalLayout, pad_multiple
+from aoizora.models.base import LocalLayout, ModelConfig, pad_multiple
 from aoizora.models.layers import dense as _dense
 from aoizora.models.layers import layer_norm as _layer_norm
 from aoizora.models.layers import linear as _linear
@@ -44,7 +44,7 @@ WAN21_SIZES = tuple(RESOLUTIONS.items())  # (name, (height, width)): 480p 832x48
 
 
 @dataclass(frozen=True)
-class WanConfig:
+class WanConfig(ModelConfig):
     name: str
     dim: int
     ffn_dim: int
@@ -72,15 +72,9 @@ class WanConfig:
     fps: int = 16                 # frame rate of its videos (metadata: 81 frames = 5 s)
 
     # ---- ModelSpec --------------------------------------------------------------------
-    def key(self) -> dict:
-        return dataclasses.asdict(self)
-
     def blocks(self, n: int) -> "WanConfig":
         """The n-block proxy: every shape kept, only n transformer blocks."""
         return dataclasses.replace(self, name=f"{self.name.split('@')[0]}@{n}blocks", layers=n)
-
-    def replace(self, **kw) -> "WanConfig":
-        return dataclasses.replace(self, **kw)
 
     @property
     def head_dim(self) -> int:
@@ -112,14 +106,8 @@ class WanConfig:
         m = pad_multiple(*self.pad_multiples(kernel), context)
         return -(-self.seq_len(workload) // m) * m
 
-    def abstract_params(self):
-        return jax.eval_shape(lambda: init_params(self, jax.random.key(0)))
 
-    def param_axes(self):
-        return param_axes(self)
 
-    def param_count(self) -> int:
-        return sum(math.prod(x.shape) for x in jax.tree.leaves(self.abstract_params()))
 
     def abstract_inputs(self, workload: Video):
         dt = jnp.dtype(self.dtype)

@@ -34,7 +34,6 @@ ModuleLists), kernels [kt,kh,kw,in,out] (Conv2d: [kh,kw,in,out]; 1x1: [in,out]).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -42,7 +41,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from aoizora.models.base import LocalLayout
+from aoizora.models.base import LocalLayout, ModelConfig
 
 VIDEO_AXES = ("batch", "frames", "height", "width", None)
 
@@ -65,7 +64,7 @@ WAN22_LATENTS_STD = (
 
 
 @dataclass(frozen=True)
-class WanVAEConfig:
+class WanVAEConfig(ModelConfig):
     """diffusers' AutoencoderKLWan config, decoder side (its field names, spelling fixed)."""
     name: str
     z_dim: int = 16                  # latent channels
@@ -81,11 +80,7 @@ class WanVAEConfig:
     latents_std: tuple = WAN21_LATENTS_STD
     dtype: str = "bfloat16"          # parameters and convolutions; norms in float32
 
-    def key(self) -> dict:
-        return dataclasses.asdict(self)
 
-    def replace(self, **kw) -> "WanVAEConfig":
-        return dataclasses.replace(self, **kw)
 
     @property
     def stride(self) -> tuple[int, int, int]:
@@ -99,15 +94,11 @@ class WanVAEConfig:
         st, sh, sw = self.stride
         return 1 + st * (t - 1), sh * h, sw * w
 
-    def abstract_params(self):
-        return jax.eval_shape(lambda: init_params(self, jax.random.key(0)))
 
     def param_axes(self):
         """Every parameter replicated (the 2.1 decoder is 73 M parameters)."""
         return jax.tree.map(lambda a: (None,) * a.ndim, self.abstract_params())
 
-    def param_count(self) -> int:
-        return sum(math.prod(x.shape) for x in jax.tree.leaves(self.abstract_params()))
 
     def abstract_inputs(self, latent_shape, batch: int = 1):
         return (jax.ShapeDtypeStruct((batch, self.z_dim, *latent_shape), jnp.dtype(self.dtype)),)
