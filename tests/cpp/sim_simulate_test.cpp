@@ -245,6 +245,42 @@ TEST(SimSimulate, LineAllGatherClosedForm) {
   EXPECT_NEAR(r.step_seconds, expected, 0.01 * expected);
 }
 
+// A permute crossing h links is cut-through: the message drains at the link rate once and each
+// hop adds its latency, o + K / B + h alpha. Store-and-forward (K / B per hop) would add
+// 2 x 25.6 us to the 3-hop MiB. On v4's profile an extra hop costs its hop latency, 1 us,
+// against issue 14's published v4 figures (one DMA 1.85 us + K / 43.4 GB/s, +0.92 us per
+// extra hop; a check, not fitted): a 4 KiB permute takes 2.10 / 3.10 / 4.10 us at 1 / 2 / 3
+// hops, published 1.94 / 2.86 / 3.78 us, so the contrast between placements holds (2 hops
+// over 1: 1.48x simulated, 1.47x published).
+TEST(SimSimulate, PermuteOverSeveralHopsIsCutThrough) {
+  auto t = topo::make_topology("v4:4x4x4");
+  ASSERT_TRUE(t.ok());
+  const double B = t->spec.link_bandwidth, alpha = t->spec.hop_latency;
+  const double o = t->spec.collective_latency.collective_permute;
+  const int n = t->num_chips();
+  const int from = t->chip_at({0, 0, 0});
+  const std::vector<int> to = {t->chip_at({1, 0, 0}), t->chip_at({2, 0, 0}), t->chip_at({2, 1, 0})};
+  for (double K : {4096.0, 1048576.0}) {
+    std::vector<double> seconds;
+    for (size_t h = 0; h < to.size(); ++h) {
+      ASSERT_EQ(t->hops(from, to[h]), static_cast<int>(h) + 1);
+      hlo::CollectiveGraph g = OneCollective(n, CollectiveKind::kCollectivePermute, {},
+                                             static_cast<int64_t>(K), static_cast<int64_t>(K));
+      g.collectives[0].source_target_pairs = {{from, to[h]}};
+      SimOptions opt;  // the profile's overhead and hop latency
+      seconds.push_back(Ok(simulate(g, *t, Identity(n), opt)).step_seconds);
+      const double expected = o + K / B + static_cast<double>(h + 1) * alpha;
+      EXPECT_NEAR(seconds.back(), expected, 1e-9 * expected) << K << " bytes, " << h + 1 << " hops";
+    }
+    if (K == 4096.0) {
+      const double published_1 = 1.85e-6 + K / 43.4e9, published_extra = 0.92e-6;
+      EXPECT_NEAR(seconds[0], published_1, 0.15 * published_1);
+      EXPECT_NEAR(seconds[1] - seconds[0], published_extra, 0.15 * published_extra);
+      EXPECT_NEAR(seconds[2] - seconds[1], published_extra, 0.15 * published_extra);
+    }
+  }
+}
+
 // Two column groups of a 2x4 mesh are uncontended lines; under any placement no link can
 // carry its bytes faster than its bandwidth, so the step is at least the busiest link's time.
 TEST(SimSimulate, PlacementsRespectLinkLoadBound) {
