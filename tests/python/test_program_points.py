@@ -64,6 +64,15 @@ def test_a_stage_compiled_for_another_slice_is_refused_naming_the_stage(tmp_path
     assert "'stages.vae_decode.hlo' was compiled for 8 devices but v5p:2x2x1 has 4" in err
 
 
+def test_a_file_of_videos_alone_fits_their_generation_without_base(tmp_path, capsys):
+    video = _video(tmp_path)
+    (tmp_path / "m.json").write_text(json.dumps({"schema": measurements.SCHEMA, "points": [],
+                                                 "programs": [video]}))
+    rc = cli.main(["calibrate", str(tmp_path / "m.json"), "-o", str(tmp_path / "out.json")])
+    assert rc == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "out.json").read_text())["generation"] == "v5p"
+
+
 def test_the_published_v6e_video_simulates_to_78_s_on_the_shipped_v6e_profile():
     # On the committed programs (calibration/programs/) and profiles/v6e.json, whose
     # mxu_efficiency `aoizora calibrate` fitted to this one point: within 1 % of 78 s.

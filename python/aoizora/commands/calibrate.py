@@ -140,7 +140,7 @@ def run(args) -> int:
     if os.path.realpath(args.out) == os.path.realpath(args.measurements):
         raise UserError(f"-o {args.out}: that is the measurements file; write the profile to "
                         "another file")
-    base, label = _base(args.base, m.points)
+    base, label = _base(args.base, m.points + [p for p in m.programs if p.hlo])
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     fit = calibrate.fit(m, base, base["generation"], label, date)
     # Where the points were timed (aoizora measure): a CPU harness check says so, here and
