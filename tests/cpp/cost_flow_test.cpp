@@ -174,7 +174,7 @@ TEST(Expand, AggregateEqualsSumOfSteps) {
       place::Placement id = identity(16);
       for (const Flow& fl : expand(c, id, t).flows) steps[{fl.src, fl.dst}] += fl.bytes;
       generate_flows(c, id.device_of, t, collective_volume(c), true,
-                     [&](int s, int d, double b, int, int) { agg[{s, d}] += b; });
+                     [&](int s, int d, double b, int, int, int) { agg[{s, d}] += b; });
       ASSERT_EQ(steps.size(), agg.size());
       for (auto& [k, v] : steps) EXPECT_NEAR(agg[k], v, 1e-9);
     }

@@ -217,6 +217,27 @@ TEST(SimEngine, TwoGroupsShareALink) {
   ExpectAccounted(r, p);
 }
 
+// Lanes are independent sequences of steps (the colours of a torus, cost/flow.h). On a 3-chip
+// line, lane 0 sends S from 0 to 1 and then s back; lane 1 sends s from 2 to 1 and then s
+// back. Chip 2's second step waits only for its lane's inflow, so its part is over after two
+// small steps; were both in one lane it would wait for the big S too.
+TEST(SimEngine, LanesStepIndependently) {
+  topo::Topology t = topo::Topology::grid("line3", {3, 1, 1}, {false, false, false}, Spec());
+  GraphBuilder b(3);
+  const double S = 1e6, s = 1e3;
+  b.Collective(CollectiveKind::kAllGather, {{0, 1, 2}}, 0);
+  const auto flows = [&](int lane) {
+    return std::vector<cost::Flow>{
+        {0, 1, S, 0, 0}, {1, 0, s, 1, 0}, {2, 1, s, 0, lane}, {1, 2, s, 1, lane}};
+  };
+  SimResult two = Ok(simulate_with(b.g, t, Identity(3), Options(), FixedModel(t, {flows(1)}, b.g)));
+  SimResult one = Ok(simulate_with(b.g, t, Identity(3), Options(), FixedModel(t, {flows(0)}, b.g)));
+  EXPECT_NEAR(two.chips[2].comm, kOver + 2 * (s / kBw + kLat), 1e-12);
+  EXPECT_NEAR(one.chips[2].comm, kOver + S / kBw + s / kBw + 2 * kLat, 1e-12);
+  // The collective ends with lane 0 either way.
+  EXPECT_NEAR(two.step_seconds, one.step_seconds, 1e-12);
+}
+
 // Without the shared link (the 1->2 group moved to 2->1), each group runs at full rate.
 TEST(SimEngine, OppositeDirectionsDoNotShare) {
   topo::Topology t = topo::Topology::grid("line4", {4, 1, 1}, {false, false, false}, Spec());

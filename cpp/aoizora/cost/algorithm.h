@@ -44,27 +44,27 @@ namespace detail {
 // carries i+1 shards in all.
 template <typename Emit>
 void line_flows(const int* line, int e, bool ring, double shard, int step0, bool aggregate,
-                Emit& emit) {
+                Emit& emit, int lane = 0) {
   for (int i = 0; i < e; ++i) {
     const int c = line[i];
     if (ring) {
       const int next = line[(i + 1) % e], prev = line[(i + e - 1) % e];
       if (aggregate) {
-        emit(c, next, shard / 2 * (e - 1), step0, e - 1);
-        emit(c, prev, shard / 2 * (e - 1), step0, e - 1);
+        emit(c, next, shard / 2 * (e - 1), step0, e - 1, lane);
+        emit(c, prev, shard / 2 * (e - 1), step0, e - 1, lane);
       } else {
         for (int s = 0; s < e - 1; ++s) {
-          emit(c, next, shard / 2, step0 + s, 1);
-          emit(c, prev, shard / 2, step0 + s, 1);
+          emit(c, next, shard / 2, step0 + s, 1, lane);
+          emit(c, prev, shard / 2, step0 + s, 1, lane);
         }
       }
     } else if (aggregate) {
-      if (i + 1 < e) emit(c, line[i + 1], shard * (i + 1), step0, e - 1);
-      if (i > 0) emit(c, line[i - 1], shard * (e - i), step0, e - 1);
+      if (i + 1 < e) emit(c, line[i + 1], shard * (i + 1), step0, e - 1, lane);
+      if (i > 0) emit(c, line[i - 1], shard * (e - i), step0, e - 1, lane);
     } else {
       for (int s = 0; s < e - 1; ++s) {
-        if (i + 1 < e && i - s >= 0) emit(c, line[i + 1], shard, step0 + s, 1);
-        if (i > 0 && i + s <= e - 1) emit(c, line[i - 1], shard, step0 + s, 1);
+        if (i + 1 < e && i - s >= 0) emit(c, line[i + 1], shard, step0 + s, 1, lane);
+        if (i > 0 && i + s <= e - 1) emit(c, line[i - 1], shard, step0 + s, 1, lane);
       }
     }
   }
@@ -72,10 +72,10 @@ void line_flows(const int* line, int e, bool ring, double shard, int step0, bool
 
 // Emits one gather (or scatter) phase along device axis d over every line of the box: each
 // member contributes `shard` bytes per line-mate. Returns the number of steps (ext - 1).
-// emit(src, dst, bytes, first_step, num_steps).
+// emit(src, dst, bytes, first_step, num_steps, lane).
 template <typename Emit>
 int line_phase(const topo::Topology& t, const GroupBox& box, int d, double shard, int step0,
-               bool aggregate, Emit& emit) {
+               bool aggregate, Emit& emit, int lane = 0) {
   const size_t axis = static_cast<size_t>(d);
   const int e = box.ext[axis];
   if (e < 2) return 0;
@@ -94,7 +94,7 @@ int line_phase(const topo::Topology& t, const GroupBox& box, int d, double shard
       rest /= static_cast<size_t>(span[k]);
     }
     for (int i = 0; i < e; ++i, ++p[axis]) line[i] = box.at(t, p);
-    line_flows(line, e, ring, shard, step0, aggregate, emit);
+    line_flows(line, e, ring, shard, step0, aggregate, emit, lane);
   }
   return e - 1;
 }
@@ -186,7 +186,8 @@ int cycle_phase(const topo::Topology& t, const GroupBox& box, const GridCycle& c
 // {0 1 2},{1 2 0},{2 0 1} on 4x4x4; docs/simulator.md). `reverse` walks each colour's order
 // backwards (the gather half of an all-reduce undoes its scatter). Phase p of every colour
 // starts at step step0 + p L, L = the longest axis's ring steps, so phases of unequal axes
-// stay aligned. Gather: each member contributes `shard` bytes, shard / D per colour, and a
+// stay aligned; colour j is lane j, so in the simulator it steps on its own (cost/flow.h).
+// Gather: each member contributes `shard` bytes, shard / D per colour, and a
 // colour's piece grows by each axis's extent; scatter: `shard` is each member's final piece
 // (shard / D per colour), so a colour's piece in phase p is that times the extents of its
 // later phases. Returns D L.
@@ -207,7 +208,7 @@ int torus_phase(const topo::Topology& t, const GroupBox& box, const std::vector<
     if (scatter)
       for (int p = 1; p < D; ++p) piece *= ext(p);
     for (int p = 0; p < D; ++p) {
-      line_phase(t, box, order[static_cast<size_t>(p)], piece, step0 + p * L, aggregate, emit);
+      line_phase(t, box, order[static_cast<size_t>(p)], piece, step0 + p * L, aggregate, emit, j);
       if (scatter) {
         if (p + 1 < D) piece /= ext(p + 1);
       } else {
@@ -246,9 +247,9 @@ int ring_like_flows(hlo::CollectiveKind kind, const std::vector<int>& members,
     for (int i = 0; i < k; ++i) {
       const int a = members[static_cast<size_t>(i)], b = members[static_cast<size_t>((i + 1) % k)];
       if (aggregate) {
-        emit(a, b, volume / k * total, 0, total);
+        emit(a, b, volume / k * total, 0, total, 0);
       } else {
-        for (int s = 0; s < total; ++s) emit(a, b, volume / k, s, 1);
+        for (int s = 0; s < total; ++s) emit(a, b, volume / k, s, 1, 0);
       }
     }
     return total;
@@ -326,8 +327,9 @@ inline GroupAlgorithm classify_group(const std::vector<int>& devices, const topo
 
 // Generates the flows of one execution of `c` with volume `volume` (see collective_volume)
 // under device_of (partition id -> device). emit(src_device, dst_device, bytes, first_step,
-// num_steps) is called once per flow and step, or, when `aggregate`, once per device pair
-// and phase with the bytes of all its steps. Returns the number of steps of the slowest group.
+// num_steps, lane) is called once per flow and step, or, when `aggregate`, once per device
+// pair and phase with the bytes of all its steps; `lane` is the flow's independent sequence
+// of steps (cost/flow.h: a torus colour; 0 for every other algorithm). Returns the number of steps of the slowest group.
 template <typename Emit>
 int generate_flows(const hlo::Collective& c, const std::vector<int>& device_of,
                    const topo::Topology& t, double volume, bool aggregate, Emit&& emit) {
@@ -343,7 +345,7 @@ int generate_flows(const hlo::Collective& c, const std::vector<int>& device_of,
     for (const auto& [s, d] : c.source_target_pairs) {
       const int a = device(s), b = device(d);
       if (a < 0 || b < 0 || a == b) continue;
-      emit(a, b, volume, 0, 1);
+      emit(a, b, volume, 0, 1, 0);
       max_steps = 1;
     }
     return max_steps;
@@ -362,12 +364,12 @@ int generate_flows(const hlo::Collective& c, const std::vector<int>& device_of,
         // Direct pairwise exchange: each device sends 1/k of its buffer to every other.
         for (int a : members)
           for (int b : members)
-            if (a != b) emit(a, b, volume / k, 0, 1);
+            if (a != b) emit(a, b, volume / k, 0, 1, 0);
         steps = 1;
         break;
       case CollectiveKind::kCollectiveBroadcast:
         // The first member is the root; it sends the whole buffer to every other member.
-        for (int i = 1; i < k; ++i) emit(members[0], members[static_cast<size_t>(i)], volume, 0, 1);
+        for (int i = 1; i < k; ++i) emit(members[0], members[static_cast<size_t>(i)], volume, 0, 1, 0);
         steps = 1;
         break;
       case CollectiveKind::kAllGather:

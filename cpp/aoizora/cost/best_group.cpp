@@ -132,7 +132,7 @@ GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k) const {
     double route_latency = 0;
     const int steps = generate_flows(
         c, identity, topo_, 1.0, /*aggregate=*/true,
-        [&](int src, int dst, double bytes, int first_step, int) {
+        [&](int src, int dst, double bytes, int first_step, int, int) {
           const int s = loads.slot(first_step);
           double lat = 0;
           topo_.for_each_route_link(src, dst, [&](int l) {

@@ -12,13 +12,16 @@
 namespace aoizora::cost {
 
 // Bytes moved from one chip to another in one step of a collective's algorithm.
-// A flow of step s from chip c may start once every flow of step s-1 into c has finished
-// (a ring forwards what it just received); step 0 flows start when the collective starts.
+// A flow of step s from chip c may start once every flow of step s-1 of the same lane into c
+// has finished (a ring forwards what it just received); step 0 flows start when the
+// collective starts. Lanes are independent sequences of steps (the colours of a torus,
+// cost/algorithm.h); every other algorithm has one, lane 0.
 struct Flow {
   int src = 0;        // chip id
   int dst = 0;        // chip id
   double bytes = 0;
   int step = 0;
+  int lane = 0;
 };
 
 struct CollectiveFlows {

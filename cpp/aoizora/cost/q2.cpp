@@ -192,7 +192,7 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*device_of*/, bool k
   int steps;
   if (!route_start_.empty()) {
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                           [&](int src, int dst, double bytes, int first_step, int) {
+                           [&](int src, int dst, double bytes, int first_step, int, int) {
                              const int s = loads_.slot(first_step);
                              const size_t r = static_cast<size_t>(src) * n + static_cast<size_t>(dst);
                              const int end = route_start_[r + 1];
@@ -203,7 +203,7 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*device_of*/, bool k
   } else if (uniform_latency_ >= 0) {
     int max_hops = 0;
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                           [&](int src, int dst, double bytes, int first_step, int) {
+                           [&](int src, int dst, double bytes, int first_step, int, int) {
                              const int s = loads_.slot(first_step);
                              int h = 0;
                              topo_.for_each_route_link(src, dst, [&](int l) {
@@ -215,7 +215,7 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*device_of*/, bool k
     max_latency = max_hops * uniform_latency_;
   } else {
     steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                           [&](int src, int dst, double bytes, int first_step, int) {
+                           [&](int src, int dst, double bytes, int first_step, int, int) {
                              const int s = loads_.slot(first_step);
                              double lat = 0;
                              topo_.for_each_route_link(src, dst, [&](int l) {

@@ -84,13 +84,18 @@ CollectivePlan lower_collective(const hlo::Collective& c, int n,
     cp.groups.push_back(std::move(gp));
   }
   cost::CollectiveFlows cf = model.expand(c);
-  int num_steps = cf.num_steps;
-  for (const cost::Flow& f : cf.flows) num_steps = std::max(num_steps, f.step + 1);
+  int num_steps = cf.num_steps, lanes = 1;
+  for (const cost::Flow& f : cf.flows) {
+    num_steps = std::max(num_steps, f.step + 1);
+    lanes = std::max(lanes, f.lane + 1);
+  }
   for (GroupPlan& gp : cp.groups) {
     gp.num_steps = num_steps;
-    gp.out.assign(gp.members.size(), std::vector<std::vector<int>>(num_steps));
-    gp.in_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
-    gp.out_count.assign(gp.members.size(), std::vector<int>(num_steps, 0));
+    gp.lanes = lanes;
+    const size_t tracks = gp.members.size() * static_cast<size_t>(lanes);
+    gp.out.assign(tracks, std::vector<std::vector<int>>(num_steps));
+    gp.in_count.assign(tracks, std::vector<int>(num_steps, 0));
+    gp.out_count.assign(tracks, std::vector<int>(num_steps, 0));
     gp.member_flows.assign(gp.members.size(), 0);
   }
   for (const cost::Flow& f : cf.flows) {
@@ -112,15 +117,17 @@ CollectivePlan lower_collective(const hlo::Collective& c, int n,
     const auto dst_it = std::find(gp.members.begin(), gp.members.end(), f.dst);
     if (dst_it != gp.members.end()) {
       fs.dst_member = static_cast<int>(dst_it - gp.members.begin());
-      ++gp.in_count[fs.dst_member][f.step];
+      fs.dst_track = fs.dst_member * gp.lanes + f.lane;
+      ++gp.in_count[fs.dst_track][f.step];
     }
     fs.src_member = static_cast<int>(src_it - gp.members.begin());
+    fs.src_track = fs.src_member * gp.lanes + f.lane;
     ++gp.member_flows[fs.src_member];
     if (fs.dst_member >= 0 && fs.dst_member != fs.src_member) ++gp.member_flows[fs.dst_member];
     const int id = static_cast<int>(cp.flows.size());
     cp.flows.push_back(fs);
-    gp.out[fs.src_member][f.step].push_back(id);
-    ++gp.out_count[fs.src_member][f.step];
+    gp.out[fs.src_track][f.step].push_back(id);
+    ++gp.out_count[fs.src_track][f.step];
     ++gp.num_flows;
   }
   return cp;

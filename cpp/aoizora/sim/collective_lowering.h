@@ -20,18 +20,23 @@ struct FlowSpec {
   int dst = 0;          // chip
   int src_member = 0;   // index of src in the group's members
   int dst_member = -1;  // index of dst in the group's members, -1 if outside the group
+  int src_track = 0;    // src_member's sequence of steps for the flow's lane (GroupPlan)
+  int dst_track = -1;   // dst_member's, -1 if outside the group
   int step = 0;
   double bytes = 0;
   int route = 0;        // RouteTable id
   double latency = 0;   // seconds from drained to delivered
 };
 
+// A member steps through each lane of the collective's flows (cost::Flow::lane) on its own:
+// track member * lanes + lane. A track's step s starts once its step s-1 inflows are in.
 struct GroupPlan {
   std::vector<int> members;                        // chips
   int num_steps = 0;
-  std::vector<std::vector<std::vector<int>>> out;  // [member][step] -> flow ids
-  std::vector<std::vector<int>> in_count;          // [member][step]
-  std::vector<std::vector<int>> out_count;         // [member][step]
+  int lanes = 1;
+  std::vector<std::vector<std::vector<int>>> out;  // [track][step] -> flow ids
+  std::vector<std::vector<int>> in_count;          // [track][step]
+  std::vector<std::vector<int>> out_count;         // [track][step]
   std::vector<int> member_flows;                   // [member]: flows it sends or receives
   int num_flows = 0;
 };

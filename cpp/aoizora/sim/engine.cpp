@@ -56,7 +56,7 @@ class Engine {
   Error deadlock() const;
   int arrive(ChipState& s, int coll, double now);
   void start_instance(int inst, double now);
-  void release(int inst, int member, double now);
+  void release(int inst, int track, double now);
   void start_flow(int inst, int flow, double now);
   void drained(int inst, int flow, double now);
   void deliver(int inst, int flow, double now);
@@ -212,7 +212,7 @@ void Engine::start_instance(int id, double now) {
   Instance& in = instances_[id];
   const GroupPlan& gp = plans_[in.collective].groups[in.group];
   in.flows_left = gp.num_flows;
-  in.next_step.assign(gp.members.size(), 0);
+  in.next_step.assign(gp.out.size(), 0);
   in.pending = gp.in_count;
   in.unsent = gp.out_count;
   in.member_left = gp.member_flows;
@@ -223,9 +223,10 @@ void Engine::start_instance(int id, double now) {
     complete(id, now);
     return;
   }
-  for (size_t m = 0; m < gp.members.size(); ++m) release(id, static_cast<int>(m), now);
+  for (size_t k = 0; k < gp.out.size(); ++k) release(id, static_cast<int>(k), now);
 }
 
+// Starts the steps of track m (a member's lane) whose previous step is over.
 void Engine::release(int id, int m, double now) {
   const GroupPlan& gp = plans_[instances_[id].collective].groups[instances_[id].group];
   while (true) {
@@ -257,16 +258,16 @@ void Engine::start_flow(int id, int f, double now) {
 // The flow's bytes have left its sender.
 void Engine::drained(int id, int f, double now) {
   const FlowSpec& fs = plans_[instances_[id].collective].flows[f];
-  if (--instances_[id].unsent[fs.src_member][fs.step] == 0 && opt_.steps_wait_for_sends)
-    release(id, fs.src_member, now);
+  if (--instances_[id].unsent[fs.src_track][fs.step] == 0 && opt_.steps_wait_for_sends)
+    release(id, fs.src_track, now);
 }
 
 void Engine::deliver(int id, int f, double now) {
   const FlowSpec& fs = plans_[instances_[id].collective].flows[f];
   Instance& in = instances_[id];
   --in.flows_left;
-  if (fs.dst_member >= 0 && --in.pending[fs.dst_member][fs.step] == 0)
-    release(id, fs.dst_member, now);
+  if (fs.dst_track >= 0 && --in.pending[fs.dst_track][fs.step] == 0)
+    release(id, fs.dst_track, now);
   if (--instances_[id].member_left[fs.src_member] == 0) member_complete(id, fs.src_member, now);
   if (fs.dst_member >= 0 && fs.dst_member != fs.src_member &&
       --instances_[id].member_left[fs.dst_member] == 0)

@@ -14,9 +14,9 @@ struct Instance {
   double last_arrival = -1;
   int last_arriver = -1;     // chip
   double t0 = -1;            // every member arrived
-  std::vector<int> next_step;              // per member
-  std::vector<std::vector<int>> pending;   // per member per step: undelivered inflows
-  std::vector<std::vector<int>> unsent;    // per member per step: outflows not yet drained
+  std::vector<int> next_step;              // per track (GroupPlan: member x lane)
+  std::vector<std::vector<int>> pending;   // per track per step: undelivered inflows
+  std::vector<std::vector<int>> unsent;    // per track per step: outflows not yet drained
   std::vector<int> member_left;            // per member: its flows not yet delivered
   std::vector<char> member_done;           // per member: its part is over
   int flows_left = 0;

@@ -9,8 +9,8 @@
 //     -start op); it then waits its fixed latency (SimOptions::collective_overhead, else the profile's
 //     collective_latency of its kind) and plays the flows of
 //     cost::expand step by step: a chip sends its step-s flows once every step-(s-1) flow
-//     into it has been delivered and (steps_wait_for_sends) its own step-(s-1) flows have
-//     drained;
+//     of the same lane into it has been delivered and (steps_wait_for_sends) its own
+//     step-(s-1) flows of that lane have drained (lanes: cost/flow.h);
 //   - a flow drains at its max-min fair rate over the links of its route (rates recomputed
 //     whenever a flow starts or drains) and is delivered `hops x hop latency` later;
 //   - a chip's part of a collective is over when every flow it sends or receives has been
