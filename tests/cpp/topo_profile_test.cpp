@@ -109,7 +109,9 @@ std::string nominal_file(const std::string& generation) {
 
 // The fitted generations: their nominal figures (the base of the fit) are kept in
 // calibration/nominal/; v6e ships its nominal figures (no published point).
-bool fitted(const std::string& g) { return g == "v4" || g == "v5e" || g == "v5p" || g == "tpu7x"; }
+bool fitted(const std::string& g) {
+  return g == "v4" || g == "v5e" || g == "v5p" || g == "v6e" || g == "tpu7x";
+}
 
 TEST(HardwareProfile, NominalFiguresAreTheCatalogOnesBeforeProfiles) {
   // The figures the catalog had before profiles (REFERENCE.md §2): the nominal profiles.
@@ -135,10 +137,10 @@ TEST(HardwareProfile, NominalFiguresAreTheCatalogOnesBeforeProfiles) {
   }
 }
 
-// v4, v5e, v5p and TPU7x ship fitted (v4 and TPU7x since sub-grids run as rings: before,
-// their fits needed links twice what a link carries).
+// Every generation ships fitted (v4 and TPU7x since sub-grids run as rings: before, their
+// fits needed links twice what a link carries; v6e's mxu_efficiency to one whole video).
 TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedParameters) {
-  for (const char* g : {"v4", "v5e", "v5p", "tpu7x"}) {
+  for (const char* g : {"v4", "v5e", "v5p", "v6e", "tpu7x"}) {
     Result<HardwareProfile> nominal = read_profile_file(nominal_file(g));
     ASSERT_TRUE(nominal.ok()) << nominal.error().to_string();
     ChipSpec shipped = *chip_spec(g);
