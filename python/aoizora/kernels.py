@@ -211,11 +211,14 @@ class BlockCost:
 
 def clamp_blocks(q_len: int, kv_len: int,
                  blocks: tuple[int, int, int]) -> tuple[int, int, int]:
-    """Blocks no longer than the (128-padded) lengths they tile, block_kv_compute <= block_kv:
-    what a kernel call runs with (models/splash.py)."""
+    """Blocks no longer than the (128-padded) lengths they tile, block_kv_compute dividing
+    block_kv (the kernel refuses any other): what a kernel call runs with
+    (models/splash.py). A block_kv clamped to a length the compute block does not divide
+    (a ring shard of 2432 keys under 512) computes the whole block at once."""
     bq = min(blocks[0], round_up(q_len, LANE))
     bkv = min(blocks[1], round_up(kv_len, LANE))
-    return bq, bkv, min(blocks[2], bkv)
+    bkc = min(blocks[2], bkv)
+    return bq, bkv, bkc if bkv % bkc == 0 else bkv
 
 
 def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],

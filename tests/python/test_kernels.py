@@ -60,9 +60,11 @@ def test_block_search_beats_the_default_where_512_is_hbm_bound():
     """A device of v6e's figures with a 128-wide MXU (no padding): 918 TFLOP/s over
     1.64 TB/s = 560 FLOP/byte; a 512-query block of 128-dim heads does 512 FLOP per K/V
     byte, so it is HBM-bound and larger blocks pay. (v6e's own 256-wide MXU pads Q K^T's
-    128-deep contraction: 768 MXU FLOP per byte, compute-bound; see the next test.)"""
+    128-deep contraction: 768 MXU FLOP per byte, compute-bound; see the next test.) At the
+    roofline: the fitted v6e profile's mxu_efficiency (0.29) makes every block compute-bound."""
     shape = kernels.KernelShape(heads=10, q_len=75776, kv_len=75776, head_dim=128)
-    v6e = dataclasses.replace(kernels.DeviceFigures.of_topology("v6e:2x4"), mxu_size=128)
+    v6e = dataclasses.replace(kernels.DeviceFigures.of_topology("v6e:2x4"), mxu_size=128,
+                              mxu_efficiency=1.0)
     best, legal = kernels.choose_blocks(shape, v6e)
     default = kernels.price_blocks(shape, (512, 512, 512), v6e)
     assert legal > 100 and best.q_pad == best.kv_pad == 75776          # pads nothing
@@ -244,3 +246,12 @@ def test_search_leaves_the_default_only_for_a_modelled_gain():
         pytest.approx(default.seconds)
     seven = _planned("tpu7x:2x2x1")["dp2-uly4w"]
     assert (seven.block_q, seven.block_kv, seven.block_kv_compute) == (512, 512, 512)
+
+
+def test_a_block_kv_clamped_to_its_length_keeps_a_compute_block_that_divides_it():
+    # Wan 1.3B 480p 21f over a ring of 4: 2340 keys per shard, padded to 2432 = 19 x 128;
+    # the kernel refuses block_kv_compute 512 there ("bkv=2432 must be a multiple of
+    # bkv_compute=512"), which skipped every ring-4 sharding on v6e:2x4.
+    assert kernels.clamp_blocks(9360, 2340, (512, 4096, 512)) == (512, 2432, 2432)
+    assert kernels.clamp_blocks(9360, 2340, (512, 1024, 512)) == (512, 1024, 512)
+    assert kernels.clamp_blocks(9360, 2340, (512, 4096, 4096)) == (512, 2432, 2432)
