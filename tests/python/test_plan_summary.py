@@ -46,7 +46,8 @@ def _row_labels(text: str, rows: int) -> list[str]:
     for line in body:
         if len(labels) == rows and not line[:col].strip().startswith("="):
             break
-        if re.search(r"(\d\.\d{3}x|-)$", line.rstrip()):
+        # a row ends with its speedup, then its seconds per video where the plan has them
+        if re.search(r"(\d\.\d{3}x|-)(\s+([\d.e+-]+|-))?$", line.rstrip()):
             labels.append(line[:col].strip())
         elif labels and line[:col].strip():
             labels[-1] += " " + line[:col].strip()
