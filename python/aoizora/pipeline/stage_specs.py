@@ -65,25 +65,36 @@ def _rename_tree(tree, rename: tuple):
 
 
 @dataclass(frozen=True)
-class TextEncoderStage:
-    """UMT5 over `batch` prompts of cfg.text_len tokens -> Wan's text context [B,L,d]
-    (umt5.text_context: the padded positions zeroed)."""
+class _Stage:
+    """What every stage shares: its config (cfg: the stage's model config), its rename, its
+    name and cache key, its parameters, and its output axes through the rename (each stage
+    names its own model_output_axes and `stage`)."""
 
-    cfg: umt5.UMT5Config
+    cfg: object
     rename: tuple
-    batch: int = 2
-    stage: str = "text_encoder"
 
     @property
     def name(self) -> str:
         return self.cfg.name
 
     def key(self) -> dict:
-        return {"stage": self.stage, "cfg": self.cfg.key(), "rename": list(self.rename),
-                "batch": self.batch}
+        return {"stage": self.stage, "cfg": self.cfg.key(), "rename": list(self.rename)}
 
     def abstract_params(self):
         return self.cfg.abstract_params()
+
+    def output_axes(self, workload):
+        return Renamed(None, self.rename).axes(self.model_output_axes())
+
+
+@dataclass(frozen=True)
+class _Encoder(_Stage):
+    """A transformer encoder over `batch` inputs (UMT5, CLIP): its weights take the rename."""
+
+    batch: int = 1
+
+    def key(self) -> dict:
+        return {**super().key(), "batch": self.batch}
 
     def param_axes(self):
         return _rename_tree(self.cfg.param_axes(), self.rename)
@@ -91,12 +102,18 @@ class TextEncoderStage:
     def abstract_inputs(self, workload):
         return self.cfg.abstract_inputs(self.batch)
 
+
+@dataclass(frozen=True)
+class TextEncoderStage(_Encoder):
+    """UMT5 (cfg: umt5.UMT5Config) over `batch` prompts of cfg.text_len tokens -> Wan's text
+    context [B,L,d] (umt5.text_context: the padded positions zeroed)."""
+
+    batch: int = 2
+    stage: str = "text_encoder"
+
     def input_axes(self, workload):
         a = Renamed(None, self.rename).axes(("batch", "length"))
         return (a, a)
-
-    def output_axes(self, workload):
-        return Renamed(None, self.rename).axes(self.model_output_axes())
 
     @staticmethod
     def model_output_axes():
@@ -111,22 +128,11 @@ class TextEncoderStage:
 
 
 @dataclass(frozen=True)
-class VaeDecodeStage:
-    """The VAE decode of one video's latents [1,z,T,h,w] (the workload's latent grid)."""
+class VaeDecodeStage(_Stage):
+    """The VAE decode (cfg: wan_vae.WanVAEConfig) of one video's latents [1,z,T,h,w] (the
+    workload's latent grid)."""
 
-    cfg: wan_vae.WanVAEConfig
-    rename: tuple
     stage: str = "vae_decode"
-
-    @property
-    def name(self) -> str:
-        return self.cfg.name
-
-    def key(self) -> dict:
-        return {"stage": self.stage, "cfg": self.cfg.key(), "rename": list(self.rename)}
-
-    def abstract_params(self):
-        return self.cfg.abstract_params()
 
     def param_axes(self):
         return self.cfg.param_axes()  # replicated: 73 M parameters (2.2: 555 M)
@@ -260,38 +266,15 @@ def latent_dims(workload) -> dict[str, int]:
 # ---- image to video conditioning -------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ImageEncoderStage:
-    """CLIP over `batch` images (Wan 2.1 I2V: 1, the first frame) -> the image tokens
-    [B,257,1280] (clip_image.image_context: hidden_states[-2]); both halves of the
-    transformer's CFG pair read the same tokens."""
+class ImageEncoderStage(_Encoder):
+    """CLIP (cfg: clip_image.CLIPVisionConfig) over `batch` images (Wan 2.1 I2V: 1, the first
+    frame) -> the image tokens [B,257,1280] (clip_image.image_context: hidden_states[-2]);
+    both halves of the transformer's CFG pair read the same tokens."""
 
-    cfg: clip_image.CLIPVisionConfig
-    rename: tuple
-    batch: int = 1
     stage: str = "image_encoder"
-
-    @property
-    def name(self) -> str:
-        return self.cfg.name
-
-    def key(self) -> dict:
-        return {"stage": self.stage, "cfg": self.cfg.key(), "rename": list(self.rename),
-                "batch": self.batch}
-
-    def abstract_params(self):
-        return self.cfg.abstract_params()
-
-    def param_axes(self):
-        return _rename_tree(self.cfg.param_axes(), self.rename)
-
-    def abstract_inputs(self, workload):
-        return self.cfg.abstract_inputs(self.batch)
 
     def input_axes(self, workload):
         return (Renamed(None, self.rename).axes(("batch", None, None, None)),)
-
-    def output_axes(self, workload):
-        return Renamed(None, self.rename).axes(self.model_output_axes())
 
     @staticmethod
     def model_output_axes():
@@ -328,20 +311,12 @@ class ConditioningClip:
 
 
 @dataclass(frozen=True)
-class VaeEncodeStage:
-    """The VAE encode of one video's conditioning clip [1,3,F,H,W] -> normalised latents
-    [1,z,1+(F-1)/4,h,w] (wan_vae.encode: the posterior's mean, as the pipeline takes it)."""
+class VaeEncodeStage(_Stage):
+    """The VAE encode of one video's conditioning clip (cfg: ConditioningClip) [1,3,F,H,W] ->
+    normalised latents [1,z,1+(F-1)/4,h,w] (wan_vae.encode: the posterior's mean, as the
+    pipeline takes it)."""
 
-    cfg: ConditioningClip
-    rename: tuple
     stage: str = "vae_encode"
-
-    @property
-    def name(self) -> str:
-        return self.cfg.name
-
-    def key(self) -> dict:
-        return {"stage": self.stage, "cfg": self.cfg.key(), "rename": list(self.rename)}
 
     def abstract_params(self):
         return wan_vae.abstract_encoder_params(self.cfg.vae)
@@ -356,9 +331,6 @@ class VaeEncodeStage:
 
     def input_axes(self, workload):
         return (Renamed(None, self.rename).axes(self.model_input_axes()),)
-
-    def output_axes(self, workload):
-        return Renamed(None, self.rename).axes(self.model_output_axes())
 
     @staticmethod
     def model_input_axes():
