@@ -74,18 +74,19 @@ Planning took {plan.planning.get('seconds', 0):.1f} s (measured).</p>
 </section>"""
 
 
-def _compared(plan: Plan) -> list[tuple[str, Choice]]:
-    """The plan, then each baseline once ("existing" is the best of the tagged ones: the
-    tags with its sharding and device order are marked)."""
+def _compared(plan: Plan) -> list[tuple[str, Choice, str | None]]:
+    """(label, choice, baseline tag or None for the plan): the plan, then each baseline
+    once ("existing" is the best of the tagged ones: the tags with its sharding and device
+    order are marked)."""
     existing = plan.baselines.get("existing")
-    rows = [("AoiZora plan", plan.choice)]
+    rows = [("AoiZora plan", plan.choice, None)]
     for tag, b in plan.baselines.items():
         if tag == "existing":
             continue
         best = existing is not None and (b.candidate, b.device_coords) == (
             existing.candidate, existing.device_coords)
         label = b.label(tag)
-        rows.append((f"{label} (existing: the best deployment)" if best else label, b))
+        rows.append((f"{label} (existing: the best deployment)" if best else label, b, tag))
     return rows
 
 
@@ -97,16 +98,17 @@ def _video(plan: Plan) -> str:
     if "not_priced" in v:
         return (f'<section id="video"><h2>Seconds per video</h2><p class="note">Not priced: '
                 f'{html.escape(v["not_priced"])}.</p></section>')
-    rows = [(label, v if c is plan.choice else v["baselines"].get(tag, {}))
-            for (label, c), tag in zip(_compared(plan), _compared_tags(plan))]
-    rows = [(label, r["parts"]) for label, r in rows if r.get("parts")]
+    priced = [(label, v if tag is None else v["baselines"].get(tag, {}))
+              for label, _, tag in _compared(plan)]
+    priced = [(label, r) for label, r in priced if r.get("parts")]
+    rows = [(label, r["parts"]) for label, r in priced]
     keys = [k for k in charts.VIDEO_PARTS if any(k in p for _, p in rows)]
     head = "".join(f"<th>{html.escape(charts.VIDEO_PARTS[k][1])} s</th>" for k in keys)
     body = "\n".join(
         f"<tr><td>{html.escape(label)}</td>"
-        + "".join(f"<td>{tables.seconds(p.get(k))}</td>" for k in keys)
-        + f"<td>{tables.seconds(sum(p.values()) if None not in p.values() else None)}</td></tr>"
-        for label, p in rows)
+        + "".join(f"<td>{tables.seconds(r['parts'].get(k))}</td>" for k in keys)
+        + f"<td>{tables.seconds(r.get('seconds'))}</td></tr>"
+        for label, r in priced)
     stages = "".join(
         f"<li>{html.escape(name.replace('_', ' '))}: <code>{html.escape(s['sharding'])}</code>"
         f" ({html.escape(s['source'])}), {tables.seconds(s['simulated_s'])} s</li>"
@@ -127,13 +129,8 @@ Every part is simulated on the model; each stage around the loop runs its own be
 </section>"""
 
 
-def _compared_tags(plan: Plan) -> list[str]:
-    """The tags of _compared's rows ("AoiZora" for the plan)."""
-    return ["AoiZora"] + [t for t in plan.baselines if t != "existing"]
-
-
 def _why(plan: Plan) -> str:
-    rows = [(label, c.extra["step_split"]) for label, c in _compared(plan)
+    rows = [(label, c.extra["step_split"]) for label, c, _ in _compared(plan)
             if c.extra.get("step_split")]
     if not rows:
         return f'<section id="why"><h2>Why this plan</h2>{_missing("the step split")}</section>'
@@ -230,7 +227,7 @@ def _tables(plan: Plan) -> str:
     runners = [(f"#{i + 2}", r) for i, r in enumerate(plan.runners_up)]
     return f"""<section id="baselines">
 <h2>Against the baselines</h2>
-<table>{tables.CHOICE_HEADER}{tables.choice_rows(_compared(plan), best)}
+<table>{tables.CHOICE_HEADER}{tables.choice_rows([(label, c) for label, c, _ in _compared(plan)], best)}
 {tables.failed_rows(plan.planning.get("baselines_failed", {}))}</table>
 </section>
 <section id="runners-up">
