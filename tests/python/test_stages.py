@@ -157,3 +157,23 @@ def test_a_vae_option_whose_dim_does_not_divide_is_skipped_with_its_reason():
     tiny = Video("tiny-9f", height=48, width=64, frames=9)  # latents 3 x 6 x 8
     assert _skip_reason(height4, tiny) == "skipped: 6 latent height do not divide by 4"
     assert _skip_reason(height4, BIG) is None
+
+
+def test_a_maxdiffusion_row_decodes_on_its_own_vae_sharding_or_says_it_was_not_priced(priced):
+    from aoizora.pipeline import plan_video, price as pricing
+
+    price, _ = priced
+    rows = {"maxdiffusion-default": price.pair}
+    own = price.video.record(price.pair, rows)
+    assert own["baselines"]["maxdiffusion-default"]["stages"]["vae_decode"] == "vae-width4"
+    assert any(n.startswith("MaxDiffusion's rows decode with its own") for n in own["notes"])
+    # without vae-width4 among the options, the row decodes on the best left, and says so
+    left = tuple(o for o in price.options if o.sharding != "vae-width4")
+    stages = plan_video.Stages(
+        {"text_encoder": price.stages.text_encoder,
+         "vae_decode": pricing.best([o for o in left if o.stage == "vae_decode"])}, left)
+    video = plan_video.VideoModel(get_model("wan-tiny"), BIG, price.video.stage2, 3, stages)
+    rec = video.record(price.pair, rows)
+    assert rec["baselines"]["maxdiffusion-default"]["stages"]["vae_decode"] == "vae-replicated"
+    assert any("own VAE sharding (width over every device) was not priced" in n
+               for n in rec["notes"])

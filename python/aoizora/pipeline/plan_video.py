@@ -142,10 +142,15 @@ class VideoModel:
         every device along width (vae_spatial -1), when that option was priced."""
         te, vae = self.stages.text_encoder, self.stages.vae_decode
         if tag.startswith("maxdiffusion"):
-            own = f"vae-width{self.stage2.num_devices}"
-            vae = next((o for o in self.stages.options
-                        if o.sharding == own and o.simulated_s is not None), vae)
+            vae = self._maxdiffusion_vae() or vae
         return te, vae
+
+    def _maxdiffusion_vae(self) -> price.StagePrice | None:
+        """MaxDiffusion's own VAE decode sharding (width over every device), None when it
+        was not priced (a width that does not divide: record() says so)."""
+        own = f"vae-width{self.stage2.num_devices}"
+        return next((o for o in self.stages.options
+                     if o.sharding == own and o.simulated_s is not None), None)
 
     def reshards(self, pair, tag: str = "") -> list:
         te, vae = self.stages_of(tag)
@@ -211,10 +216,13 @@ class VideoModel:
                                 f"{self.switch_step} loads the other's weights from host "
                                 "memory, which is not priced")
         if any(t.startswith("maxdiffusion") for t in baselines):
+            own = self._maxdiffusion_vae()
             out["notes"].append(
-                "MaxDiffusion's rows decode with its own VAE sharding (width over every "
-                "device); it runs UMT5 on the host CPU (torch), which is not modelled: its "
-                "rows price the text encoder on the TPU, as the plan's")
+                ("MaxDiffusion's rows decode with its own VAE sharding (width over every "
+                 "device)" if own else "MaxDiffusion's own VAE sharding (width over every "
+                 "device) was not priced (options say why): its rows decode on the plan's")
+                + "; it runs UMT5 on the host CPU (torch), which is not modelled: its rows "
+                "price the text encoder on the TPU, as the plan's")
         if self.stages.conditioning():
             out["notes"].append("image to video: the image tokens and latents enter the "
                                 "transformer without a priced reshard")
