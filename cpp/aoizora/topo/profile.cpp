@@ -117,11 +117,65 @@ class Reader {
   if (!var##_r.ok()) return var##_r.error(); \
   auto var = std::move(var##_r).value()
 
+// One provenance.basis entry: {"basis": "fitted" | "nominal"} or {"basis": "derived",
+// "from": ..., "rule": ...}; a derived figure without its rule and source is not derived.
+Result<FieldBasis> read_field_basis(const Reader& r, const Value& e, const std::string& where) {
+  if (!e.is_object()) return r.fail("'" + where + "' must be an object with 'basis'");
+  AOIZORA_TRY(ok, r.only(e, {"basis", "from", "rule"}, where + "."));
+  (void)ok;
+  FieldBasis b;
+  AOIZORA_TRY(kind_v, r.need(e, "basis", where + "."));
+  AOIZORA_TRY(kind, r.string(*kind_v, where + ".basis"));
+  if (kind != "fitted" && kind != "derived" && kind != "nominal")
+    return r.fail("'" + where + ".basis' is '" + kind + "', expected fitted, derived or nominal");
+  b.basis = kind;
+  for (auto [key, field] : {std::pair{"from", &FieldBasis::from}, {"rule", &FieldBasis::rule}}) {
+    const Value* x = e.find(key);
+    if ((x != nullptr) != (kind == "derived"))
+      return r.fail("'" + where + "." + key + "' is required for a derived field and only for one");
+    if (x == nullptr) continue;
+    AOIZORA_TRY(text, r.string(*x, where + "." + key));
+    if (text.empty()) return r.fail("'" + where + "." + key + "' must not be empty");
+    b.*field = text;
+  }
+  return b;
+}
+
+Result<std::map<std::string, FieldBasis>> read_basis(const Reader& r, const Value& v) {
+  if (!v.is_object()) return r.fail("'provenance.basis' must be an object");
+  const std::vector<std::string> all = basis_fields(true);
+  std::map<std::string, FieldBasis> out;
+  for (const auto& [k, e] : v.object) {
+    if (std::find(all.begin(), all.end(), k) == all.end())
+      return r.fail("unknown field 'provenance.basis." + k + "': basis is keyed by figure");
+    AOIZORA_TRY(b, read_field_basis(r, e, "provenance.basis." + k));
+    out[k] = b;
+  }
+  return out;
+}
+
+// A stated basis covers every field of this chip, and every figure the fit set is fitted.
+Result<bool> check_basis(const Reader& r, const HardwareProfile& p) {
+  const Provenance& pr = p.provenance;
+  if (pr.basis.empty()) return true;
+  for (const std::string& f : basis_fields(p.spec.intra_chip_link.has_value()))
+    if (!pr.basis.count(f)) return r.fail("missing field 'provenance.basis." + f + "'");
+  if (!p.spec.intra_chip_link && pr.basis.count("intra_chip_link"))
+    return r.fail("'provenance.basis.intra_chip_link' is given but the chip has no intra-chip link");
+  for (const std::string& f : pr.fitted_parameters) {
+    auto it = pr.basis.find(f);
+    if (it != pr.basis.end() && it->second.basis != "fitted")
+      return r.fail("'provenance.basis." + f + "' is '" + it->second.basis +
+                    "' but fitted_parameters lists it as fitted");
+  }
+  return true;
+}
+
 Result<Provenance> read_provenance(const Reader& r, const Value& v) {
   Provenance p;
   if (!v.is_object()) return r.fail("'provenance' must be an object");
   AOIZORA_TRY(ok, r.only(v, {"fitted", "note", "fitted_to", "sources", "fitted_on",
-                              "fitted_parameters", "residuals"}, "provenance."));
+                              "fitted_parameters", "residuals", "basis"}, "provenance."));
   (void)ok;
   if (const Value* f = v.find("fitted")) {
     if (f->type != Value::Type::kBool) return r.fail("'provenance.fitted' must be true or false");
@@ -174,6 +228,10 @@ Result<Provenance> read_provenance(const Reader& r, const Value& v) {
       AOIZORA_TRY(src, r.string(e, "provenance.sources." + k));
       p.sources[k] = src;
     }
+  }
+  if (const Value* b = v.find("basis")) {
+    AOIZORA_TRY(basis, read_basis(r, *b));
+    p.basis = basis;
   }
   return p;
 }
@@ -311,7 +369,21 @@ Result<HardwareProfile> profile_from_json(const std::string& text, const std::st
     AOIZORA_TRY(prov, read_provenance(r, *pv));
     p.provenance = prov;
   }
+  AOIZORA_TRY(basis_ok, check_basis(r, p));
+  (void)basis_ok;
   return p;
+}
+
+std::vector<std::string> basis_fields(bool intra_chip_link) {
+  std::vector<std::string> out;
+  for (const Figure& f : kFigures) {
+    out.push_back(f.key);
+    if (std::string(f.key) == "hbm_bandwidth") out.push_back("mxu_size");
+  }
+  for (const KindField& k : kKinds) out.push_back(std::string("collective_latency.") + k.key);
+  out.push_back("cores_per_chip");
+  if (intra_chip_link) out.push_back("intra_chip_link");
+  return out;
 }
 
 Result<HardwareProfile> read_profile_file(const std::string& path) {
@@ -382,6 +454,18 @@ std::string profile_to_json(const HardwareProfile& p) {
     for (const auto& [id, fr] : pr.residuals) {
       o += std::string(first ? "\n" : ",\n") + "      " + quoted(id) + ": {\"before\": " +
            num(fr.before) + ", \"after\": " + num(fr.after) + "}";
+      first = false;
+    }
+    o += "\n    }";
+  }
+  if (!pr.basis.empty()) {
+    o += ",\n    \"basis\": {";
+    first = true;
+    for (const auto& [k, b] : pr.basis) {
+      o += std::string(first ? "\n" : ",\n") + "      " + quoted(k) + ": {\"basis\": " + quoted(b.basis);
+      if (!b.from.empty()) o += ", \"from\": " + quoted(b.from);
+      if (!b.rule.empty()) o += ", \"rule\": " + quoted(b.rule);
+      o += "}";
       first = false;
     }
     o += "\n    }";

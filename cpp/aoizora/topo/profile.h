@@ -19,9 +19,16 @@
 //    "provenance": {"fitted": false, "note": "...", "fitted_to": ["id", ...],
 //                   "sources": {"<figure key>": "where it comes from", ...},
 //                   "fitted_on": "2026-12-03", "fitted_parameters": ["link_bandwidth", ...],
-//                   "residuals": {"<id>": {"before": -0.55, "after": 0.02}, ...}}}
-// (fitted_on, fitted_parameters and residuals are optional and written by `aoizora
-// calibrate`; they are written back only when set.)
+//                   "residuals": {"<id>": {"before": -0.55, "after": 0.02}, ...},
+//                   "basis": {"<field>": {"basis": "fitted" | "nominal"} |
+//                             {"basis": "derived", "from": "v5e collective_latency.all-gather",
+//                              "rule": "..."}, ...}}}
+// (fitted_on, fitted_parameters, residuals and basis are optional and written by `aoizora
+// calibrate`; they are written back only when set.) basis says, per field, whether its figure
+// was fitted to measurements, derived from fitted generations by a stated rule, or is the
+// nominal (vendor, REFERENCE) one. Its fields are basis_fields() (collective_latency per kind,
+// intra_chip_link only when the chip has one); when given it must name every one of them, and
+// every fitted_parameters entry must be "fitted" there.
 // Errors name the field: unknown keys, missing keys, wrong types, negative or non-finite
 // numbers, an unknown schema version, an algorithm the cost model does not implement.
 #pragma once
@@ -45,6 +52,18 @@ struct FitResidual {
   bool operator==(const FitResidual&) const = default;
 };
 
+// How one field's figure was obtained (provenance.basis).
+struct FieldBasis {
+  std::string basis;  // "fitted", "derived" or "nominal"
+  std::string from;   // derived: the generation and field it comes from ("v5e collective_latency.all-gather")
+  std::string rule;   // derived: the rule, in words
+  bool operator==(const FieldBasis&) const = default;
+};
+
+// The fields provenance.basis covers: every figure a model reads, a collective's fixed cost
+// per kind ("collective_latency.all-gather", ...); "intra_chip_link" only on two-core chips.
+std::vector<std::string> basis_fields(bool intra_chip_link);
+
 // Where a profile's figures come from.
 struct Provenance {
   bool fitted = false;                       // true once fitted to measurements
@@ -56,6 +75,7 @@ struct Provenance {
   // others are the base profile's.
   std::vector<std::string> fitted_parameters;
   std::map<std::string, FitResidual> residuals;  // measurement id -> error before/after
+  std::map<std::string, FieldBasis> basis;       // field -> fitted, derived or nominal; empty if not stated
   bool operator==(const Provenance&) const = default;
 };
 
