@@ -3,10 +3,11 @@
     candidates (strategies)  ->  lower each (parallel, cached)  ->  Stage 1: Q1 + memory, Top-K
       ->  compile the Top-K for the TPU target (parallel, cached)  ->  Stage 2: every placement
       each survivor allows, ranked by Q2  ->  the simulator judges the few best pairs: the
-      decision  ->  its sharding compiled in full (the TPU backend's checks)  ->  the
-      baselines' shardings analysed (the ones not in the Top-K) and simulated for the
-      comparison; compiled in full only where the backend's verdict cannot be predicted
-      from the analysis (_backend_prediction), or with Settings.verify_baselines  ->  Plan
+      decision  ->  the baselines' shardings analysed (the ones not in the Top-K) and
+      simulated for the comparison  ->  Plan. A sharding goes through the TPU backend (a
+      full compile, the backend's own checks) only where its verdict cannot be predicted
+      from the analysis (_backend_prediction: HBM and VMEM), or when asked: the plan's with
+      Settings.verify, every baseline's too with Settings.verify_baselines.
 
 The blocks of the model run under `lax.scan`, so the compiled HLO holds one block body in a
 while loop whose trip count is the real layer count: compiling the whole model costs what
@@ -62,9 +63,11 @@ class Settings:
                                       # only the plan's and the baselines' (optimized_hlo.py)
     run_ahead: bool = True            # the existing deployments' compiles start with the plan,
                                       # beside lowering and Stage 1 (prefetch.py)
-    verify_baselines: bool = False    # TPU: the baselines' shardings through the TPU backend
-                                      # too; else only those whose verdict the analysis
-                                      # cannot predict (_backend_prediction)
+    verify: bool = False              # TPU: the plan's sharding through the TPU backend
+                                      # even where the analysis predicts its verdict
+    verify_baselines: bool = False    # TPU: the baselines' shardings (and the plan's) through
+                                      # the TPU backend; else only those whose verdict the
+                                      # analysis cannot predict (_backend_prediction)
     video: bool = True                # price the whole video: the stages around the loop
                                       # (pipeline/plan_video.py), the plan the best per video
     steps: int | None = None          # denoising steps; None: the model's MaxDiffusion config
@@ -463,15 +466,17 @@ def _simulate_baselines(run: _Run, base_pairs: dict[str, Pair],
     return out
 
 
-def _unpredicted(run: _Run, cands) -> list:
-    """The shardings among `cands` to compile in full: every one with verify_baselines, else
-    those whose backend verdict _backend_prediction cannot give. The others stay analysed
-    only, their predicted verdict in run.predicted (said in the plan and its tables)."""
+def _unpredicted(run: _Run, cands, force: bool | None = None) -> list:
+    """The shardings among `cands` to compile in full: every one with `force` (default:
+    verify_baselines), else those whose backend verdict _backend_prediction cannot give.
+    The others stay analysed only, their predicted verdict in run.predicted (said in the
+    plan and its tables)."""
+    force = run.settings.verify_baselines if force is None else force
     out = []
     for c in dict.fromkeys(cands):
         if run.analysis_kind == "compile" or c.name in run.verified or c.name not in run.graphs:
             continue
-        why = None if run.settings.verify_baselines else _backend_prediction(run, c)
+        why = None if force else _backend_prediction(run, c)
         if why is None:
             out.append(c)
         else:
@@ -566,6 +571,8 @@ def _chosen(run: _Run, best: Pair, ranked: list[Pair]) -> Choice:
     own = [p for p in ranked if p.candidate.name == best.candidate.name] or run.stage2.rank(
         best.candidate, graph, q1=best.q1)
     choice = run.stage2.choice(best, with_links=True, graph=graph)
+    if best.candidate.name in run.predicted and best.candidate.name not in run.verified:
+        choice.extra["analysed_only"] = run.predicted[best.candidate.name]
     # for the report, a pure function of the plan
     choice.extra["placements"] = [{"name": p.placement, "q2_s": p.q2,
                                    "simulated_s": p.simulated} for p in own][:20]
@@ -702,16 +709,24 @@ def _verify(run: _Run, name: str, todo: list) -> None:
     run.timings["verify"] = round(run.timings.get("verify", 0) + time.perf_counter() - t0, 3)
 
 
+def _verify_plan(run: _Run) -> bool:
+    """Whether the plan's sharding goes through the TPU backend even where the analysis
+    predicts its verdict."""
+    return run.settings.verify or run.settings.verify_baselines
+
+
 def _verify_decision(run: _Run, pool: list[Pair], base_cands) -> list[Pair]:
     """The pool without shardings the TPU backend refuses: the decision's sharding is
-    compiled in full, and while it fails, the next best's. The baselines' shardings not
-    compiled yet (`base_cands`) are analysed beside the first full compile."""
+    compiled in full where its verdict cannot be predicted (or with Settings.verify), and
+    while the backend refuses it, the next best's. The baselines' shardings not compiled
+    yet (`base_cands`) are analysed in the same batch."""
     analyse = [c for c in dict.fromkeys(base_cands) if c.name not in run.graphs]
     while True:
         best = min(pool, key=_decision_key)
-        _compile(run, "full compile of the decision"
-                 + (", the baselines analysed beside it" if analyse else ""),
-                 analyse, full=[best.candidate])
+        full = _unpredicted(run, [best.candidate], force=_verify_plan(run))
+        _compile(run, ("full compile of the decision" + (", the baselines analysed beside it"
+                                                         if analyse else ""))
+                 if full else "analyse the baselines' shardings", analyse, full=full)
         analyse = []
         if best.candidate.name in run.graphs:
             return pool
@@ -762,15 +777,16 @@ def _pooled(pool: list[Pair], base_pairs: dict[str, Pair], video=None) -> list[P
 def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair], video=None
                    ) -> tuple[list[Pair], dict[str, Pair]]:
     """The judged pool and the baselines' pairs, less the pairs whose sharding would be the
-    plan and that the TPU backend refuses: the best pooled pair's sharding, when only
-    analysed (a baseline's own pair that wins the pooling), is compiled in full before it
-    becomes the plan, so the plan's sharding always goes through the backend. A baseline so
-    refused is listed in run.failed_baselines, and the next best pair is the plan (the
-    decision, compiled in full by _verify_decision, ends the search)."""
+    plan and that the TPU backend refuses: the best pooled pair's sharding (a baseline's
+    own pair that wins the pooling) is held to the decision's rule, compiled in full before
+    it becomes the plan where its verdict cannot be predicted (or with Settings.verify). A
+    baseline so refused is listed in run.failed_baselines, and the next best pair is the
+    plan (the decision, held to the rule by _verify_decision, ends the search)."""
     while True:
         best = _pooled(pool, base_pairs, video)[0].candidate
         name = best.name
-        if run.analysis_kind == "compile" or name in run.verified:
+        if (run.analysis_kind == "compile" or name in run.verified
+                or not _unpredicted(run, [best], force=_verify_plan(run))):
             return pool, base_pairs
         run.predicted.pop(name, None)
         _verify(run, "full compile of the plan", [best])
@@ -856,9 +872,14 @@ def _programs(run: _Run) -> str:
         return "full compiles"
     if run.settings.verify_baselines:
         return "optimized HLO, the plan's and the baselines' shardings compiled in full"
-    return ("optimized HLO, the plan's sharding compiled in full; the baselines' analysed "
-            "only, unless the backend's verdict could not be predicted "
-            "(planning.analysed_only; --verify-baselines compiles them in full)")
+    if run.settings.verify:
+        return ("optimized HLO, the plan's sharding compiled in full; the baselines' analysed "
+                "only, unless the backend's verdict could not be predicted "
+                "(planning.analysed_only; --verify-baselines compiles them in full)")
+    return ("optimized HLO, every sharding analysed only unless the backend's verdict could "
+            "not be predicted from HBM and VMEM (planning.analysed_only, "
+            "planning.compiled_in_full; --verify compiles the plan's sharding in full, "
+            "--verify-baselines the baselines' too)")
 
 
 def _shown(best: Pair, base_pairs: dict[str, Pair]) -> set[str]:

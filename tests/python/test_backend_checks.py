@@ -1,8 +1,8 @@
 """What goes through the TPU backend (planner._verify, _unpredicted, _backend_prediction,
-_verify_pooled): the plan's sharding is always compiled in full; a baseline's is analysed
-only when its verdict can be predicted (HBM from XLA's buffer assignment, VMEM from the
-kernel's blocks), compiled in full otherwise or with verify_baselines; the plan and its
-tables say which."""
+_verify_decision, _verify_pooled): a sharding, the plan's included, is analysed only when
+its verdict can be predicted (HBM from XLA's buffer assignment, VMEM from the kernel's
+blocks), compiled in full otherwise, or when asked (verify: the plan's; verify_baselines:
+every one); the plan and its tables say which."""
 
 from __future__ import annotations
 
@@ -27,11 +27,12 @@ def _candidate(name="dp2-ag4", blocks=(512, 512, 512)):
                                block_kv_compute=blocks[2])
 
 
-def _run(spec, hbm_of, *, verify_baselines=False, platform="tpu"):
+def _run(spec, hbm_of, *, verify_baselines=False, verify=False, platform="tpu"):
     """A planner._Run with what the prediction reads: the slice's chip figures, the
     analysis's HBM bytes, the model (Wan 1.3B: head dim 128)."""
     return planner._Run(
-        planner.Settings(cache=None, verify_baselines=verify_baselines), planner.Progress(),
+        planner.Settings(cache=None, verify_baselines=verify_baselines, verify=verify),
+        planner.Progress(),
         get_model("wan2.1-t2v-1.3b"), None,
         SimpleNamespace(topology=SimpleNamespace(spec=spec)),
         SimpleNamespace(platform=platform), hbm_of=hbm_of)
@@ -85,12 +86,32 @@ def _pair(c, seconds, tag=""):
     return Pair(c, "row-major", list(range(8)), q2=seconds, simulated=seconds, tag=tag)
 
 
+@pytest.mark.parametrize("verify", [False, True])
+def test_the_decision_is_compiled_in_full_only_when_unpredicted_or_asked(verify,
+                                                                          monkeypatch):
+    """The decision's sharding is held to the baselines' rule: predicted from HBM and VMEM,
+    it stays analysed (said in run.predicted) and only the baselines' analyses run; with
+    verify, or when its HBM is unknown, it is compiled in full in that batch."""
+    small, unknown, base = _candidate(), _candidate("dp2-uly4"), _candidate("dp2-usp2x2")
+    run = _run(V5E, {small.name: 2**30}, verify=verify)
+    run.graphs = {small.name: object(), unknown.name: object()}
+    batches = []
+    monkeypatch.setattr(planner, "_compile", lambda run, what, todo, full=(): batches.append(
+        ([c.name for c in todo], [c.name for c in full])))
+    planner._verify_decision(run, [_pair(small, 1.0), _pair(unknown, 2.0)], [base])
+    assert batches == [([base.name], [small.name] if verify else [])]
+    assert (small.name in run.predicted) is not verify
+    batches.clear()
+    planner._verify_decision(run, [_pair(unknown, 2.0)], [])
+    assert batches == [([], [unknown.name])] and unknown.name not in run.predicted
+
+
 @pytest.mark.parametrize("backend_accepts", [True, False])
 def test_a_baseline_that_wins_the_pooling_is_compiled_in_full_first(backend_accepts,
                                                                      monkeypatch):
-    """The plan's sharding always goes through the backend: a baseline's pair that beats
-    the decision, analysed only, is compiled in full; refused, it leaves the table and the
-    decision is the plan."""
+    """The plan's sharding is held to the prediction rule: a baseline's pair that beats
+    the decision, its verdict not predictable (HBM unknown), is compiled in full;
+    refused, it leaves the table and the decision is the plan."""
     decision, alpa = _candidate(), _candidate("dp2-uly4")
     run = _run(V5E, {})
     run.graphs = {decision.name: object(), alpa.name: object()}
@@ -128,17 +149,35 @@ def test_the_hbm_figure_travels_with_the_analysis_text():
     assert optimized_hlo._with_hbm("HloModule m\n", "no totals here") == "HloModule m\n"
 
 
+def test_a_predicted_baseline_that_wins_the_pooling_is_the_plan_uncompiled(monkeypatch):
+    """A baseline's pair that beats the decision and whose verdict is predicted becomes the
+    plan analysed only (nothing compiled), unless verify asks for the full compile."""
+    decision, alpa = _candidate(), _candidate("dp2-uly4")
+    for verify in (False, True):
+        run = _run(V5E, {alpa.name: 2**30}, verify=verify)
+        run.graphs = {decision.name: object(), alpa.name: object()}
+        compiled = []
+        monkeypatch.setattr(planner, "_verify", lambda run, what, todo: (
+            compiled.extend(c.name for c in todo), run.verified.update(c.name for c in todo)))
+        pool, base = planner._verify_pooled(run, [_pair(decision, 2.0)],
+                                            {"alpa": _pair(alpa, 1.0, "alpa")})
+        assert planner._pooled(pool, base)[0].candidate.name == alpa.name
+        assert compiled == ([alpa.name] if verify else [])
+        assert (alpa.name in run.predicted) is not verify
+
+
 def test_the_plan_says_which_shardings_the_backend_compiled(tmp_path):
-    """The tiny Wan on v5e:2x4 (TPU target): the plan's sharding compiled in full, every
-    baseline's analysed only (all small), and the plan and its rows say so."""
+    """The tiny Wan on v5e:2x4 (TPU target): every sharding analysed only (all small), the
+    plan's included, and the plan, its choice and its rows say so."""
     from aoizora.commands.plan import comparison_rows
 
     r = planner.plan("wan-tiny", "tiny", None, "v5e:2x4",
                      planner.Settings(top_k=2, workers=1, cache=Cache(str(tmp_path))))
     p = r.plan.planning
     full, only = set(p["compiled_in_full"]), p["analysed_only"]
-    assert full == {r.plan.choice.candidate}
-    assert p["programs"].startswith("optimized HLO, the plan's sharding compiled in full")
+    assert full == set() and r.plan.choice.candidate in only
+    assert r.plan.choice.extra["analysed_only"] == only[r.plan.choice.candidate]
+    assert p["programs"].startswith("optimized HLO, every sharding analysed only")
     for tag, b in r.plan.baselines.items():
         if b.candidate in full:
             assert "analysed_only" not in b.extra

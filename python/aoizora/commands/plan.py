@@ -50,11 +50,15 @@ def add_workload_args(p) -> None:
                    help="on TPU targets, compile every candidate through the TPU backend "
                         "(minutes each); by default candidates are analyzed from XLA's "
                         "optimized HLO and only the plan's sharding is compiled in full")
+    p.add_argument("--verify", action="store_true",
+                   help="on TPU targets, compile the plan's sharding in full (the TPU "
+                        "backend's checks, 20-60 s here) even where its verdict is predicted; "
+                        "by default a sharding is analyzed and the backend's verdict "
+                        "predicted from HBM and VMEM, compiled in full only where it cannot "
+                        "be, and the plan says which")
     p.add_argument("--verify-baselines", action="store_true",
-                   help="on TPU targets, also compile the baselines' shardings in full (the "
-                        "TPU backend's checks, 20-30 s each here); by default they are "
-                        "analyzed and the backend's verdict predicted from HBM and VMEM, and "
-                        "the tables say so")
+                   help="on TPU targets, compile the plan's and the baselines' shardings in "
+                        "full (20-60 s each here)")
     p.add_argument("--no-run-ahead", action="store_true",
                    help="on a Ray cluster of 8 or more CPUs, start the existing "
                         "deployments' compiles after the decision, not with the plan "
@@ -120,7 +124,7 @@ def run_planner(args):
                             cache=None if args.no_cache else Cache(),
                             compile_target=args.compile_target, hardware=args.hardware,
                             full_compile=args.full_compile,
-                            verify_baselines=args.verify_baselines,
+                            verify=args.verify, verify_baselines=args.verify_baselines,
                             run_ahead=not args.no_run_ahead, executor=jobs_on,
                             video=not args.no_video, steps=args.steps)
         with RichProgress(enabled=not args.quiet) as progress:
@@ -191,7 +195,8 @@ def run(args) -> int:
         print(f"through the TPU backend (compiled in full): "
               f"{', '.join(plan.planning['compiled_in_full']) or 'none'}; analysed only, not "
               f"compiled in full: {', '.join(only) or 'none'}"
-              + (" (--verify-baselines compiles them)" if only else ""))
+              + (" (--verify compiles the plan's in full, --verify-baselines every one)"
+                 if only else ""))
     d = plan.planning.get("decision")
     if plan.planning.get("pooling_changed_choice") and d:
         print(f"note: Stage 1 + Stage 2 chose {d['candidate']} @ {d['placement']} "
