@@ -5,7 +5,9 @@ provenance that says what was fitted, to which points, when, and how well.
         aoizora.hardware/1 format, with provenance: fitted true, note, fitted_to (the ids of
         the points used), fitted_on (the fit's UTC date), fitted_parameters, residuals (id ->
         {"before", "after"}, the relative error (simulated - measured) / measured on the base
-        and the fitted profile), and, for every fitted figure, its source. measured_on: where
+        and the fitted profile), basis (field -> fitted, derived or nominal: the base's, with
+        the figures this fit set fitted; field_basis.py), and, for every fitted figure, its
+        source. measured_on: where
         the file says its points were timed (None: published points). harness_check: the
         points are CPU-device timings (`aoizora measure --platform cpu`); the note then opens
         with HARNESS_CHECK.
@@ -24,7 +26,7 @@ import json
 import os
 import tempfile
 
-from aoizora import atomic
+from aoizora import atomic, field_basis
 from aoizora.fit_parameters import WHOLE_PROGRAMS
 from aoizora.fit_parameters import describe as _value
 
@@ -86,18 +88,30 @@ def document(fit, measurements_file: str, measured_on: str | None = None,
             + "peak FLOP/s and HBM bandwidth (the vendor's figures) and dma_fixed_seconds "
             "(the simulator does not read it)." + "".join(f" Note: {n}." for n in fit.notes
                                            if "kept at the base value" not in n))
+    note += _derived_note(doc)
     if harness_check:
         note = (f"{HARNESS_CHECK} (aoizora measure --platform cpu), a check of the "
                 "measurement harness; its figures describe no TPU. " + note)
     prov.update({
         "fitted": True, "note": note, "fitted_to": used, "fitted_on": fit.date,
         "fitted_parameters": [p.name for p in fitted], "sources": sources,
+        "basis": field_basis.after_fit(doc, [p.name for p in fitted]),
         "residuals": {p.id: {"before": round(p.error_before, 4),
                              "after": round(p.error_after, 4)}
                       for p in fit.points if p.used},
     })
     doc["provenance"] = prov
     return doc
+
+
+def _derived_note(doc: dict) -> str:
+    """The base's derived figures (derive_fixed_costs.py), which the fit kept."""
+    derived = field_basis.summary(doc)["derived"]
+    if not derived:
+        return ""
+    return (f" Derived before the fit, not fitted: {', '.join(d['field'] for d in derived)} "
+            f"(from {', '.join(sorted({d['from'] for d in derived}))}; rule: "
+            f"{derived[0]['rule']}).")
 
 
 def write(path: str, doc: dict) -> None:

@@ -99,6 +99,23 @@ def print_choice(plan: Plan, console=None) -> None:
     tie = tie_sentence(c)
     if tie:
         line(f"      {tie}", markup=False, highlight=False)
+    hw = hardware_line(plan)
+    if hw:
+        line(f"      {hw}", markup=False, highlight=False)
+
+
+def hardware_line(plan: Plan) -> str:
+    """Which figures of the plan's hardware profile are fitted, derived or nominal
+    (field_basis.py); "" for a plan that does not record it."""
+    basis = plan.topology.get("hardware_basis")
+    if basis is None:
+        return ""
+    from aoizora.field_basis import sentence
+
+    head = (f"hardware {plan.topology.get('hardware', '?')}: rests on nominal figures"
+            if basis["nominal"] or not basis["stated"] else
+            f"hardware {plan.topology.get('hardware', '?')}: no nominal figure")
+    return f"{head} ({sentence(basis)})"
 
 
 def _table(plan: Plan, rows: list[Row], labels: list[str]):

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from aoizora import _core, step_split
+from aoizora import _core, field_basis, step_split
 from aoizora.block_timeline import block_timeline
 from aoizora.errors import UserError
 from aoizora.placement import axis_groups_on_chips
@@ -89,7 +89,10 @@ class Stage2:
                 "devices": t.num_devices, "links": t.num_links,
                 "link_bandwidth": t.spec["link_bandwidth"],
                 # Which hardware profile gave the figures: a file, or the shipped one.
-                "hardware": self.hardware or f"shipped:{t.spec['generation']}"}
+                "hardware": self.hardware or f"shipped:{t.spec['generation']}",
+                # Which of them are fitted, derived or nominal: no plan rests on nominal
+                # figures without saying so.
+                "hardware_basis": field_basis.of_profile(t.spec["generation"], self.hardware)}
 
     @staticmethod
     def load(hlo_text: str):

@@ -8,6 +8,10 @@ Measurements timed on CPU devices (`aoizora measure --platform cpu`: the file's
 provenance.platform is not "tpu") are refused in one line: fitting a TPU profile to them is
 a silent wrong answer. --harness-check fits them anyway as a check of the harness, and the
 profile's note says so (fitted_profile.HARNESS_CHECK), which every command loading it repeats.
+
+A generation without a collective point cannot fit its fixed per-collective costs: they are
+derived first, on the base, from the closest fitted generation (derive_fixed_costs.py; the
+shipped profiles of the other generations, or --derive-from files), and the fit keeps them.
 """
 
 from __future__ import annotations
@@ -32,8 +36,32 @@ def register(sub) -> None:
                    help="fit measurements timed on CPU devices (aoizora measure --platform "
                         "cpu) anyway, as a check of the harness; the profile is marked a "
                         "harness check, not a TPU profile")
+    p.add_argument("--derive-from", nargs="+", metavar="FILE", default=None,
+                   help="fitted profiles to derive the fixed per-collective costs from when "
+                        "the measurements hold no collective point of the generation "
+                        "(default: the shipped profiles of the other generations)")
     p.add_argument("--json", action="store_true", help="print the fit as JSON")
     p.set_defaults(run=run)
+
+
+def _derive(base: dict, label: str, files, points) -> tuple[list[str], str]:
+    """Derives the base's fixed costs when no point can fit them (derive_fixed_costs.py):
+    (the fields derived, the base's label saying so)."""
+    from aoizora import derive_fixed_costs, hardware_file
+
+    if not derive_fixed_costs.needed(points, base["generation"]):
+        return [], label
+    if files:
+        docs = []
+        for f in files:
+            with open(hardware_file.check(f, "--derive-from"), encoding="utf-8") as fh:
+                docs.append(json.load(fh))
+    else:
+        docs = derive_fixed_costs.shipped()
+    src = derive_fixed_costs.closest(base, docs)
+    changed = derive_fixed_costs.derive(base, docs)
+    return changed, (f"{label} with its fixed costs derived from {src['generation']}"
+                     if changed else label)
 
 
 def _harness(m, args) -> bool:
@@ -141,6 +169,8 @@ def run(args) -> int:
         raise UserError(f"-o {args.out}: that is the measurements file; write the profile to "
                         "another file")
     base, label = _base(args.base, m.points + [p for p in m.programs if p.hlo])
+    derived, label = _derive(base, label, args.derive_from,
+                             m.points + [p for p in m.programs if p.hlo])
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     fit = calibrate.fit(m, base, base["generation"], label, date)
     # Where the points were timed (aoizora measure): a CPU harness check says so, here and
@@ -150,12 +180,15 @@ def run(args) -> int:
     fitted_profile.write(args.out, doc)
     if args.json:
         print(json.dumps({**_as_json(fit, args.out), "measured_on": measured_on,
-                          "harness_check": harness}, indent=1))
+                          "harness_check": harness, "derived": derived}, indent=1))
     else:
         if harness:
             print(f"{fitted_profile.HARNESS_CHECK}: the profile's note says so, and every "
                   "command that loads it warns")
         elif measured_on:
             print(f"measurements measured on {measured_on}")
+        if derived:
+            print(f"derived (no collective point of {fit.generation} to fit them): "
+                  f"{', '.join(derived)}: {base['provenance']['sources']['collective_latency']}")
         _print(fit, args.out)
     return 0

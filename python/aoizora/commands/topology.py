@@ -1,5 +1,6 @@
 """`aoizora topology T [--hardware FILE] [--json] [--links]`: chips, links, wraparound and per-chip figures of a
-catalog slice (v5e:2x4, v5p:4x4x4, ...) or a topology JSON file; `aoizora topology --list`
+catalog slice (v5e:2x4, v5p:4x4x4, ...) or a topology JSON file, and which of the profile's
+figures are fitted, derived or nominal (field_basis.py); `aoizora topology --list`
 lists the catalog: each slice's chips, JAX devices (TPU7x: two per chip) and whether libtpu
 compiles for it deviceless (compile_target.compile_target_for, the planner's own test; read
 from the generation table, nothing is compiled)."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from aoizora import hardware_file
+from aoizora import field_basis, hardware_file
 
 
 def register(sub) -> None:
@@ -73,7 +74,10 @@ def run(args) -> int:
         raise UserError("name a topology (e.g. v5e:4x4) or pass --list")
     topo = topology_file.load(args.topology, "topology", hardware=args.hardware)
     if args.json:
-        print(json.dumps({**topo.to_dict(), "hardware": args.hardware}, indent=1))
+        print(json.dumps({**topo.to_dict(), "hardware": args.hardware,
+                          "hardware_basis": field_basis.of_profile(topo.spec["generation"],
+                                                                   args.hardware)},
+                         indent=1))
         return 0
     s = topo.spec
     dims = "x".join(str(d) for d in topo.dims)
@@ -91,6 +95,7 @@ def run(args) -> int:
         print(f"  between the cores of a chip: {_fmt(icl['bandwidth'], 'B/s')} one way, "
               f"{icl['latency'] * 1e6:.3g} us; both cores share the chip's ICI links")
     print(f"  figures: {_figures_from(args.hardware, s['generation'])}")
+    print(f"  basis: {field_basis.sentence(field_basis.of_profile(s['generation'], args.hardware))}")
     print("  routing: " + ("dimension order (x, y, z), the shorter way round a wrapped axis"
                            if topo.is_grid else "fewest hops"))
     if topo.num_chips <= 64:

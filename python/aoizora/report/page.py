@@ -25,7 +25,7 @@ from typing import Any
 
 from aoizora.placement_ties import tie_sentence
 from aoizora.plan_format import Choice, Plan
-from aoizora.report import charts, tables
+from aoizora.report import charts, hardware, tables
 from aoizora.report.slices import scale_svg, slice_svg
 
 STYLE = """
@@ -260,5 +260,6 @@ def render(plan: Plan, trace: str | None = None) -> str:
 {_placement(plan)}
 {_timeline(plan, trace)}
 {_tables(plan)}
+{hardware.section(plan, _missing)}
 </body></html>
 """
