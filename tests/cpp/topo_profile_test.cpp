@@ -139,7 +139,7 @@ TEST(HardwareProfile, NominalFiguresAreTheCatalogOnesBeforeProfiles) {
 
 // Every generation ships fitted (v4 and TPU7x since sub-grids run as rings: before, their
 // fits needed links twice what a link carries; v6e's mxu_efficiency to one whole video).
-TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedParameters) {
+TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedAndDerivedParameters) {
   for (const char* g : {"v4", "v5e", "v5p", "v6e", "tpu7x"}) {
     Result<HardwareProfile> nominal = read_profile_file(nominal_file(g));
     ASSERT_TRUE(nominal.ok()) << nominal.error().to_string();
@@ -168,6 +168,19 @@ TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedParameters
       } else {
         ADD_FAILURE() << g << ": unexpected fitted parameter " << name;
       }
+    }
+    // Derived figures (provenance.basis: v6e's fixed costs, from v5e's fit) too.
+    for (const auto& [name, b] : pr.basis) {
+      if (b.basis != "derived") continue;
+      CollectiveLatency& to = shipped.collective_latency;
+      const CollectiveLatency& from = nominal->spec.collective_latency;
+      for (auto [kind, field] : {std::pair{"all-gather", &CollectiveLatency::all_gather},
+                                 {"all-reduce", &CollectiveLatency::all_reduce},
+                                 {"reduce-scatter", &CollectiveLatency::reduce_scatter},
+                                 {"all-to-all", &CollectiveLatency::all_to_all},
+                                 {"collective-permute", &CollectiveLatency::collective_permute},
+                                 {"collective-broadcast", &CollectiveLatency::collective_broadcast}})
+        if (name == std::string("collective_latency.") + kind) to.*field = from.*field;
     }
     EXPECT_EQ(shipped, nominal->spec) << g;
   }
@@ -250,6 +263,51 @@ TEST(HardwareProfile, MakeTopologyWithAHardwareFileUsesItsFigures) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().to_string().find(".absent"), std::string::npos);
   std::remove(path.c_str());
+}
+
+// provenance.basis: every shipped profile says, per field, fitted, derived or nominal; v6e,
+// without a collective point, has none of its fixed costs nominal (derived from v5e).
+TEST(HardwareProfile, EveryShippedProfileStatesTheBasisOfEveryField) {
+  for (const char* g : kGenerations) {
+    Result<HardwareProfile> p = profile_from_json(read(profile_file(g)), g);
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    const Provenance& pr = p->provenance;
+    EXPECT_EQ(pr.basis.size(), basis_fields(p->spec.intra_chip_link.has_value()).size()) << g;
+    for (const std::string& f : pr.fitted_parameters) EXPECT_EQ(pr.basis.at(f).basis, "fitted") << g << " " << f;
+  }
+  Result<HardwareProfile> v6e = profile_from_json(read(profile_file("v6e")), "v6e");
+  ASSERT_TRUE(v6e.ok());
+  for (const std::string& f : basis_fields(false)) {
+    if (f.rfind("collective_latency.", 0) != 0) continue;
+    const FieldBasis& b = v6e->provenance.basis.at(f);
+    EXPECT_EQ(b.basis, "derived") << f;
+    EXPECT_EQ(b.from.rfind("v5e ", 0), 0u) << f << " " << b.from;
+    EXPECT_FALSE(b.rule.empty()) << f;
+  }
+}
+
+TEST(HardwareProfile, MalformedBasisIsAnErrorNamingTheField) {
+  Result<HardwareProfile> p = profile_from_json(read(profile_file("v5e")), "v5e");
+  ASSERT_TRUE(p.ok());
+  auto spoiled = [&](auto edit) {
+    HardwareProfile q = *p;
+    edit(q.provenance.basis);
+    return error_of(profile_to_json(q));
+  };
+  const std::string missing = spoiled([](auto& b) { b.erase("hop_latency"); });
+  EXPECT_NE(missing.find("missing field 'provenance.basis.hop_latency'"), std::string::npos) << missing;
+  const std::string unknown = spoiled([](auto& b) { b["hop_latencies"] = {"nominal", "", ""}; });
+  EXPECT_NE(unknown.find("unknown field 'provenance.basis.hop_latencies'"), std::string::npos) << unknown;
+  const std::string guessed = spoiled([](auto& b) { b["hop_latency"].basis = "guessed"; });
+  EXPECT_NE(guessed.find("expected fitted, derived or nominal"), std::string::npos) << guessed;
+  // A derived figure without its rule and source is not derived.
+  const std::string bare = spoiled([](auto& b) { b["hop_latency"] = {"derived", "v4 hop_latency", ""}; });
+  EXPECT_NE(bare.find("'provenance.basis.hop_latency.rule' is required"), std::string::npos) << bare;
+  // What the fit set is fitted; v5e's fit set its all-gather's fixed cost.
+  const std::string lie = spoiled([](auto& b) { b["collective_latency.all-gather"].basis = "nominal"; });
+  EXPECT_NE(lie.find("fitted_parameters lists it as fitted"), std::string::npos) << lie;
+  const std::string chip = spoiled([](auto& b) { b["intra_chip_link"] = {"nominal", "", ""}; });
+  EXPECT_NE(chip.find("the chip has no intra-chip link"), std::string::npos) << chip;
 }
 
 }  // namespace
