@@ -1,8 +1,9 @@
 // Errors are values. A Result<T> holds either a T or an Error that says what went
-// wrong and where (file, line, column for parse errors). The core never throws across
-// its API and never prints.
+// wrong and where (file, line, column for parse errors); a Status is the same for work
+// that has no value to give back. The core never throws across its API and never prints.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -44,6 +45,25 @@ class Result {
 
  private:
   std::variant<T, Error> v_;
+};
+
+// Success with no value, or the Error saying why not. It exists so that "it worked" is a
+// state of its own rather than a Result of a bool that means nothing or an Error whose
+// empty message stands for success (an error reported without a message would pass).
+class [[nodiscard]] Status {
+ public:
+  static Status success() { return Status(); }
+  Status(Error error) : error_(std::move(error)) {}  // NOLINT: implicit, as for Result
+
+  bool ok() const { return !error_.has_value(); }
+  explicit operator bool() const { return ok(); }
+
+  // Only when !ok().
+  const Error& error() const { return *error_; }
+
+ private:
+  Status() = default;
+  std::optional<Error> error_;
 };
 
 }  // namespace aoizora

@@ -24,6 +24,11 @@ T unwrap(Result<T> result) {
   return std::move(result).value();
 }
 
+// Nothing on success; a CoreError carrying the one-line error otherwise.
+inline void unwrap(const Status& status) {
+  if (!status.ok()) throw CoreError(status.error().to_string());
+}
+
 void bind_base(nanobind::module_& m);
 void bind_hlo(nanobind::module_& m);
 void bind_topo(nanobind::module_& m);

@@ -4,7 +4,7 @@
 
 namespace aoizora::hlo {
 
-Result<bool> Lexer::skip_balanced() {
+Status Lexer::skip_balanced() {
   const size_t start = p_;
   int depth = 0;
   while (p_ < s_.size()) {
@@ -18,7 +18,7 @@ Result<bool> Lexer::skip_balanced() {
     } else if (c == ')' || c == '}' || c == ']') {
       if (--depth == 0) {
         ++p_;
-        return true;
+        return Status::success();
       }
     }
     ++p_;

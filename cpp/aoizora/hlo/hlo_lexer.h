@@ -109,7 +109,7 @@ class Lexer {
     return false;
   }
   // Skips a balanced group starting at the cursor ('(', '{' or '['), strings included.
-  Result<bool> skip_balanced();
+  Status skip_balanced();
 
   // "expected <what>, found '<text>'" at `pos`.
   Error expected(const std::string& what, size_t pos);

@@ -128,25 +128,25 @@ class Parser {
     int root = -1;
   };
 
-  Result<bool> header();
+  Status header();
   bool table();
-  Result<bool> computation();
-  Result<bool> instruction_list(Scope& scope, std::string_view what);
-  Result<bool> instruction(Scope& scope);
+  Status computation();
+  Status instruction_list(Scope& scope, std::string_view what);
+  Status instruction(Scope& scope);
   Result<int> rhs(Scope& scope, std::string_view name, size_t name_pos, bool attributes,
                   int depth);
-  Result<bool> operands(Scope& scope, Instruction& ins, int depth);
+  Status operands(Scope& scope, Instruction& ins, int depth);
   Result<int> operand(Scope& scope, int depth);
   // Checks the names against `allowed` (each at most once) and the values' forms when given.
-  Result<bool> attributes(Instruction& ins, int depth, const AttributeSet* allowed = nullptr,
-                          int required = -1, std::string_view opcode = {});
-  Result<bool> call_value(Instruction& ins, std::string_view key, int depth);
-  Result<bool> control_predecessors(const Scope& scope, const Instruction& ins);
+  Status attributes(Instruction& ins, int depth, const AttributeSet* allowed = nullptr,
+                    int required = -1, std::string_view opcode = {});
+  Status call_value(Instruction& ins, std::string_view key, int depth);
+  Status control_predecessors(const Scope& scope, const Instruction& ins);
   Result<int> callee(int depth);
   bool inline_body_at(size_t brace) const;
   Result<int> add(Scope& scope, Instruction ins, size_t name_pos);
   std::string_view made_up(std::string name);
-  Result<bool> async_op(Scope& scope, Instruction& ins, Async kind, bool sugar, size_t at);
+  Status async_op(Scope& scope, Instruction& ins, Async kind, bool sugar, size_t at);
 
   Lexer lx_;
   HloModule m_;
@@ -158,7 +158,7 @@ std::string_view Parser::made_up(std::string name) {
   return m_.made_up_names->emplace_back(std::move(name));
 }
 
-Result<bool> Parser::header() {
+Status Parser::header() {
   lx_.skip_ws();
   const size_t at = lx_.pos();
   if (!lx_.consume_word("HloModule")) {
@@ -169,7 +169,7 @@ Result<bool> Parser::header() {
     if (!entry && (after_name >= lx_.text().size() || lx_.text()[after_name] != '{'))
       return lx_.expected("'HloModule' at the start of the module", at);
     m_.header.has_header = false;
-    return true;
+    return Status::success();
   }
   lx_.skip_ws();
   const size_t b = lx_.pos();
@@ -203,7 +203,7 @@ Result<bool> Parser::header() {
     if (a.key == "num_partitions") m_.num_partitions = v, m_.header.has_num_partitions = true;
     else m_.replica_count = v, m_.header.has_replica_count = true;
   }
-  return true;
+  return Status::success();
 }
 
 // FileNames / FunctionNames / FileLocations / StackFrames: a keyword line, then numbered lines.
@@ -266,16 +266,16 @@ Result<int> Parser::operand(Scope& scope, int depth) {
   return rhs(scope, {}, start, /*attributes=*/false, depth + 1);
 }
 
-Result<bool> Parser::operands(Scope& scope, Instruction& ins, int depth) {
+Status Parser::operands(Scope& scope, Instruction& ins, int depth) {
   const size_t open = lx_.pos();
   if (has_raw_operands(ins.opcode)) {
     auto r = lx_.skip_balanced();
     if (!r.ok()) return r;
     ins.raw_operands = lx_.text().substr(open + 1, lx_.pos() - open - 2);
-    return true;
+    return Status::success();
   }
   lx_.advance();  // '('
-  if (lx_.consume(')')) return true;
+  if (lx_.consume(')')) return Status::success();
   for (;;) {
     lx_.skip_ws();
     auto k = operand(scope, depth);
@@ -286,7 +286,7 @@ Result<bool> Parser::operands(Scope& scope, Instruction& ins, int depth) {
     return lx_.expected("',' or ')' after an operand", lx_.pos());
   }
   ins.raw_operands = lx_.text().substr(open + 1, lx_.pos() - open - 2);
-  return true;
+  return Status::success();
 }
 
 // instruction right-hand side: [shape] opcode(operands) [, attributes]. Adds the instruction
@@ -407,9 +407,9 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
 // control-predecessors={a, %b}: each name an instruction defined before this one in its
 // computation, as XLA resolves them (the rule of operands); else an error at the name. The
 // instruction itself is not defined yet. The cursor is where it was on success.
-Result<bool> Parser::control_predecessors(const Scope& scope, const Instruction& ins) {
+Status Parser::control_predecessors(const Scope& scope, const Instruction& ins) {
   const std::string_view value = ins.attr("control-predecessors");
-  if (value.empty()) return true;
+  if (value.empty()) return Status::success();
   const size_t resume = lx_.pos();
   lx_.set_pos(static_cast<size_t>(value.data() - lx_.text().data()));
   if (!lx_.consume('{')) return lx_.expected("'{' opening the control predecessors", lx_.pos());
@@ -428,15 +428,14 @@ Result<bool> Parser::control_predecessors(const Scope& scope, const Instruction&
     return lx_.expected("',' or '}' after a control predecessor", lx_.pos());
   }
   lx_.set_pos(resume);
-  return true;
+  return Status::success();
 }
 
 // Checks an async-start/-update/-done as XLA's parser does and, for `X-start(operands)`,
 // builds the computation it wraps: a parameter per operand and X (with the attributes
 // written on the start) as root, named "async_wrapped" as XLA names it. `at` is the opcode.
-Result<bool> Parser::async_op(Scope& scope, Instruction& ins, Async kind, bool sugar,
-                              size_t at) {
-  auto fail = [&](const std::string& message) -> Result<bool> {
+Status Parser::async_op(Scope& scope, Instruction& ins, Async kind, bool sugar, size_t at) {
+  auto fail = [&](const std::string& message) -> Status {
     return lx_.error_at(message, at);
   };
   if (kind == Async::kStart) {
@@ -470,7 +469,7 @@ Result<bool> Parser::async_op(Scope& scope, Instruction& ins, Async kind, bool s
       m_.computations.push_back(std::move(wrapped));
       ins.called = {static_cast<int>(m_.computations.size()) - 1};
       ins.called_keys = {"calls"};
-      return true;
+      return Status::success();
     }
     const int c = ins.callee("calls");
     if (c < 0) return fail("async-start needs calls=");
@@ -481,7 +480,7 @@ Result<bool> Parser::async_op(Scope& scope, Instruction& ins, Async kind, bool s
     async_called_[c] = true;
     const Computation& callee = m_.computations[c];
     ins.async_wrapped = callee.instructions[callee.root].opcode;
-    return true;
+    return Status::success();
   }
   // -update, -done: one operand, the async-start or -update they continue.
   const Instruction* prev = ins.operands.size() == 1 ? &scope.comp.instructions[ins.operands[0]]
@@ -507,10 +506,10 @@ Result<bool> Parser::async_op(Scope& scope, Instruction& ins, Async kind, bool s
       return fail("async_execution_thread differs from the async-start's ('" +
                   std::string(want) + "')");
   }
-  return true;
+  return Status::success();
 }
 
-Result<bool> Parser::instruction(Scope& scope) {
+Status Parser::instruction(Scope& scope) {
   lx_.skip_ws();
   const size_t start = lx_.pos();
   const bool is_root = lx_.consume_word("ROOT");
@@ -525,11 +524,11 @@ Result<bool> Parser::instruction(Scope& scope) {
     if (scope.root >= 0) return lx_.error_at("a second ROOT in one computation", start);
     scope.root = *index;
   }
-  return true;
+  return Status::success();
 }
 
 // Instructions up to the '}' closing the body (the cursor is just past its '{').
-Result<bool> Parser::instruction_list(Scope& scope, std::string_view what) {
+Status Parser::instruction_list(Scope& scope, std::string_view what) {
   lx_.skip_ws();
   if (lx_.peek() == '}') return lx_.expected("an instruction in " + std::string(what), lx_.pos());
   for (;;) {
@@ -543,7 +542,7 @@ Result<bool> Parser::instruction_list(Scope& scope, std::string_view what) {
   Computation& comp = scope.comp;
   comp.root = scope.root >= 0 ? scope.root : static_cast<int>(comp.instructions.size()) - 1;
   comp.instructions[comp.root].is_root = true;
-  return true;
+  return Status::success();
 }
 
 // A computation written inline as an attribute value, `{ instructions }`, named "_" as XLA
@@ -581,30 +580,30 @@ bool Parser::inline_body_at(size_t brace) const {
   return p < s.size() && s[p] == '=';
 }
 
-Result<bool> Parser::call_value(Instruction& ins, std::string_view key, int depth) {
-  auto one = [&]() -> Result<bool> {
+Status Parser::call_value(Instruction& ins, std::string_view key, int depth) {
+  auto one = [&]() -> Status {
     auto c = callee(depth + 1);
     if (!c.ok()) return c.error();
     ins.called.push_back(*c);
     ins.called_keys.push_back(key);
-    return true;
+    return Status::success();
   };
   if (lx_.peek() != '{' || inline_body_at(lx_.pos())) return one();
   lx_.advance();  // a list: {a, b} or {{...}, b}
-  if (lx_.consume('}')) return true;
+  if (lx_.consume('}')) return Status::success();
   for (;;) {
     auto r = one();
     if (!r.ok()) return r;
     if (lx_.consume(',')) continue;
-    if (lx_.consume('}')) return true;
+    if (lx_.consume('}')) return Status::success();
     return lx_.expected("',' or '}' in the computation list", lx_.pos());
   }
 }
 
 // ", key=value" pairs, over as many lines as they take (XLA's lexer sees no lines), with
 // comments between them; ins.attribute_text keeps their text.
-Result<bool> Parser::attributes(Instruction& ins, int depth, const AttributeSet* allowed,
-                                int required, std::string_view opcode) {
+Status Parser::attributes(Instruction& ins, int depth, const AttributeSet* allowed,
+                          int required, std::string_view opcode) {
   const size_t begin = lx_.pos();
   size_t end = begin;
   AttributeSet seen;
@@ -653,11 +652,11 @@ Result<bool> Parser::attributes(Instruction& ins, int depth, const AttributeSet*
                         begin);
   lx_.set_pos(end);
   ins.attribute_text = lx_.text().substr(begin, end - begin);
-  return true;
+  return Status::success();
 }
 
 // [ENTRY] name [(params) -> shape] { instructions } [, execution_thread="..."]
-Result<bool> Parser::computation() {
+Status Parser::computation() {
   lx_.skip_ws();
   const size_t entry_pos = lx_.pos();
   Scope scope;
@@ -692,7 +691,7 @@ Result<bool> Parser::computation() {
     return lx_.error_at("computation '" + std::string(comp.name) + "' is defined twice", nb);
   if (comp.is_entry) m_.entry = index;
   m_.computations.push_back(std::move(comp));
-  return true;
+  return Status::success();
 }
 
 Result<HloModule> Parser::module() {

@@ -19,7 +19,7 @@ bool next_is(const Lexer& lx, size_t from, char c) {
 }
 
 // Tiles `T(8,128)(2,1)`, with the cursor at the first '('. A tile dim may be '*' (-1).
-Result<bool> read_tiles(Lexer& lx, Layout* out) {
+Status read_tiles(Lexer& lx, Layout* out) {
   while (lx.peek() == '(') {
     lx.advance();
     std::vector<int64_t> tile;
@@ -37,15 +37,15 @@ Result<bool> read_tiles(Lexer& lx, Layout* out) {
     lx.advance();
     if (out != nullptr) out->tiles.push_back(std::move(tile));
   }
-  return true;
+  return Status::success();
 }
 
 // The part of a layout after ':' (tiles, memory space, other attributes), through the '}'.
-Result<bool> read_layout_attributes(Lexer& lx, Layout* out) {
+Status read_layout_attributes(Lexer& lx, Layout* out) {
   for (;;) {
     lx.skip_ws();
     const char c = lx.peek();
-    if (c == '}') return true;
+    if (c == '}') return Status::success();
     if (c == 'T' && lx.peek_at(1) == '(') {
       lx.advance();
       auto r = read_tiles(lx, out);
@@ -72,7 +72,7 @@ Result<bool> read_layout_attributes(Lexer& lx, Layout* out) {
   }
 }
 
-Result<bool> read_dims(Lexer& lx, Shape* out, int* rank) {
+Status read_dims(Lexer& lx, Shape* out, int* rank) {
   lx.advance();  // '['
   lx.skip_ws();
   *rank = 0;
@@ -95,20 +95,20 @@ Result<bool> read_dims(Lexer& lx, Shape* out, int* rank) {
     }
   }
   lx.advance();
-  return true;
+  return Status::success();
 }
 
-Result<bool> read_tuple(Lexer& lx, Shape* out, int depth) {
+Status read_tuple(Lexer& lx, Shape* out, int depth) {
   lx.advance();  // '('
   if (out != nullptr) out->type = PrimitiveType::kTuple;
-  if (lx.consume(')')) return true;
+  if (lx.consume(')')) return Status::success();
   for (;;) {
     Shape* element = nullptr;
     if (out != nullptr) element = &out->tuple.emplace_back();
     auto r = read_shape(lx, element, depth + 1);
     if (!r.ok()) return r;
     if (lx.consume(',')) continue;
-    if (lx.consume(')')) return true;
+    if (lx.consume(')')) return Status::success();
     return lx.expected("',' or ')' in a tuple shape", lx.pos());
   }
 }
@@ -132,7 +132,7 @@ bool can_be_shape(const Lexer& lx) {
   return word == "token" || word == "opaque";
 }
 
-Result<bool> read_shape(Lexer& lx, Shape* out, int depth) {
+Status read_shape(Lexer& lx, Shape* out, int depth) {
   if (depth > kMaxNesting) return lx.expected("a shape nested less deeply", lx.pos());
   lx.skip_ws();
   if (lx.peek() == '(') return read_tuple(lx, out, depth);
@@ -142,7 +142,7 @@ Result<bool> read_shape(Lexer& lx, Shape* out, int depth) {
     auto r = read_shape(lx, out, depth + 1);
     if (!r.ok()) return r;
     if (!lx.consume(')')) return lx.expected("')' closing the buffer shape", lx.pos());
-    return true;
+    return Status::success();
   }
   const size_t b = lx.pos();
   size_t end;
@@ -152,7 +152,7 @@ Result<bool> read_shape(Lexer& lx, Shape* out, int depth) {
   lx.set_pos(end);
   if (out != nullptr) out->type = type;
   if (!next_is(lx, end, '[')) {
-    if (type == PrimitiveType::kToken || type == PrimitiveType::kOpaque) return true;
+    if (type == PrimitiveType::kToken || type == PrimitiveType::kOpaque) return Status::success();
     return lx.expected("'[' after the element type", lx.pos());
   }
   lx.skip_ws();
@@ -162,10 +162,10 @@ Result<bool> read_shape(Lexer& lx, Shape* out, int depth) {
   // A '{' opens a layout only when an integer or ':' follows (else it opens a body).
   const size_t after = lx.pos();
   const size_t brace = skip_space_and_comments(lx.text(), after);
-  if (brace >= lx.text().size() || lx.text()[brace] != '{') return true;
+  if (brace >= lx.text().size() || lx.text()[brace] != '{') return Status::success();
   const size_t inner = skip_space_and_comments(lx.text(), brace + 1);
   const char f = inner < lx.text().size() ? lx.text()[inner] : '\0';
-  if (!is_digit(f) && f != ':' && f != '-') return true;
+  if (!is_digit(f) && f != ':' && f != '-') return Status::success();
   lx.set_pos(brace + 1);
   const size_t lb = lx.pos();
   auto l = read_layout(lx, nullptr, rank);
@@ -174,10 +174,10 @@ Result<bool> read_shape(Lexer& lx, Shape* out, int depth) {
     out->has_layout = true;
     out->layout_text = lx.text().substr(lb, lx.pos() - 1 - lb);
   }
-  return true;
+  return Status::success();
 }
 
-Result<bool> read_layout(Lexer& lx, Layout* out, int rank) {
+Status read_layout(Lexer& lx, Layout* out, int rank) {
   lx.skip_ws();
   int entries = 0;
   const size_t b = lx.pos();
@@ -202,7 +202,7 @@ Result<bool> read_layout(Lexer& lx, Layout* out, int rank) {
   }
   if (lx.peek() != '}') return lx.expected("'}' closing the layout", lx.pos());
   lx.advance();
-  return true;
+  return Status::success();
 }
 
 }  // namespace aoizora::hlo

@@ -18,11 +18,11 @@ constexpr int kMaxNesting = 64;  // tuple and operand nesting; deeper input is a
 bool can_be_shape(const Lexer& lx);
 
 // Reads a shape into `out`, or only checks it when `out` is null (operand shapes).
-Result<bool> read_shape(Lexer& lx, Shape* out, int depth = 0);
+Status read_shape(Lexer& lx, Shape* out, int depth = 0);
 
 // Reads a layout's contents with the cursor just after its '{', through the '}'. `rank` is
 // the shape's rank (the number of minor_to_major entries a layout must list), or -1 to skip
 // that check.
-Result<bool> read_layout(Lexer& lx, Layout* out, int rank);
+Status read_layout(Lexer& lx, Layout* out, int rank);
 
 }  // namespace aoizora::hlo

@@ -13,7 +13,7 @@ std::string coords_text(const topo::DeviceCoords& c, int cores_per_chip) {
 
 }  // namespace
 
-Result<bool> validate(const Placement& p, const topo::Topology& t) {
+Status validate(const Placement& p, const topo::Topology& t) {
   const int n = t.num_devices();
   std::vector<char> used(static_cast<size_t>(n), 0);
   for (size_t i = 0; i < p.device_of.size(); ++i) {
@@ -24,7 +24,7 @@ Result<bool> validate(const Placement& p, const topo::Topology& t) {
     if (used[static_cast<size_t>(d)]++)
       return Error::invalid("placement '" + p.name + "' puts two partitions on device " + std::to_string(d));
   }
-  return true;
+  return Status::success();
 }
 
 Result<Placement> placement_from_coords(const topo::Topology& t,
@@ -37,8 +37,7 @@ Result<Placement> placement_from_coords(const topo::Topology& t,
     if (id < 0) return Error::invalid("no device at " + coords_text(c, t.cores_per_chip()) + " in " + t.name);
     p.device_of.push_back(id);
   }
-  Result<bool> ok = validate(p, t);
-  if (!ok.ok()) return ok.error();
+  if (Status valid = validate(p, t); !valid.ok()) return valid.error();
   return p;
 }
 

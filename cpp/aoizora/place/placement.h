@@ -22,7 +22,7 @@ struct Placement {
 using MeshShape = std::vector<int>;
 
 // Checks that device_of holds distinct device ids of the topology.
-Result<bool> validate(const Placement& p, const topo::Topology& t);
+Status validate(const Placement& p, const topo::Topology& t);
 
 // The placement whose partition p is the device at coords[p] ((x, y, z, core): a JAX Mesh's
 // [(*d.coords, d.core_on_chip) for d in mesh.devices.flat]); an error names an unknown or

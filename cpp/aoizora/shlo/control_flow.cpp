@@ -17,7 +17,7 @@
 
 namespace aoizora::shlo::detail {
 
-Error Builder::call(const Op& op, double repeat) {
+Status Builder::call(const Op& op, double repeat) {
   const Func* f = m_.find_func(op.callee);
   if (!f) return Error{"call to unknown function @" + op.callee, "", op.line, op.column};
   if (++depth_ > 64) return Error{"call depth over 64 at @" + op.callee, "", op.line, op.column};
@@ -26,12 +26,12 @@ Error Builder::call(const Op& op, double repeat) {
   std::unordered_set<const Op*> dead = dead_at_call(*f, op);
   std::swap(dead, dead_);  // the callee's own dead ops; the caller's come back after
   std::vector<int> ret;
-  Error e = walk(f->body, repeat, f, &ret);
+  Status e = walk(f->body, repeat, f, &ret);
   std::swap(dead, dead_);
-  if (!e.message.empty()) return e;
+  if (!e.ok()) return e;
   --depth_;
   bind_results(op, ret);
-  return Error{};
+  return Status::success();
 }
 
 namespace {
@@ -100,7 +100,7 @@ std::optional<int64_t> Builder::trip_count(const Op& op) {
   return std::nullopt;
 }
 
-Error Builder::while_loop(const Op& op, double repeat) {
+Status Builder::while_loop(const Op& op, double repeat) {
   if (op.regions.size() < 2) return Error{"while without cond and body", "", op.line, op.column};
   // Counting an unknown loop once would make the candidate look many times cheaper than
   // it is (a 40-layer scan 40x): it cannot be priced.
@@ -128,7 +128,7 @@ Error Builder::while_loop(const Op& op, double repeat) {
   for (size_t k = 0; k < op.regions[0].args.size() && k < body.args.size(); ++k)
     define_alias(op.regions[0].args[k], state(body.args[k]), -1);
   std::vector<int> ret;
-  if (auto e = walk(body, repeat * static_cast<double>(trips), nullptr, &ret); !e.message.empty()) return e;
+  if (Status s = walk(body, repeat * static_cast<double>(trips), nullptr, &ret); !s.ok()) return s;
   // The carry must come back in the sharding it went in with.
   if (!body.ops.empty()) {
     const Op& term = body.ops.back();
@@ -147,10 +147,10 @@ Error Builder::while_loop(const Op& op, double repeat) {
     s.from_inputs = state(op.results[k]).from_inputs && invariant[k];
     st_[static_cast<size_t>(op.results[k])] = s;
   }
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::case_op(const Op& op, double repeat) {
+Status Builder::case_op(const Op& op, double repeat) {
   // One branch runs: keep the costliest (most FLOPs, then bytes).
   size_t start = dag_.nodes.size();
   std::vector<DagNode> best_nodes;
@@ -159,7 +159,7 @@ Error Builder::case_op(const Op& op, double repeat) {
   for (int v : op.operands) resolve_partial(v, nullptr, op, repeat);
   for (const Block& br : op.regions) {
     std::vector<int> ret;
-    if (auto e = walk(br, repeat, nullptr, &ret); !e.message.empty()) return e;
+    if (Status s = walk(br, repeat, nullptr, &ret); !s.ok()) return s;
     double cost = 0;
     for (size_t k = start; k < dag_.nodes.size(); ++k)
       cost += dag_.nodes[k].flops * 1e3 + dag_.nodes[k].bytes + dag_.nodes[k].operand_bytes;
@@ -172,10 +172,10 @@ Error Builder::case_op(const Op& op, double repeat) {
   }
   for (DagNode& nd : best_nodes) dag_.nodes.push_back(std::move(nd));
   bind_results(op, best_ret);
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::manual_computation(const Op& op, double repeat) {
+Status Builder::manual_computation(const Op& op, double repeat) {
   if (op.regions.empty()) return Error{"sdy.manual_computation without a body", "", op.line, op.column};
   const Block& body = op.regions[0];
   // in_shardings=[<@mesh, ...>, ...]
@@ -213,7 +213,7 @@ Error Builder::manual_computation(const Op& op, double repeat) {
     define_alias(body.args[a], s, dep);
   }
   std::vector<int> ret;
-  if (auto e = walk(body, repeat, nullptr, &ret); !e.message.empty()) return e;
+  if (Status s = walk(body, repeat, nullptr, &ret); !s.ok()) return s;
   std::vector<int> outs = ret;
   bind_results(op, outs);
   for (size_t r = 0; r < op.results.size(); ++r) {
@@ -222,7 +222,7 @@ Error Builder::manual_computation(const Op& op, double repeat) {
     s.from_inputs = false;
     st_[static_cast<size_t>(op.results[r])] = s;
   }
-  return Error{};
+  return Status::success();
 }
 
 }  // namespace aoizora::shlo::detail

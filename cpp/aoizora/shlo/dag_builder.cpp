@@ -107,14 +107,14 @@ Result<PredictionDag> Builder::run() {
     args.push_back(s);
   }
   for (size_t k = 0; k < f->args.size(); ++k) define_alias(f->args[k], args[k], -1);
-  if (auto e = walk(f->body, 1.0, f); !e.message.empty()) return e;
+  if (Status s = walk(f->body, 1.0, f); !s.ok()) return s.error();
   dag_.peak_activation_bytes = mem_.peak();
   dag_.peak_line = mem_.peak_line();
   for (const std::string& w : warned_) dag_.warnings.push_back(w);
   return std::move(dag_);
 }
 
-Error Builder::walk(const Block& b, double repeat, const Func* func, std::vector<int>* returned) {
+Status Builder::walk(const Block& b, double repeat, const Func* func, std::vector<int>* returned) {
   for (const Op& op : b.ops) {
     std::string_view n = short_name(op.name);
     if (op.name == "func.return" || n == "return" || op.name == "sdy.return") {
@@ -142,7 +142,7 @@ Error Builder::walk(const Block& b, double repeat, const Func* func, std::vector
     }
     mem_.set_extra(0);
     temp_ = 0;
-    if (auto e = visit(op, n, repeat); !e.message.empty()) return e;
+    if (Status s = visit(op, n, repeat); !s.ok()) return s;
     // A result the text annotates (sharding_per_value) is produced in that sharding.
     for (int r : op.results) {
       const auto& ann = m_.values[static_cast<size_t>(r)].sharding;
@@ -159,10 +159,10 @@ Error Builder::walk(const Block& b, double repeat, const Func* func, std::vector
     mem_.set_extra(0);
     mem_.used(op);
   }
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::visit(const Op& op, std::string_view n, double repeat) {
+Status Builder::visit(const Op& op, std::string_view n, double repeat) {
   const bool manual = !op.operands.empty() && state(op.operands[0]).manual;
   if (n == "constant" || n == "iota") {
     for (int r : op.results) {
@@ -179,7 +179,7 @@ Error Builder::visit(const Op& op, std::string_view n, double repeat) {
         }
       }
     }
-    return Error{};
+    return Status::success();
   }
   const bool sdy_collective = op.name.starts_with("sdy.") && op.name != "sdy.manual_computation" &&
                               op.attrs.find("out_sharding=<") != std::string::npos;
@@ -191,14 +191,14 @@ Error Builder::visit(const Op& op, std::string_view n, double repeat) {
       ShardState s = state(v);
       s.manual = true;
       define_alias(r, s, node_of_[static_cast<size_t>(v)]);
-      return Error{};
+      return Status::success();
     }
     TensorSharding want = normalize(ann, type(r).shape.size());
     int dep;
     ShardState s = bring(v, want, op, repeat,
                          sdy_collective ? CommOrigin::kExplicit : CommOrigin::kReshard, &dep);
     define(r, s, dep);
-    return Error{};
+    return Status::success();
   }
   if (n == "custom_call" && (op.callee == "SPMDFullToShardShape" || op.callee == "SPMDShardToFullShape")) {
     int v = op.operands.at(0), r = op.results.at(0);
@@ -212,18 +212,18 @@ Error Builder::visit(const Op& op, std::string_view n, double repeat) {
     }
     define_alias(r, s, node_of_[static_cast<size_t>(v)]);
     mem_.alloc(r, local_bytes(dag_.meshes, type(r), s), col_.users_count[static_cast<size_t>(r)]);
-    return Error{};
+    return Status::success();
   }
   if (n == "optimization_barrier") {
     for (size_t k = 0; k < op.results.size() && k < op.operands.size(); ++k) {
       resolve_partial(op.operands[k], nullptr, op, repeat);
       define(op.results[k], state(op.operands[k]), node_of_[static_cast<size_t>(op.operands[k])]);
     }
-    return Error{};
+    return Status::success();
   }
   if (n == "partition_id" || n == "replica_id") {
     for (int r : op.results) define(r, ShardState{replicated(mesh_, 0), {}, false, true}, -1);
-    return Error{};
+    return Status::success();
   }
   if (op.name == "func.call") return call(op, repeat);
   if (n == "while") return while_loop(op, repeat);
@@ -270,7 +270,7 @@ Error Builder::visit(const Op& op, std::string_view n, double repeat) {
       s.from_inputs = inputs_only(op);
       define(r, s, node);
     }
-    return Error{};
+    return Status::success();
   }
   if (n == "dot_general") return dot(op, repeat);
   if (n == "reduce") return reduce(op, repeat);

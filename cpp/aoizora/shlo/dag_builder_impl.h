@@ -87,31 +87,31 @@ class Builder {
 
   // ---- the walk ----  (dag_builder.cpp)
   // Walks a block; on a terminator (return) fills *returned with operand value ids.
-  Error walk(const Block& b, double repeat, const Func* func, std::vector<int>* returned = nullptr);
-  Error visit(const Op& op, std::string_view n, double repeat);
+  Status walk(const Block& b, double repeat, const Func* func, std::vector<int>* returned = nullptr);
+  Status visit(const Op& op, std::string_view n, double repeat);
 
   // ---- per-op sharding and cost rules ----  (op_rules.cpp)
   // The dot as the MXU runs it, per device: the result's dims are the batch dims, then
   // lhs's free dims, then rhs's; the contraction is read from lhs. Its flops are
   // 2 x (result elements) x (contracted elements).
   compute::Matmul dot_matmul(const Op& op, const std::vector<TensorSharding>* sh);
-  Error dot(const Op& op, double repeat);
-  Error reduce(const Op& op, double repeat);
-  Error broadcast(const Op& op, double repeat);
-  Error transpose(const Op& op, double repeat);
-  Error reshape(const Op& op, double repeat);
-  Error elementwise(const Op& op, double repeat);
+  Status dot(const Op& op, double repeat);
+  Status reduce(const Op& op, double repeat);
+  Status broadcast(const Op& op, double repeat);
+  Status transpose(const Op& op, double repeat);
+  Status reshape(const Op& op, double repeat);
+  Status elementwise(const Op& op, double repeat);
   // slice, pad, concatenate, dynamic_slice, gather, ...: dims that keep their size keep their
   // sharding; a sharded dim that changes size is gathered first.
-  Error shape_op(const Op& op, std::string_view n, double repeat);
+  Status shape_op(const Op& op, std::string_view n, double repeat);
   static bool is_known_shape_op(std::string_view n);
-  Error opaque(const Op& op, double repeat);
+  Status opaque(const Op& op, double repeat);
   // Mesh axes a group of device ids spans, from each axis' stride in the device order.
   std::vector<std::string> axes_of_group(const std::vector<int64_t>& g, int64_t* size);
-  Error collective(const Op& op, std::string_view n, double repeat);
+  Status collective(const Op& op, std::string_view n, double repeat);
 
   // ---- control flow ----  (control_flow.cpp)
-  Error call(const Op& op, double repeat);
+  Status call(const Op& op, double repeat);
   // The ops of `f`'s body that nothing live reads at this call site (a result the caller
   // never uses, and what only it needs): XLA removes them once the call is inlined.
   std::unordered_set<const Op*> dead_at_call(const Func& f, const Op& call) const;
@@ -119,9 +119,9 @@ class Builder {
   // The trip count of a stablehlo.while whose condition compares its counter with a
   // constant, or nullopt.
   std::optional<int64_t> trip_count(const Op& op);
-  Error while_loop(const Op& op, double repeat);
-  Error case_op(const Op& op, double repeat);
-  Error manual_computation(const Op& op, double repeat);
+  Status while_loop(const Op& op, double repeat);
+  Status case_op(const Op& op, double repeat);
+  Status manual_computation(const Op& op, double repeat);
 
   const Module& m_;
   PredictionDag dag_;

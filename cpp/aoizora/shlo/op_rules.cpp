@@ -35,7 +35,7 @@ compute::Matmul Builder::dot_matmul(const Op& op, const std::vector<TensorShardi
   return mm;
 }
 
-Error Builder::dot(const Op& op, double repeat) {
+Status Builder::dot(const Op& op, double repeat) {
   int l = op.operands.at(0), r = op.operands.at(1), res = op.results.at(0);
   DotDims dims;
   auto get = [&](const char* pretty, int side, const char* generic) {
@@ -68,10 +68,10 @@ Error Builder::dot(const Op& op, double repeat) {
   int node = emit(std::move(c), repeat, op, {dl, dr});
   define(res, out, node);
   origin_of_partial_[res] = CommOrigin::kContraction;
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::reduce(const Op& op, double repeat) {
+Status Builder::reduce(const Op& op, double repeat) {
   size_t nin = op.results.size();
   auto dims = attr_int_list(op.attrs, "dimensions").value_or(std::vector<int64_t>{});
   if (dims.empty()) dims = attr_int_list(op.attrs, "across dimensions").value_or(std::vector<int64_t>{});
@@ -106,10 +106,10 @@ Error Builder::reduce(const Op& op, double repeat) {
     define(r, out, node);
     origin_of_partial_[r] = CommOrigin::kReduction;
   }
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::broadcast(const Op& op, double repeat) {
+Status Builder::broadcast(const Op& op, double repeat) {
   int v = op.operands.at(0), r = op.results.at(0);
   resolve_partial(v, nullptr, op, repeat);
   auto dims = attr_int_list(op.attrs, "dims");
@@ -125,10 +125,10 @@ Error Builder::broadcast(const Op& op, double repeat) {
     }
   int node = compute(op, repeat, 0, materialized(r) ? local_bytes(dag_.meshes, type(r), out) : 0);
   define(r, out, node >= 0 ? node : node_of_[static_cast<size_t>(v)]);
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::transpose(const Op& op, double repeat) {
+Status Builder::transpose(const Op& op, double repeat) {
   int v = op.operands.at(0), r = op.results.at(0);
   resolve_partial(v, nullptr, op, repeat);
   auto perm = attr_int_list(op.attrs, "dims");
@@ -141,10 +141,10 @@ Error Builder::transpose(const Op& op, double repeat) {
   double b = materialized(r) ? local_bytes(dag_.meshes, type(r), out) : 0;
   int node = compute(op, repeat, 0, 2 * b);
   define(r, out, node >= 0 ? node : node_of_[static_cast<size_t>(v)]);
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::reshape(const Op& op, double repeat) {
+Status Builder::reshape(const Op& op, double repeat) {
   int v = op.operands.at(0), r = op.results.at(0);
   resolve_partial(v, nullptr, op, repeat);
   ReshapeRule rule = reshape_rule(dag_.meshes, state(v).sharding, type(v).shape, type(r).shape);
@@ -153,10 +153,10 @@ Error Builder::reshape(const Op& op, double repeat) {
   ShardState out = s;
   out.sharding = rule.result;
   define(r, out, dep);
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::elementwise(const Op& op, double repeat) {
+Status Builder::elementwise(const Op& op, double repeat) {
   // The most-sharded full-rank operand decides; the others are brought to it.
   int r = op.results.at(0);
   size_t rank = type(r).shape.size();
@@ -200,11 +200,11 @@ Error Builder::elementwise(const Op& op, double repeat) {
   c.bytes = bytes;
   int node = emit(std::move(c), repeat, op, deps);
   for (int res : op.results) define(res, out, node);
-  return Error{};
+  return Status::success();
 }
 
-Error Builder::shape_op(const Op& op, std::string_view n, double repeat) {
-  if (op.results.empty()) return Error{};
+Status Builder::shape_op(const Op& op, std::string_view n, double repeat) {
+  if (op.results.empty()) return Status::success();
   int r = op.results.at(0);
   std::vector<int> deps;
   double bytes = 0;
@@ -245,7 +245,7 @@ Error Builder::shape_op(const Op& op, std::string_view n, double repeat) {
     if (type(res).shape.size() == out.sharding.dims.size()) s.sharding = out.sharding;
     define(res, s, node);
   }
-  return Error{};
+  return Status::success();
 }
 
 bool Builder::is_known_shape_op(std::string_view n) {
@@ -254,7 +254,7 @@ bool Builder::is_known_shape_op(std::string_view n) {
          n == "rng_bit_generator" || n == "rng" || n == "get_tuple_element" || n == "tuple";
 }
 
-Error Builder::opaque(const Op& op, double repeat) {
+Status Builder::opaque(const Op& op, double repeat) {
   // An opaque kernel: its operands must arrive in the sharding it is annotated with (the
   // results' sharding for same-rank operands), else whole.
   std::optional<TensorSharding> ann;
@@ -283,7 +283,7 @@ Error Builder::opaque(const Op& op, double repeat) {
     out.sharding = normalize(m_.values[static_cast<size_t>(r)].sharding, type(r).shape.size());
     define(r, out, node);
   }
-  return Error{};
+  return Status::success();
 }
 
 namespace {
@@ -331,7 +331,7 @@ std::vector<std::string> Builder::axes_of_group(const std::vector<int64_t>& g, i
   return out;
 }
 
-Error Builder::collective(const Op& op, std::string_view n, double repeat) {
+Status Builder::collective(const Op& op, std::string_view n, double repeat) {
   int v = op.operands.at(0);
   DagNode c;
   c.kind = DagNode::Kind::kComm;
@@ -380,7 +380,7 @@ Error Builder::collective(const Op& op, std::string_view n, double repeat) {
     s.from_inputs = false;
     define(res, s, node);
   }
-  return Error{};
+  return Status::success();
 }
 
 }  // namespace aoizora::shlo::detail

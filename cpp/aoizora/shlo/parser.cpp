@@ -90,7 +90,7 @@ class Parser {
     }
     c_.skip_ws();
     if (!c_.eat('{')) return err(c_.pos(), "expected '{' to open the module body");
-    if (auto e = parse_module_items(); !e.message.empty()) return e;
+    if (Status s = parse_module_items(); !s.ok()) return s.error();
     if (m_.funcs.empty()) return err(c_.pos(), "the module has no func.func");
     if (!gspmd_mesh_.axes.empty()) m_.meshes.meshes.push_back(gspmd_mesh_);
     return std::move(m_);
@@ -143,22 +143,22 @@ class Parser {
 
   // ---- module items ----
   // Meshes and functions up to the module's closing '}' (consumed); other items skipped.
-  Error parse_module_items() {
+  Status parse_module_items() {
     while (true) {
       c_.skip_ws();
       if (c_.eof()) return err(c_.pos(), "unexpected end of text: the module body is not closed");
-      if (c_.eat('}')) return Error{};
+      if (c_.eat('}')) return Status::success();
       if (c_.eat_word("sdy.mesh")) {
-        if (auto e = parse_mesh(); !e.message.empty()) return e;
+        if (Status s = parse_mesh(); !s.ok()) return s;
       } else if (c_.eat_word("func.func")) {
-        if (auto e = parse_func(); !e.message.empty()) return e;
+        if (Status s = parse_func(); !s.ok()) return s;
       } else {
         c_.skip_item();
       }
     }
   }
 
-  Error parse_mesh() {
+  Status parse_mesh() {
     c_.skip_ws();
     if (!c_.eat('@')) return err(c_.pos(), "expected '@name' after sdy.mesh");
     Mesh mesh;
@@ -187,10 +187,10 @@ class Parser {
     }
     c_.skip_item();  // device_ids, '>' and the stablehlo.mesh dictionary
     m_.meshes.meshes.push_back(std::move(mesh));
-    return Error{};
+    return Status::success();
   }
 
-  Error parse_func() {
+  Status parse_func() {
     Func f;
     c_.skip_ws();
     if (c_.eat_word("public")) f.is_public = true;
@@ -200,8 +200,8 @@ class Parser {
     if (!c_.eat('@')) return err(c_.pos(), "expected '@name' after func.func");
     f.name = c_.read_name();
     scopes_.assign(1, {});
-    if (auto e = parse_func_arguments(&f); !e.message.empty()) return e;
-    if (auto e = parse_func_results(&f); !e.message.empty()) return e;
+    if (Status s = parse_func_arguments(&f); !s.ok()) return s;
+    if (Status s = parse_func_results(&f); !s.ok()) return s;
     c_.skip_ws();
     if (c_.eat_word("attributes")) {
       c_.skip_ws();
@@ -209,21 +209,21 @@ class Parser {
       c_.skip_ws();
     }
     if (!c_.eat('{')) return err(c_.pos(), "expected '{' to open the body of @" + f.name);
-    if (auto e = parse_block_ops(&f.body); !e.message.empty()) return e;
+    if (Status s = parse_block_ops(&f.body); !s.ok()) return s;
     m_.funcs.push_back(std::move(f));
-    return Error{};
+    return Status::success();
   }
 
   // `(%arg0: type {dict}, ...)`: each argument a value, its sharding from the dictionary.
-  Error parse_func_arguments(Func* f) {
+  Status parse_func_arguments(Func* f) {
     c_.skip_ws();
     if (!c_.eat('(')) return err(c_.pos(), "expected '(' of the argument list of @" + f->name);
     while (true) {
       c_.skip_ws();
-      if (c_.eat(')')) return Error{};
+      if (c_.eat(')')) return Status::success();
       if (!c_.eat('%')) return err(c_.pos(), "expected '%argN' in the argument list of @" + f->name);
       int id = -1;
-      if (auto e = typed_argument("argument", &id); !e.message.empty()) return e;
+      if (Status s = typed_argument("argument", &id); !s.ok()) return s;
       f->args.push_back(id);
       c_.skip_ws();
       if (c_.peek() == '{') {
@@ -233,21 +233,21 @@ class Parser {
         m_.values[static_cast<size_t>(id)].sharding = *sh;
       }
       c_.skip_ws();
-      if (c_.eat(')')) return Error{};
+      if (c_.eat(')')) return Status::success();
       if (!c_.eat(',')) return err(c_.pos(), "expected ',' or ')' in the argument list of @" + f->name);
     }
   }
 
   // `-> type {dict}` or `-> (type {dict}, ...)`, if present: result types and shardings.
-  Error parse_func_results(Func* f) {
+  Status parse_func_results(Func* f) {
     c_.skip_ws();
-    if (!c_.starts_with("->")) return Error{};
+    if (!c_.starts_with("->")) return Status::success();
     c_.advance(2);
     c_.skip_ws();
     const bool paren = c_.eat('(');
     while (true) {
       c_.skip_ws();
-      if (paren && c_.eat(')')) return Error{};
+      if (paren && c_.eat(')')) return Status::success();
       const size_t tpos = c_.pos();
       Result<TensorType> t = parse_tensor_type(c_.read_type());
       if (!t.ok()) return err(tpos, t.error().message);
@@ -261,15 +261,15 @@ class Parser {
         f->result_shardings.back() = *sh;
       }
       c_.skip_blanks();
-      if (!paren) return Error{};
-      if (c_.eat(')')) return Error{};
+      if (!paren) return Status::success();
+      if (c_.eat(')')) return Status::success();
       if (!c_.eat(',')) return err(c_.pos(), "expected ',' or ')' in the results of @" + f->name);
     }
   }
 
   // After a '%': "name: tensor<...>" defines a new value in scope and sets *id. `what` names
   // it in errors ("argument", "block argument"); an empty message means success.
-  Error typed_argument(const std::string& what, int* id) {
+  Status typed_argument(const std::string& what, int* id) {
     std::string name = "%" + c_.read_name();
     c_.skip_ws();
     if (!c_.eat(':')) return err(c_.pos(), "expected ':' after " + what + " " + name);
@@ -279,28 +279,28 @@ class Parser {
     if (!t.ok()) return err(tpos, t.error().message);
     *id = new_value(name, *t);
     define(name, *id);
-    return Error{};
+    return Status::success();
   }
 
   // ---- blocks and regions ----
   // Ops until the closing '}' (consumed). Handles ^bb labels.
-  Error parse_block_ops(Block* block) {
+  Status parse_block_ops(Block* block) {
     while (true) {
       c_.skip_ws();
       if (c_.eof()) return err(c_.pos(), "unexpected end of text inside a region");
-      if (c_.eat('}')) return Error{};
+      if (c_.eat('}')) return Status::success();
       if (c_.peek() == '^') {
-        if (auto e = parse_block_label(block); !e.message.empty()) return e;
+        if (Status s = parse_block_label(block); !s.ok()) return s;
         continue;
       }
       Op op;
-      if (auto e = parse_op(&op); !e.message.empty()) return e;
+      if (Status s = parse_op(&op); !s.ok()) return s;
       block->ops.push_back(std::move(op));
     }
   }
 
   // `^bb0(%a: type, ...):`: the arguments become the block's.
-  Error parse_block_label(Block* block) {
+  Status parse_block_label(Block* block) {
     while (!c_.eof() && c_.peek() != '(' && c_.peek() != ':') c_.advance();
     if (c_.eat('(')) {
       while (true) {
@@ -308,7 +308,7 @@ class Parser {
         if (c_.eat(')')) break;
         if (!c_.eat('%')) return err(c_.pos(), "expected a block argument");
         int id = -1;
-        if (auto e = typed_argument("block argument", &id); !e.message.empty()) return e;
+        if (Status s = typed_argument("block argument", &id); !s.ok()) return s;
         block->args.push_back(id);
         c_.skip_ws();
         c_.eat(',');
@@ -316,11 +316,11 @@ class Parser {
     }
     c_.skip_ws();
     c_.eat(':');
-    return Error{};
+    return Status::success();
   }
 
   // Opens a region at the cursor's '{' with the given block arguments.
-  Error parse_region(Op* op, const std::vector<std::pair<std::string, TensorType>>& args) {
+  Status parse_region(Op* op, const std::vector<std::pair<std::string, TensorType>>& args) {
     c_.advance();  // '{'
     scopes_.emplace_back();
     Block b;
@@ -329,7 +329,7 @@ class Parser {
       define(name, id);
       b.args.push_back(id);
     }
-    Error e = parse_block_ops(&b);
+    Status e = parse_block_ops(&b);
     scopes_.pop_back();
     op->regions.push_back(std::move(b));
     return e;
@@ -363,28 +363,28 @@ class Parser {
   // One op: `%r, %s:2 = name operands {attrs} regions : signature`. Reads the result names,
   // the name, the rest of the text (operands, regions), then defines the results with the
   // signature's types and the shardings the text states for them.
-  Error parse_op(Op* op) {
+  Status parse_op(Op* op) {
     const size_t start = c_.pos();
     std::tie(op->line, op->column) = c_.line_col(start);
     std::vector<ResultGroup> results;
-    if (auto e = parse_result_names(&results); !e.message.empty()) return e;
-    if (auto e = parse_op_name(op); !e.message.empty()) return e;
+    if (Status s = parse_result_names(&results); !s.ok()) return s;
+    if (Status s = parse_op_name(op); !s.ok()) return s;
     std::string header;
-    if (auto e = scan_header(op, start, &header); !e.message.empty()) return e;
+    if (Status s = scan_header(op, start, &header); !s.ok()) return s;
     op->callee = callee_in(op->name, header);
     int nresults = 0;
     for (const ResultGroup& r : results) nresults += r.count;
     Result<std::vector<TensorType>> types = result_types(op->name, header, nresults, start);
     if (!types.ok()) return types.error();
     define_results(op, results, *types);
-    if (auto e = read_result_shardings(op, header, start); !e.message.empty()) return e;
+    if (Status s = read_result_shardings(op, header, start); !s.ok()) return s;
     op->attrs = std::move(header);
-    return Error{};
+    return Status::success();
   }
 
   // `%a, %b:2 =` before the op name, if any.
-  Error parse_result_names(std::vector<ResultGroup>* results) {
-    if (c_.peek() != '%') return Error{};
+  Status parse_result_names(std::vector<ResultGroup>* results) {
+    if (c_.peek() != '%') return Status::success();
     while (true) {
       c_.skip_blanks();
       if (!c_.eat('%')) return err(c_.pos(), "expected a result name");
@@ -401,23 +401,23 @@ class Parser {
       return err(c_.pos(), "expected '=' after the results of an op");
     }
     c_.skip_blanks();
-    return Error{};
+    return Status::success();
   }
 
   // The op name, pretty (`stablehlo.add`, `return`) or generic (`"stablehlo.case"`).
-  Error parse_op_name(Op* op) {
+  Status parse_op_name(Op* op) {
     const size_t name_pos = c_.pos();
     op->name = c_.read_name();
     if (op->name.empty()) return err(name_pos, "expected an op name");
     if (op->name == "return") op->name = "func.return";
     if (op->name == "call") op->name = "func.call";
-    return Error{};
+    return Status::success();
   }
 
   // The op's text after its name, into *header, up to a newline or a closing bracket outside
   // its own brackets: operands are looked up, regions parsed (each leaves "{R}" in the
   // header), and a while's `cond`/`do` or a reduce's `reducer` on the next line continues it.
-  Error scan_header(Op* op, size_t start, std::string* header) {
+  Status scan_header(Op* op, size_t start, std::string* header) {
     const std::string_view s = c_.text();
     RegionDefs defs;
     int depth = 0;
@@ -432,11 +432,11 @@ class Parser {
         continue;
       }
       if (c == '%') {
-        if (auto e = scan_value_ref(op, header, &defs); !e.message.empty()) return e;
+        if (Status s = scan_value_ref(op, header, &defs); !s.ok()) return s;
         continue;
       }
       if (c == '{' && c_.brace_ends_line(at, " \t")) {
-        if (auto e = open_region(op, defs, *header); !e.message.empty()) return e;
+        if (Status s = open_region(op, defs, *header); !s.ok()) return s;
         *header += "{R}";
         defs.defs.clear();
         continue;
@@ -455,12 +455,12 @@ class Parser {
       c_.advance();
     }
     if (depth != 0) return err(start, "unbalanced brackets in op " + op->name);
-    return Error{};
+    return Status::success();
   }
 
   // A `%name` in the op text: `%a: type` declares a region argument, `%it = ` a while
   // argument (typed later), anything else is an operand that must be defined.
-  Error scan_value_ref(Op* op, std::string* header, RegionDefs* defs) {
+  Status scan_value_ref(Op* op, std::string* header, RegionDefs* defs) {
     const size_t at = c_.pos();
     c_.advance();  // '%'
     const std::string ref = "%" + std::string(c_.read_ref());
@@ -480,12 +480,12 @@ class Parser {
       if (id < 0) return err(at, "use of undefined value " + ref);
       op->operands.push_back(id);
     }
-    return Error{};
+    return Status::success();
   }
 
   // The region at the cursor's '{', with the arguments the header declared for it (a while's
   // arguments for each of its regions).
-  Error open_region(Op* op, const RegionDefs& defs, std::string_view header) {
+  Status open_region(Op* op, const RegionDefs& defs, std::string_view header) {
     auto args = region_args(defs.while_defs.empty() ? defs.defs : defs.while_defs, header, c_.pos());
     if (!args.ok()) return args.error();
     return parse_region(op, *args);
@@ -545,7 +545,7 @@ class Parser {
   }
 
   // ---- shardings the op text states for its results: four forms ----
-  Error read_result_shardings(Op* op, std::string_view h, size_t start) {
+  Status read_result_shardings(Op* op, std::string_view h, size_t start) {
     if (op->name.starts_with("sdy.") && h.find("out_sharding=<") != std::string_view::npos &&
         !op->results.empty())
       return read_out_sharding(op, h, start);
@@ -555,37 +555,37 @@ class Parser {
       return read_per_value_shardings(op, h, start);
     if (h.find("mhlo.sharding = \"") != std::string_view::npos && op->results.size() == 1)
       return read_gspmd_sharding(op, h, start);
-    return Error{};
+    return Status::success();
   }
 
   // Explicit-sharding collectives (sdy.all_gather, sdy.all_slice, sdy.all_to_all, ...) state
   // the sharding they produce: `out_sharding=<@mesh, [...]>`.
-  Error read_out_sharding(Op* op, std::string_view h, size_t start) {
+  Status read_out_sharding(Op* op, std::string_view h, size_t start) {
     const size_t k = h.find("out_sharding=<") + 13;
     Result<TensorSharding> sh = parse_sdy_sharding(group_at(h, k));
     if (!sh.ok()) return err(start, sh.error().message);
     m_.shardy = true;
     m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
-    return Error{};
+    return Status::success();
   }
 
   // `sdy.sharding_constraint %x <@mesh, [...]>` and `sdy.reshard`: the first `<...>`.
-  Error read_constraint_sharding(Op* op, std::string_view h, size_t start) {
+  Status read_constraint_sharding(Op* op, std::string_view h, size_t start) {
     const size_t k = h.find('<');
     if (k == std::string_view::npos) return err(start, op->name + " without a sharding");
     Result<TensorSharding> sh = parse_sdy_sharding(group_at(h, k));
     if (!sh.ok()) return err(start, sh.error().message);
     m_.shardy = true;
     if (!op->results.empty()) m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
-    return Error{};
+    return Status::success();
   }
 
   // A manual computation's `out_shardings=[...]` or any op's `sdy.sharding_per_value<[...]>`:
   // one sharding per result, in order.
-  Error read_per_value_shardings(Op* op, std::string_view h, size_t start) {
+  Status read_per_value_shardings(Op* op, std::string_view h, size_t start) {
     const size_t k = op->name == "sdy.manual_computation" ? h.find("out_shardings=[")
                                                           : h.find("sdy.sharding_per_value<[");
-    if (k == std::string_view::npos) return Error{};
+    if (k == std::string_view::npos) return Status::success();
     std::string_view list = group_at(h, h.find('[', k));
     std::vector<std::string_view> items = split_top_level(list.substr(1, list.size() - 2));
     for (size_t r = 0; r < items.size() && r < op->results.size(); ++r) {
@@ -593,15 +593,15 @@ class Parser {
       if (!sh.ok()) return err(start, sh.error().message);
       m_.values[static_cast<size_t>(op->results[r])].sharding = *sh;
     }
-    return Error{};
+    return Status::success();
   }
 
   // `mhlo.sharding = "{...}"` on a single-result op (GSPMD).
-  Error read_gspmd_sharding(Op* op, std::string_view h, size_t start) {
+  Status read_gspmd_sharding(Op* op, std::string_view h, size_t start) {
     auto sh = sharding_in(h, start);
     if (!sh.ok()) return sh.error();
     m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
-    return Error{};
+    return Status::success();
   }
 
   Cursor c_;

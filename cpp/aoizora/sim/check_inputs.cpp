@@ -7,8 +7,8 @@
 
 namespace aoizora::sim {
 
-Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
-                          const place::Placement& placement) {
+Status check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                    const place::Placement& placement) {
   const int n = graph.num_partitions;
   if (static_cast<int>(placement.device_of.size()) != n)
     return Error::invalid("placement has " + std::to_string(placement.device_of.size()) +
@@ -44,7 +44,7 @@ Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topolog
         if (c < 0 || c >= nc)
           return Error::invalid("op " + op.name + " names collective " + std::to_string(c));
     }
-  return true;
+  return Status::success();
 }
 
 }  // namespace aoizora::sim

@@ -17,8 +17,7 @@ Result<SimResult> simulate_checked(const hlo::CollectiveGraph& graph,
                                    const topo::Topology& topology,
                                    const place::Placement& placement,
                                    const SimOptions& options) {
-  Result<bool> ok = check_inputs(graph, topology, placement);
-  if (!ok.ok()) return ok.error();
+  if (Status valid = check_inputs(graph, topology, placement); !valid.ok()) return valid.error();
   return simulate(graph, topology, placement, options);
 }
 

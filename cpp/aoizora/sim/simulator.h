@@ -118,7 +118,7 @@ Result<SimResult> simulate_with(const hlo::CollectiveGraph& graph, const topo::T
                         const FlowModel& model);
 
 // An error naming the first violated precondition of simulate(), or true.
-Result<bool> check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
-                          const place::Placement& placement);
+Status check_inputs(const hlo::CollectiveGraph& graph, const topo::Topology& topology,
+                    const place::Placement& placement);
 
 }  // namespace aoizora::sim

@@ -123,8 +123,8 @@ std::string trace_json(const SimResult& result, const topo::Topology& topology) 
   return out;
 }
 
-Result<bool> write_trace(const SimResult& result, const topo::Topology& topology,
-                         const std::string& path) {
+Status write_trace(const SimResult& result, const topo::Topology& topology,
+                   const std::string& path) {
   auto fail = [&](const std::string& what) {
     Error e;
     e.message = what;
@@ -151,7 +151,7 @@ Result<bool> write_trace(const SimResult& result, const topo::Topology& topology
     std::filesystem::remove(tmp, ignored);
     return fail("cannot move the trace into place: " + ec.message());
   }
-  return true;
+  return Status::success();
 }
 
 }  // namespace aoizora::sim

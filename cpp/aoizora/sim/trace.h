@@ -17,7 +17,7 @@ std::string trace_json(const SimResult& result, const topo::Topology& topology);
 
 // Writes trace_json to `path` atomically (a temporary file next to it, then a rename), so a
 // reader never sees half a trace. An error names the path and the failing step.
-Result<bool> write_trace(const SimResult& result, const topo::Topology& topology,
-                         const std::string& path);
+Status write_trace(const SimResult& result, const topo::Topology& topology,
+                   const std::string& path);
 
 }  // namespace aoizora::sim
