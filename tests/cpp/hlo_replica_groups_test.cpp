@@ -55,29 +55,33 @@ TEST(HloReplicaGroups, MeshSubAxes) {
   EXPECT_EQ(parse("mesh['x'=4,'y'=2] {'x':(2)2,'y'}"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
 }
 
+// Each malformed text fails with its own message at its own column (1-based; one past the
+// text's last character when the error is found at its end).
 TEST(HloReplicaGroups, MalformedTextSaysWhatWasExpected) {
   struct Case {
     std::string_view text;
     std::string_view expected;
+    int column;
   };
-  for (Case c : {Case{"{{0,1},{2,", "expected an integer"},
-                 Case{"[2,4]<=[4,3]", "expected an iota group shape"},
-                 Case{"[2,4]<=[4,2]T(0,0)", "expected a permutation of the reshape dims"},
-                 Case{"mesh['x'=2] {'z'}", "expected an axis of the mesh"},
-                 Case{"mesh['x'=4] {'x':(3)2}", "expected a sub-axis (pre)size dividing the axis"},
-                 Case{"{{0,-1}}", "expected a device id in [0, 2^20)"},
-                 Case{"garbage", "expected replica groups"},
-                 Case{"[2,4]<=[8] trailing", "expected the end of replica_groups"},
-                 Case{"mesh['x'=2,'y'=4], device_ids=(0,1) {'y'}", "expected as many device_ids as devices"},
-                 Case{"[1048577,1048577]<=[1099513724929]", "expected an iota group shape"},
+  for (Case c : {Case{"{{0,1},{2,", "expected an integer", 11},
+                 Case{"[2,4]<=[4,3]", "expected an iota group shape", 13},
+                 Case{"[2,4]<=[4,2]T(0,0)", "expected a permutation of the reshape dims", 19},
+                 Case{"mesh['x'=2] {'z'}", "expected an axis of the mesh", 17},
+                 Case{"mesh['x'=4] {'x':(3)2}", "expected a sub-axis (pre)size dividing the axis", 22},
+                 Case{"{{0,-1}}", "expected a device id in [0, 2^20)", 8},
+                 Case{"garbage", "expected replica groups", 1},
+                 Case{"[2,4]<=[8] trailing", "expected the end of replica_groups", 12},
+                 Case{"mesh['x'=2,'y'=4], device_ids=(0,1) {'y'}", "expected as many device_ids as devices",
+                      36},
+                 Case{"[1048577,1048577]<=[1099513724929]", "expected an iota group shape", 35},
                  // The factorisation's own checks: 2 and 3 split an axis of 6 in ways that do
                  // not nest; (1)4 and (2)4 of an axis of 8 share its middle factor.
-                 Case{"mesh['x'=6] {'x':(1)2,'x':(1)3}", "expected sub-axes that nest"},
-                 Case{"mesh['x'=8] {'x':(1)4,'x':(2)4}", "expected group axes that do not overlap"}}) {
+                 Case{"mesh['x'=6] {'x':(1)2,'x':(1)3}", "expected sub-axes that nest", 32},
+                 Case{"mesh['x'=8] {'x':(1)4,'x':(2)4}", "expected group axes that do not overlap", 32}}) {
     Result<Groups> r = parse_replica_groups(c.text);
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_TRUE(r.error().message.starts_with(c.expected)) << c.text << ": " << r.error().message;
-    EXPECT_GE(r.error().column, 1) << c.text;
+    EXPECT_EQ(r.error().column, c.column) << c.text;
   }
 }
 

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from aoizora import cli, probes, tpu
+from aoizora import probes, tpu
 
 
 def test_core_module_imports():
@@ -55,11 +55,3 @@ def test_doctor_compiles_deviceless_for_v6e_and_tpu7x_too():
         s = slices[name]
         assert s["target"] == "tpu" and s["device_kind"] == kind and "compile_s" in s, s
         assert len(s["coords"]) == devices and s["collectives"], s
-
-
-def test_unknown_subcommand_is_rejected():
-    parser = cli.build_parser()
-    import pytest
-
-    with pytest.raises(SystemExit):
-        parser.parse_args(["no-such-command"])
