@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh) and runs every test: the C++ GoogleTest suite through ctest
-# (plain, then under ASan + UBSan), then the Python suite through pytest against the
-# installed package.
+# Runs the code checks (scripts/check_code.py), sets up (scripts/setup.sh) and runs every
+# test: the C++ GoogleTest suite through ctest (plain, then under ASan + UBSan), then the
+# Python suite through pytest against the installed package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Seconds, standard library only: fails on a new import cycle, a new function over 80 lines
+# in the files it lists, or any Result<bool> (known findings: scripts/check_code_baseline.txt).
+# Its verdict is the run's last word, so a failed check still lets every test run and report.
+echo "== Code checks (scripts/check_code.py)"
+checks_failed=0
+python3 scripts/check_code.py || checks_failed=1
+
 bash scripts/setup.sh
 
 echo "== C++ tests (ctest)"
@@ -23,3 +31,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== Python tests (pytest)"
 # setup.sh installed Chromium: the report's browser test must run here, not skip.
 AOIZORA_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/python "$@"
+
+if [ "$checks_failed" -ne 0 ]; then
+  echo "scripts/check_code.py found new problems (listed at the top of this run)" >&2
+  exit 1
+fi
