@@ -4,7 +4,7 @@ nominal profile of its generation, calibration/nominal/<gen>.json, where there i
 after it (on the shipped profile, or on --hardware files), and both errors.
 
     PYTHONPATH=python:build/dev/pyroot .venv/bin/python bench/fidelity.py \
-        [--data calibration/published.json] [--hardware FILE ...] [--json]
+        [--data calibration/published.json] [--hardware FILE ...] [--json] [--leave-one-out]
 
 Published figures were measured on real TPUs by their sources; the "simulated" columns are
 our flow-level simulator on the model (one collective alone, partition i on chip i), not a
@@ -14,6 +14,13 @@ transformer step, VAE decode and reshards, before and after. Points marked held_
 shown and left out of the worst error. A generation whose profile in use is not fitted is
 marked "nominal" (its provenance note says why), and the worst error is given separately
 for fitted and nominal profiles.
+
+--leave-one-out refits each generation from its nominal profile (calibration/nominal/, its
+fixed costs derived first where it has no collective point, as `aoizora calibrate` does)
+without each of its points in turn, with the calibration's own fit (leave_one_out.py), and
+prints each point's in-sample error (fitted to every point) beside its leave-one-out error
+(predicted by the fit without it), and the share of points within 20 % left out. A
+generation with one point cannot be left out; its row says so.
 """
 
 from __future__ import annotations
@@ -96,12 +103,16 @@ def main(argv=None) -> int:
     ap.add_argument("--hardware", nargs="*", default=[], metavar="FILE",
                     help="profile files replacing their generation's shipped profile")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--leave-one-out", action="store_true",
+                    help="refit without each point in turn and predict it (takes minutes)")
     args = ap.parse_args(argv)
     hardware = {}
     for path in args.hardware:
         with open(path, encoding="utf-8") as f:
             hardware[json.load(f)["generation"]] = path
     m = measurements.read(args.data, "--data")
+    if args.leave_one_out:
+        return _leave_one_out(m, args.json)
     table = rows(m.points + [p for p in m.programs if p.hlo], hardware)
     if args.json:
         print(json.dumps(table, indent=1))
@@ -154,6 +165,59 @@ def _worst(part: list[dict], label: str) -> str:
     return (f"worst |error| over the {len(part)} points on {label} ({gens}): before "
             f"{before['error_before_pct']:+.1f}% ({before['id']}), after "
             f"{worst['error_pct']:+.1f}% ({worst['id']}); {within}/{len(part)} within 15 % after")
+
+
+def _loo_base(generation: str, points) -> dict:
+    """The nominal profile the shipped fit starts from, its fixed costs derived where no
+    point can fit them (the same steps as `aoizora calibrate`)."""
+    from aoizora import derive_fixed_costs
+
+    with open(_nominal(generation), encoding="utf-8") as f:
+        base = json.load(f)
+    if derive_fixed_costs.needed(points, generation):
+        derive_fixed_costs.derive(base, derive_fixed_costs.shipped())
+    return base
+
+
+def _leave_one_out(m, as_json: bool) -> int:
+    from aoizora import leave_one_out
+
+    points = m.points + [p for p in m.programs if p.hlo]
+    gens = list(dict.fromkeys(p.generation for p in points if not p.held_out))
+    table = []
+    for g in gens:
+        for r in leave_one_out.run(m, _loo_base(g, points), g):
+            table.append({"id": r.id, "generation": g, "kind": r.kind,
+                          "published_s": r.measured_s, "in_sample_s": r.in_sample_s,
+                          "in_sample_error_pct": 100 * r.in_sample_error,
+                          "left_out_s": r.left_out_s,
+                          "left_out_error_pct": (None if r.left_out_error is None
+                                                 else 100 * r.left_out_error),
+                          "why_not": r.why_not})
+    if as_json:
+        print(json.dumps(table, indent=1))
+        return 0
+    print("leave-one-out: each point predicted by the calibration's fit to the other points of "
+          "its generation (simulated, not measured), beside its in-sample error")
+    w = max(32, *(len(r["id"]) for r in table))
+    print(f"{'point':{w}} {'kind':18} {'published':>12} {'in-sample':>9} {'left out':>9}")
+    for r in table:
+        loo = ("-" if r["left_out_error_pct"] is None else f"{r['left_out_error_pct']:+.1f}%")
+        print(f"{r['id']:{w}} {r['kind']:18} {_time(r['published_s'])} "
+              f"{r['in_sample_error_pct']:+8.1f}% {loo:>9}"
+              + (f"  ({r['why_not']})" if r["why_not"] else ""))
+    print(_loo_share(table))
+    return 0
+
+
+def _loo_share(table: list[dict]) -> str:
+    left = [r for r in table if r["left_out_error_pct"] is not None]
+    within = sum(abs(r["left_out_error_pct"]) <= 20 for r in left)
+    within_in = sum(abs(r["in_sample_error_pct"]) <= 20 for r in table)
+    alone = len(table) - len(left)
+    return (f"within 20 %: {within}/{len(left)} points left out "
+            f"({100 * within / max(len(left), 1):.0f} %), {within_in}/{len(table)} in sample; "
+            f"{alone} point(s) could not be left out (their generation's only one)")
 
 
 if __name__ == "__main__":
