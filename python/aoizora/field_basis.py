@@ -66,11 +66,19 @@ def sentence(s: dict) -> str:
     if not s["stated"]:
         return ("the profile does not say which of its figures are fitted, derived or "
                 "nominal: treat every one as nominal")
-    derived = "; ".join(f"{d['field']} from {d['from']}" for d in s["derived"])
+    by_source: dict[str, list[str]] = {}   # one clause per source, not one per field
+    for d in s["derived"]:
+        by_source.setdefault(d["from"], []).append(_short(d["field"]))
+    derived = "; ".join(f"{', '.join(f)} from {src}" for src, f in by_source.items())
     parts = [f"fitted: {', '.join(s['fitted']) or 'none'}"]
     parts += [f"derived: {derived}"] if derived else []
     parts += [f"nominal: {', '.join(s['nominal'])}"] if s["nominal"] else []
     return "; ".join(parts)
+
+
+def _short(name: str) -> str:
+    """collective_latency.all-gather -> all-gather latency."""
+    return f"{name.split('.', 1)[1]} latency" if name in FIXED_COSTS else name
 
 
 def of_profile(generation: str, hardware: str | None = None) -> dict:

@@ -73,7 +73,9 @@ def test_a_derived_field_without_its_rule_is_refused_in_one_line(tmp_path):
 def test_topology_shows_the_basis(capsys):
     assert cli.main(["topology", "v6e:2x4"]) == 0
     out = capsys.readouterr().out
-    assert "basis: fitted: mxu_efficiency; derived: collective_latency.all-gather from v5e" in out
+    assert ("basis: fitted: mxu_efficiency; derived: all-gather latency, all-reduce latency, "
+            "reduce-scatter latency") in out
+    assert "collective-broadcast latency from v5e collective_latency.all-gather; nominal: " in out
     assert cli.main(["topology", "v6e:2x4", "--json"]) == 0
     basis = json.loads(capsys.readouterr().out)["hardware_basis"]
     assert "peak_flops" in basis["nominal"] and basis["fitted"] == ["mxu_efficiency"]
