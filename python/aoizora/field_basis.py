@@ -84,12 +84,12 @@ def _short(name: str) -> str:
 def of_profile(generation: str, hardware: str | None = None) -> dict:
     import json
 
-    from aoizora import _core, hardware_file
+    from aoizora import _core   # not hardware_file: it imports fitted_profile, which imports this
 
     if hardware:
         with open(hardware, encoding="utf-8") as f:
             return summary(json.load(f))
     try:
-        return summary(hardware_file.shipped(generation))
+        return summary(json.loads(_core.hardware_profile(generation)))
     except _core.CoreError:   # a topology file's own chip figures: no profile to state it
         return summary({})
