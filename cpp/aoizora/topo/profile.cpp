@@ -75,11 +75,11 @@ class Reader {
   Error fail(const std::string& message) const { return Error{message, file_}; }
 
   // Keys of `obj` outside `allowed` are an error naming the first.
-  Result<bool> only(const Value& obj, const std::set<std::string>& allowed,
-                    const std::string& where) const {
+  Status only(const Value& obj, const std::set<std::string>& allowed,
+              const std::string& where) const {
     for (const auto& [k, v] : obj.object)
       if (!allowed.count(k)) return fail("unknown field '" + where + k + "' in a hardware profile");
-    return true;
+    return Status::success();
   }
 
   Result<const Value*> need(const Value& obj, const std::string& key, const std::string& where) const {
@@ -117,12 +117,15 @@ class Reader {
   if (!var##_r.ok()) return var##_r.error(); \
   auto var = std::move(var##_r).value()
 
+// The same for a step that gives back no value, only a Status.
+#define AOIZORA_CHECK(expr) \
+  if (Status check_ = (expr); !check_.ok()) return check_.error()
+
 // One provenance.basis entry: {"basis": "fitted" | "nominal"} or {"basis": "derived",
 // "from": ..., "rule": ...}; a derived figure without its rule and source is not derived.
 Result<FieldBasis> read_field_basis(const Reader& r, const Value& e, const std::string& where) {
   if (!e.is_object()) return r.fail("'" + where + "' must be an object with 'basis'");
-  AOIZORA_TRY(ok, r.only(e, {"basis", "from", "rule"}, where + "."));
-  (void)ok;
+  AOIZORA_CHECK(r.only(e, {"basis", "from", "rule"}, where + "."));
   FieldBasis b;
   AOIZORA_TRY(kind_v, r.need(e, "basis", where + "."));
   AOIZORA_TRY(kind, r.string(*kind_v, where + ".basis"));
@@ -155,9 +158,9 @@ Result<std::map<std::string, FieldBasis>> read_basis(const Reader& r, const Valu
 }
 
 // A stated basis covers every field of this chip, and every figure the fit set is fitted.
-Result<bool> check_basis(const Reader& r, const HardwareProfile& p) {
+Status check_basis(const Reader& r, const HardwareProfile& p) {
   const Provenance& pr = p.provenance;
-  if (pr.basis.empty()) return true;
+  if (pr.basis.empty()) return Status::success();
   for (const std::string& f : basis_fields(p.spec.intra_chip_link.has_value()))
     if (!pr.basis.count(f)) return r.fail("missing field 'provenance.basis." + f + "'");
   if (!p.spec.intra_chip_link && pr.basis.count("intra_chip_link"))
@@ -168,15 +171,14 @@ Result<bool> check_basis(const Reader& r, const HardwareProfile& p) {
       return r.fail("'provenance.basis." + f + "' is '" + it->second.basis +
                     "' but fitted_parameters lists it as fitted");
   }
-  return true;
+  return Status::success();
 }
 
 Result<Provenance> read_provenance(const Reader& r, const Value& v) {
   Provenance p;
   if (!v.is_object()) return r.fail("'provenance' must be an object");
-  AOIZORA_TRY(ok, r.only(v, {"fitted", "note", "fitted_to", "sources", "fitted_on",
-                              "fitted_parameters", "residuals", "basis"}, "provenance."));
-  (void)ok;
+  AOIZORA_CHECK(r.only(v, {"fitted", "note", "fitted_to", "sources", "fitted_on",
+                           "fitted_parameters", "residuals", "basis"}, "provenance."));
   if (const Value* f = v.find("fitted")) {
     if (f->type != Value::Type::kBool) return r.fail("'provenance.fitted' must be true or false");
     p.fitted = f->boolean;
@@ -208,8 +210,7 @@ Result<Provenance> read_provenance(const Reader& r, const Value& v) {
     for (const auto& [id, e] : res->object) {
       const std::string where = "provenance.residuals." + id;
       if (!e.is_object()) return r.fail("'" + where + "' must be {\"before\": x, \"after\": y}");
-      AOIZORA_TRY(ok2, r.only(e, {"before", "after"}, where + "."));
-      (void)ok2;
+      AOIZORA_CHECK(r.only(e, {"before", "after"}, where + "."));
       FitResidual fr;
       for (auto [key, field] : {std::pair{"before", &FitResidual::before}, {"after", &FitResidual::after}}) {
         AOIZORA_TRY(x, r.need(e, key, where + "."));
@@ -236,26 +237,24 @@ Result<Provenance> read_provenance(const Reader& r, const Value& v) {
   return p;
 }
 
-Result<bool> read_collective_latency(const Reader& r, const Value& v, CollectiveLatency* out) {
+Status read_collective_latency(const Reader& r, const Value& v, CollectiveLatency* out) {
   if (!v.is_object()) return r.fail("'collective_latency' must be an object");
   std::set<std::string> keys;
   for (const KindField& k : kKinds) keys.insert(k.key);
-  AOIZORA_TRY(ok, r.only(v, keys, "collective_latency."));
-  (void)ok;
+  AOIZORA_CHECK(r.only(v, keys, "collective_latency."));
   for (const KindField& k : kKinds) {
     AOIZORA_TRY(e, r.need(v, k.key, "collective_latency."));
     AOIZORA_TRY(x, r.number(*e, std::string("collective_latency.") + k.key, true));
     out->*k.field = x;
   }
-  return true;
+  return Status::success();
 }
 
-Result<bool> read_algorithms(const Reader& r, const Value& v, GroupAlgorithms* out) {
+Status read_algorithms(const Reader& r, const Value& v, GroupAlgorithms* out) {
   if (!v.is_object()) return r.fail("'algorithms' must be an object");
   std::set<std::string> keys;
   for (const ShapeField& s : kShapes) keys.insert(s.key);
-  AOIZORA_TRY(ok, r.only(v, keys, "algorithms."));
-  (void)ok;
+  AOIZORA_CHECK(r.only(v, keys, "algorithms."));
   const GroupAlgorithms implemented;
   for (const ShapeField& s : kShapes) {
     AOIZORA_TRY(e, r.need(v, s.key, "algorithms."));
@@ -271,13 +270,12 @@ Result<bool> read_algorithms(const Reader& r, const Value& v, GroupAlgorithms* o
                     "')");
     out->*s.field = alg;
   }
-  return true;
+  return Status::success();
 }
 
 Result<IntraChipLink> read_intra_chip_link(const Reader& r, const Value& v) {
   if (!v.is_object()) return r.fail("'intra_chip_link' must be an object or null");
-  AOIZORA_TRY(ok, r.only(v, {"bandwidth", "latency"}, "intra_chip_link."));
-  (void)ok;
+  AOIZORA_CHECK(r.only(v, {"bandwidth", "latency"}, "intra_chip_link."));
   IntraChipLink l;
   AOIZORA_TRY(bw, r.need(v, "bandwidth", "intra_chip_link."));
   AOIZORA_TRY(b, r.number(*bw, "intra_chip_link.bandwidth", false));
@@ -317,8 +315,7 @@ Result<HardwareProfile> profile_from_json(const std::string& text, const std::st
   const Reader r(file);
   const Value& root = *parsed;
   if (!root.is_object()) return r.fail("a hardware profile must hold a JSON object");
-  AOIZORA_TRY(ok, r.only(root, top_keys(), ""));
-  (void)ok;
+  AOIZORA_CHECK(r.only(root, top_keys(), ""));
   AOIZORA_TRY(schema_v, r.need(root, "schema", ""));
   AOIZORA_TRY(schema, r.string(*schema_v, "schema"));
   if (schema != kHardwareSchema)
@@ -347,11 +344,9 @@ Result<HardwareProfile> profile_from_json(const std::string& text, const std::st
   if (mxu != std::floor(mxu) || mxu > 1 << 16) return r.fail("'mxu_size' must be a whole number of elements");
   s.mxu_size = static_cast<int>(mxu);
   AOIZORA_TRY(cl, r.need(root, "collective_latency", ""));
-  AOIZORA_TRY(cl_ok, read_collective_latency(r, *cl, &s.collective_latency));
-  (void)cl_ok;
+  AOIZORA_CHECK(read_collective_latency(r, *cl, &s.collective_latency));
   AOIZORA_TRY(alg, r.need(root, "algorithms", ""));
-  AOIZORA_TRY(alg_ok, read_algorithms(r, *alg, &s.algorithms));
-  (void)alg_ok;
+  AOIZORA_CHECK(read_algorithms(r, *alg, &s.algorithms));
   if (const Value* icl = root.find("intra_chip_link"); icl != nullptr && icl->type != Value::Type::kNull) {
     AOIZORA_TRY(l, read_intra_chip_link(r, *icl));
     s.intra_chip_link = l;
@@ -369,8 +364,7 @@ Result<HardwareProfile> profile_from_json(const std::string& text, const std::st
     AOIZORA_TRY(prov, read_provenance(r, *pv));
     p.provenance = prov;
   }
-  AOIZORA_TRY(basis_ok, check_basis(r, p));
-  (void)basis_ok;
+  AOIZORA_CHECK(check_basis(r, p));
   return p;
 }
 
