@@ -15,12 +15,17 @@ program that overflows HBM fails there, after the text. What the backend's HBM c
 XLA's buffer assignment, is done by then: its memory report (`memory-usage-report.txt`,
 written a fraction of a second after the text) gives the bytes the program allocates in
 HBM, appended to the text as a comment line (hbm_bytes reads it back), so the planner can
-predict that check (planner._backend_prediction). The planner compiles the plan's sharding
-fully before it hands the plan back (planner._verify).
+predict that check (planner._backend_prediction) and compile in full only where it cannot
+(planner._verify).
+
+The children are forked by a fork server (multiprocessing's "forkserver") that has imported
+jax and the compiler once: a fresh interpreter importing them took about 2 s of the 4 s of
+CPU a Wan 1.3B analysis costs on this machine. The server never starts a JAX backend, so a
+fork of it holds no runtime threads; each child sets its own environment (this job's dump
+folder in XLA_FLAGS) before its backend starts.
 
     optimized_hlo(candidate, model, workload, target, order=None) -> str
     hbm_bytes(text) -> int | None      the HBM bytes appended by optimized_hlo, if any
-    python -m aoizora.optimized_hlo   (the child: a pickled job on stdin)
 """
 
 from __future__ import annotations
@@ -28,12 +33,11 @@ from __future__ import annotations
 import ctypes
 import glob
 import json
+import multiprocessing
 import os
-import pickle
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +54,11 @@ _MEMORY_NEXT = "after_optimizations_after_buffer_assignment.txt"   # then: _MEMO
 _MEMORY_GRACE_SECONDS = 5.0
 _HBM_LINE = "// aoizora.hbm_bytes="
 _HBM_TOTAL = re.compile(r"Memory Space: default \(color=0\)\s*\nTotal bytes: (\d+)")
+# What the fork server imports once for every child: the main module (else each child would
+# import it again, as multiprocessing children do), then jaxenv (it sets the environment
+# jax reads at import) and the rest.
+_PRELOAD = ["__main__", "aoizora.jaxenv", "jax", "aoizora.compiler", "aoizora.models",
+            "aoizora.pipeline.stage_specs"]
 
 
 def optimized_hlo(candidate, model, workload, target: str, *, order=None,
@@ -60,17 +69,14 @@ def optimized_hlo(candidate, model, workload, target: str, *, order=None,
     folder = tempfile.mkdtemp(prefix="aoizora-hlo-")
     flags = (f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={folder} "
              f"--xla_dump_hlo_as_text --xla_dump_hlo_module_re=^{MODULE}$").strip()
-    stderr = open(os.path.join(folder, "stderr.txt"), "w+b")
-    child = subprocess.Popen(
-        [sys.executable, "-m", "aoizora.optimized_hlo"], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=stderr, env={**os.environ, "XLA_FLAGS": flags})
+    child = _fork_server().Process(target=_child, args=(
+        (candidate, model, workload, target, order), {**os.environ, "XLA_FLAGS": flags},
+        folder), name=f"aoizora analysis {candidate.name}", daemon=True)
     try:
-        child.stdin.write(pickle.dumps((candidate, model, workload, target, order,
-                                        os.getpid())))
-        child.stdin.close()
+        child.start()
         text, whole_at = None, 0.0
         while True:
-            exited = child.poll() is not None
+            exited = child.exitcode is not None
             if text is None:
                 done = _dumped(folder, _DONE)
                 if done and (exited or _dumped(folder, _NEXT)):
@@ -84,15 +90,23 @@ def optimized_hlo(candidate, model, workload, target: str, *, order=None,
                 if exited or time.perf_counter() - whole_at > _MEMORY_GRACE_SECONDS:
                     return text
             elif exited:
-                raise _child_failure(candidate, child, stderr)
+                raise _child_failure(candidate, child.exitcode, folder)
             time.sleep(poll_seconds)
     finally:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        child.stdout.close()
-        stderr.close()
+        if child.pid is not None:
+            if child.exitcode is None:
+                child.kill()
+            child.join()
+            child.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _fork_server():
+    """The multiprocessing context whose server forks the analysis children (started on
+    first use in this process, with _PRELOAD imported)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
 
 
 def _dumped(folder: str, suffix: str) -> str | None:
@@ -117,54 +131,65 @@ def hbm_bytes(text: str) -> int | None:
     return int(text[at + len(_HBM_LINE):].split(None, 1)[0])
 
 
-def _die_with_parent(parent: int) -> None:
-    """The child is killed with its parent (a worker killed by an interrupt), so that no
-    compile runs on for minutes unowned: Linux prctl(PR_SET_PDEATHSIG, SIGKILL), set here
-    rather than between fork and exec (a forked copy of a threaded JAX process may
-    deadlock), then a check that the parent did not die before it was set."""
+def _die_with_parent() -> None:
+    """The child is killed with the fork server, which ends with the process that started
+    it (a worker killed by an interrupt), so that no compile runs on for minutes unowned:
+    Linux prctl(PR_SET_PDEATHSIG, SIGKILL), then a check that the server did not die
+    before it was set (the child would have been handed to init)."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-    if os.getppid() != parent:
+    if os.getppid() == 1:
         os._exit(1)
 
 
-def _child_failure(candidate, child, stderr) -> CompileError:
-    """The error the child reported (one JSON line), or how it died. An exception the child
-    did not expect is a bug in aoizora: RuntimeError with the child's traceback."""
-    said = child.stdout.read().decode(errors="replace").strip().splitlines()
-    if child.returncode == 3 and said:
-        err = json.loads(said[-1])
+def _child_failure(candidate, exitcode: int, folder: str) -> CompileError:
+    """The error the child reported (one JSON line in error.json), or how it died. An
+    exception the child did not expect is a bug in aoizora: RuntimeError with the child's
+    traceback."""
+    said = _read(folder, "error.json")
+    if exitcode == 3 and said:
+        err = json.loads(said)
         cls = CompilerOutOfMemory if err["out_of_memory"] else CompileError
         return cls(err["error"])
-    if child.returncode == 1:
-        stderr.seek(0)
-        trace = stderr.read().decode(errors="replace")
+    if exitcode == 1:
+        trace = _read(folder, "stderr.txt")
         raise RuntimeError(f"{candidate.name}: the analysis compile failed (a bug):\n"
                            + trace[trace.rfind("Traceback"):])
-    if child.returncode < 0:
-        why = signal.Signals(-child.returncode).name
+    if exitcode < 0:
+        why = signal.Signals(-exitcode).name
         return CompilerOutOfMemory(f"{candidate.name}: compilation killed by {why} "
                                    "(most likely out of memory)") \
-            if child.returncode == -signal.SIGKILL else \
+            if exitcode == -signal.SIGKILL else \
             CompileError(f"{candidate.name}: compilation died of {why}")
-    return CompileError(f"{candidate.name}: compilation ended (exit {child.returncode}) "
+    return CompileError(f"{candidate.name}: compilation ended (exit {exitcode}) "
                         "before XLA wrote the optimized HLO")
 
 
-def _child() -> int:
-    from aoizora import jaxenv  # noqa: F401  (environment before jax, which unpickling loads)
+def _read(folder: str, name: str) -> str:
+    try:
+        with open(os.path.join(folder, name), errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
-    candidate, model, workload, target, order, parent = pickle.load(sys.stdin.buffer)
-    _die_with_parent(parent)
+
+def _child(job: tuple, env: dict[str, str], folder: str) -> None:
+    """In the forked child: this job's environment before its backend starts, stderr to
+    the folder (a traceback is read back from there), then the compile, whose dump the
+    parent reads. A compile error is written to error.json, exit 3."""
+    os.environ.clear()
+    os.environ.update(env)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the planner stops its children itself
+    _die_with_parent()
+    err = os.open(os.path.join(folder, "stderr.txt"), os.O_WRONLY | os.O_CREAT, 0o644)
+    os.dup2(err, 2)
+    os.close(err)
     from aoizora import compiler
 
+    candidate, model, workload, target, order = job
     try:
         compiler.compile(candidate, model, workload, target, order=order)
     except CompileError as e:
-        print(json.dumps({"error": str(e),
-                          "out_of_memory": isinstance(e, CompilerOutOfMemory)}), flush=True)
-        return 3
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child())
+        with open(os.path.join(folder, "error.json"), "w") as f:
+            json.dump({"error": str(e), "out_of_memory": isinstance(e, CompilerOutOfMemory)},
+                      f)
+        sys.exit(3)

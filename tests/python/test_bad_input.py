@@ -512,16 +512,26 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (a worker's fork server and the analysis compiles
+    it forks, optimized_hlo.py)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                todo += [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return out
+
+
 def _holds_libtpu(pid: int) -> bool:
-    """Has `pid` or a child of it (an analysis compile, optimized_hlo.py) loaded libtpu? Then
-    its signal handlers would be installed there, unless the worker stopped them."""
-    pids = [pid]
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            pids += [int(k) for k in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    for p in pids:
+    """Has `pid` or a process below it (an analysis compile, optimized_hlo.py) loaded
+    libtpu? Then its signal handlers would be installed there, unless the worker stopped
+    them."""
+    for p in _descendants(pid):
         try:
             if "libtpu" in Path(f"/proc/{p}/maps").read_text():
                 return True

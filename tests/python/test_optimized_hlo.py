@@ -1,13 +1,12 @@
 """The analysis compile (optimized_hlo.py): XLA's optimized HLO of a candidate, read from the
 dump as the HLO passes end, gives the analysis what the full TPU compile gives; a failure
 before it is a one-line CompileError; an interrupted compile leaves no child running; and
-the planner compiles the plan's sharding in full, skipping one the TPU backend refuses."""
+the planner, asked to compile the plan's sharding in full, skips one the TPU backend refuses."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 
 import pytest
 
@@ -65,33 +64,36 @@ def test_a_failure_before_the_optimized_hlo_is_one_compile_error(usp):
     assert str(e.value).startswith("dp2-usp2x2: lowering failed:") and "\n" not in str(e.value)
 
 
-def _children() -> list[int]:
-    """This process's children running the analysis compile, by command line (others on
-    the machine, such as a plan running beside the tests, are not this test's)."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                parent = int(f.read().rpartition(")")[2].split()[1])
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if parent == os.getpid() and b"aoizora.optimized_hlo" in f.read():
-                    out.append(int(pid))
-        except OSError:
-            pass
-    return out
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch):
+    """Interrupted while it waits for the dump, the analysis kills its child (forked by the
+    fork server, so not this process's child: its pid is recorded as it starts)."""
     c, cfg, wl = usp
     import aoizora.optimized_hlo as O
 
+    started, process = [], O._fork_server().Process
+    start = process.start
+
+    def recorded(self):
+        start(self)
+        started.append(self.pid)
+
     def interrupt(_seconds):
+        assert _alive(started[0])   # the child was running when the interrupt came
         raise KeyboardInterrupt
 
+    monkeypatch.setattr(process, "start", recorded)
     monkeypatch.setattr(O.time, "sleep", interrupt)
     with pytest.raises(KeyboardInterrupt):
         optimized_hlo(c, cfg, wl, TARGET)
-    assert _children() == []
+    assert len(started) == 1 and not _alive(started[0])
 
 
 def refuses(name: str, job: C.Job) -> C.Outcome:
