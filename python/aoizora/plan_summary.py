@@ -44,8 +44,9 @@ def comparison_rows(plan: Plan) -> list[Row]:
     """The plan, each baseline (Choice.label), then each baseline with no figures
     (planning["baselines_failed"]), which says why."""
     best = plan.choice.simulated_s
-    rows = [Row("AoiZora", plan.choice.candidate, plan.choice.placement, best,
-                1.0 if best else None, "AoiZora", video_s=plan.seconds_per_video())]
+    c = plan.choice
+    rows = [Row(c.label("AoiZora"), c.candidate, c.placement, best, 1.0 if best else None,
+                "AoiZora", tuple(c.notes()), plan.seconds_per_video())]
     for tag, b in plan.baselines.items():
         speed = b.simulated_s / best if best and b.simulated_s else None
         rows.append(Row(b.label(tag), b.candidate, b.placement, b.simulated_s, speed, tag,

@@ -79,7 +79,7 @@ def _compared(plan: Plan) -> list[tuple[str, Choice, str | None]]:
     once ("existing" is the best of the tagged ones: the tags with its sharding and device
     order are marked)."""
     existing = plan.baselines.get("existing")
-    rows = [("AoiZora plan", plan.choice, None)]
+    rows = [(plan.choice.label("AoiZora plan"), plan.choice, None)]
     for tag, b in plan.baselines.items():
         if tag == "existing":
             continue
