@@ -178,6 +178,7 @@ def test_the_plan_says_which_shardings_the_backend_compiled(tmp_path):
     assert full == set() and r.plan.choice.candidate in only
     assert r.plan.choice.extra["analysed_only"] == only[r.plan.choice.candidate]
     assert p["programs"].startswith("optimized HLO, every sharding analysed only")
+    assert "verify" not in p["phases"]   # no full compile ran
     for tag, b in r.plan.baselines.items():
         if b.candidate in full:
             assert "analysed_only" not in b.extra
