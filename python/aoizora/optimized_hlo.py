@@ -48,12 +48,16 @@ MODULE = "jit_step"            # compiler.build's jitted step
 _DONE = "after_optimizations.txt"
 _NEXT = "after_optimizations-buffer-assignment.txt"   # written right after: _DONE is whole
 _MEMORY = "after_optimizations-memory-usage-report.txt"   # buffer assignment's totals
-_MEMORY_NEXT = "after_optimizations_after_buffer_assignment.txt"   # then: _MEMORY is whole
+_MEMORY_NEXT = "after_optimizations_after_buffer_assignment.txt"   # later: _MEMORY is whole
 # How long to wait for the memory report once the text is whole (libtpu writes it ~0.05 s
 # later); a libtpu that writes none gives a text without the figure, never a full compile.
 _MEMORY_GRACE_SECONDS = 5.0
 _HBM_LINE = "// aoizora.hbm_bytes="
-_HBM_TOTAL = re.compile(r"Memory Space: default \(color=0\)\s*\nTotal bytes: (\d+)")
+# The total heads the report and ends with its size in words: a total followed by " (" is
+# whole even while the rest of the report is being written. (The next file, _MEMORY_NEXT,
+# comes ~0.05 s later on v5e but 12.6 s later for the Wan 1.3B on TPU7x: waiting for it lost
+# every TPU7x figure to the grace below.)
+_HBM_TOTAL = re.compile(r"Memory Space: default \(color=0\)\s*\nTotal bytes: (\d+) \(")
 # What the fork server imports once for every child: the main module (else each child would
 # import it again, as multiprocessing children do), then jaxenv (it sets the environment
 # jax reads at import) and the rest.
@@ -84,9 +88,12 @@ def optimized_hlo(candidate, model, workload, target: str, *, order=None,
                         text, whole_at = f.read(), time.perf_counter()
             if text is not None:
                 report = _dumped(folder, _MEMORY)
-                if report and (exited or _dumped(folder, _MEMORY_NEXT)):
+                if report:
                     with open(report) as f:
-                        return _with_hbm(text, f.read())
+                        said = f.read()
+                    if (_HBM_TOTAL.search(said) or exited
+                            or _dumped(folder, _MEMORY_NEXT)):
+                        return _with_hbm(text, said)
                 if exited or time.perf_counter() - whole_at > _MEMORY_GRACE_SECONDS:
                     return text
             elif exited:
