@@ -2,6 +2,8 @@
 
 import aoizora.jaxenv  # noqa: F401
 
+from pathlib import Path
+
 import pytest
 
 
@@ -14,3 +16,17 @@ def ray_executor():
     executor = RayExecutor(None, num_cpus=2)
     yield executor
     executor.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "Z" not in Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1]
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def alive():
+    """alive(pid): is the process running (not gone, not a zombie)? For tests that check
+    that compiles and workers die."""
+    return _alive

@@ -505,13 +505,6 @@ def _workers(pid: int) -> list[int]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return "Z" not in Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1]
-    except OSError:
-        return False
-
-
 def _descendants(pid: int) -> list[int]:
     """`pid` and every process below it (a worker's fork server and the analysis compiles
     it forks, optimized_hlo.py)."""
@@ -545,7 +538,8 @@ def _holds_libtpu(pid: int) -> bool:
 @pytest.mark.parametrize("sig,code,word,group", [
     (signal.SIGTERM, 143, "terminated", False), (signal.SIGINT, 130, "interrupted", False),
     (signal.SIGTERM, 143, "terminated", True), (signal.SIGINT, 130, "interrupted", True)])
-def test_signal_stops_the_workers_and_exits_in_one_line(sig, code, word, group, tmp_path):
+def test_signal_stops_the_workers_and_exits_in_one_line(sig, code, word, group, tmp_path,
+                                                         alive):
     env = {**os.environ, "AOIZORA_CACHE": str(tmp_path / "cache")}
     # --oracle compiles every candidate, so the workers run for many seconds: without it the
     # tiny plan could finish within the 2 s below, leaving nothing to interrupt.
@@ -576,7 +570,7 @@ def test_signal_stops_the_workers_and_exits_in_one_line(sig, code, word, group, 
     assert err.strip().splitlines() == [f"aoizora plan: {word}"], err
     assert "stack trace" not in err and "symbolize" not in err, err
     deadline = time.time() + 10
-    while time.time() < deadline and any(_alive(w) for w in workers):
+    while time.time() < deadline and any(alive(w) for w in workers):
         time.sleep(0.2)
-    assert not any(_alive(w) for w in workers)
+    assert not any(alive(w) for w in workers)
     assert not (tmp_path / "plan.json").exists() and not list(tmp_path.glob(".tmp-*"))

@@ -80,15 +80,7 @@ def test_a_failure_before_the_optimized_hlo_is_one_compile_error(usp):
     assert str(e.value).startswith("dp2-usp2x2: lowering failed:") and "\n" not in str(e.value)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch):
+def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch, alive):
     """Interrupted while it waits for the dump, the analysis kills its child (forked by the
     fork server, so not this process's child: its pid is recorded as it starts)."""
     c, cfg, wl = usp
@@ -102,14 +94,14 @@ def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch):
         started.append(self.pid)
 
     def interrupt(_seconds):
-        assert _alive(started[0])   # the child was running when the interrupt came
+        assert alive(started[0])   # the child was running when the interrupt came
         raise KeyboardInterrupt
 
     monkeypatch.setattr(process, "start", recorded)
     monkeypatch.setattr(O.time, "sleep", interrupt)
     with pytest.raises(KeyboardInterrupt):
         optimized_hlo(c, cfg, wl, TARGET)
-    assert len(started) == 1 and not _alive(started[0])
+    assert len(started) == 1 and not alive(started[0])
 
 
 def refuses(name: str, job: C.Job) -> C.Outcome:
