@@ -306,6 +306,30 @@ TEST(SimSimulate, PlacementsRespectLinkLoadBound) {
   }
 }
 
+// A chip outside every pair of a permute is done after its compute; the two that exchange
+// end o + K / B + alpha later. idle folds both; finish tells them apart (the bystander's
+// idle is all "done before the slowest chip").
+TEST(SimSimulate, FinishTellsAChipDoneEarlyFromTheSlowest) {
+  topo::Topology t = topo::Topology::grid("line3", {3, 1, 1}, {false, false, false}, Spec());
+  const double K = 4.5e6;  // 100 us at kBw
+  auto g = OneCollective(3, CollectiveKind::kCollectivePermute, {}, static_cast<int64_t>(K),
+                         static_cast<int64_t>(K));
+  g.collectives[0].source_target_pairs = {{0, 1}};
+  hlo::ScheduledOp work;
+  work.name = "work";
+  work.flops = 1e9;  // 10 us at 1e14 flop/s
+  auto& ops = g.regions[0].ops;
+  ops.insert(ops.begin(), work);
+  SimResult r = Ok(simulate(g, t, Identity(3), Options()));
+  const double compute = 1e-5, exchange = kOver + K / kBw + kLat;
+  EXPECT_NEAR(r.step_seconds, compute + exchange, 1e-9);
+  EXPECT_NEAR(r.chips[0].finish, compute + exchange, 1e-9);
+  EXPECT_NEAR(r.chips[1].finish, compute + exchange, 1e-9);
+  EXPECT_LT(r.chips[2].finish, compute + kOver + 1e-9);
+  EXPECT_GE(r.chips[2].finish, compute - 1e-12);
+  EXPECT_NEAR(r.chips[2].idle, r.step_seconds - r.chips[2].finish, 1e-9);
+}
+
 // The simulator and Q2 play the same flows, so their per-link volumes agree exactly.
 void ExpectSameLinkBytes(const hlo::CollectiveGraph& g, const topo::Topology& t,
                          const place::Placement& p, const SimOptions& o) {

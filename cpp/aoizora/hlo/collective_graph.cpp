@@ -1,5 +1,7 @@
 #include "aoizora/hlo/collective_graph.h"
 
+#include <numeric>
+
 namespace aoizora::hlo {
 
 std::string_view to_string(CollectiveKind kind) {
@@ -67,6 +69,39 @@ std::vector<std::string> unknown_trip_count_loops(const CollectiveGraph& graph) 
     for (const Region& region : graph.regions)
       if (!region.trip_count_known) names.push_back(region.name);
   return names;
+}
+
+Result<CollectiveGraph> replicated(const CollectiveGraph& graph, int replicas) {
+  if (replicas < 1)
+    return Error::invalid("replicated: " + std::to_string(replicas) +
+                          " replicas; at least 1 is needed");
+  if (graph.replica_count != 1)
+    return Error::invalid("replicated: the graph has " + std::to_string(graph.replica_count) +
+                          " replicas; only a graph of 1 replica (ids are partition ids) can be "
+                          "replicated");
+  const int n = graph.num_partitions;
+  CollectiveGraph out = graph;
+  out.num_partitions = n * replicas;
+  for (Collective& c : out.collectives) {
+    std::vector<std::vector<int>> groups;
+    std::vector<std::pair<int, int>> pairs;
+    for (int k = 0; k < replicas; ++k) {
+      const int base = k * n;
+      if (c.groups.empty() && c.source_target_pairs.empty()) {
+        // "Every partition" means every partition of its own copy, not of the whole slice.
+        groups.emplace_back(n);
+        std::iota(groups.back().begin(), groups.back().end(), base);
+      }
+      for (const std::vector<int>& g : c.groups) {
+        groups.emplace_back(g);
+        for (int& p : groups.back()) p += base;
+      }
+      for (auto [s, t] : c.source_target_pairs) pairs.emplace_back(s + base, t + base);
+    }
+    c.groups = std::move(groups);
+    c.source_target_pairs = std::move(pairs);
+  }
+  return out;
 }
 
 }  // namespace aoizora::hlo

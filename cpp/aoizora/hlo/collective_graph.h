@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "aoizora/base/status.h"
 #include "aoizora/compute/mxu.h"
 
 namespace aoizora::hlo {
@@ -143,5 +144,15 @@ std::vector<Loop> schedule_loops(const CollectiveGraph& graph);
 
 // The names of the loops whose trip count was not found (empty when every count is known).
 std::vector<std::string> unknown_trip_count_loops(const CollectiveGraph& graph);
+
+// `replicas` copies of one SPMD program run side by side as one program of
+// num_partitions x replicas partitions: copy k's partition p is k x n + p (n =
+// graph.num_partitions), each group and source-target pair of copy k offset by k x n, so no
+// collective crosses copies. A collective that names no group (all partitions) gets one group
+// per copy, since it synchronises its own program only. Regions, ops, loops and costs are
+// the graph's. Simulated under the copies' device orders concatenated, this is the copies
+// running together on one slice and sharing its links (docs/serving.md). Fails when replicas
+// < 1 or the graph has more than one replica (its ids would not be partition ids).
+Result<CollectiveGraph> replicated(const CollectiveGraph& graph, int replicas);
 
 }  // namespace aoizora::hlo

@@ -386,6 +386,7 @@ void Engine::fill_results() {
   for (const ChipState& s : chips_) {
     ChipTime t = s.stats;
     t.idle += step - s.finish;
+    t.finish = s.finish;
     result_.chips[s.chip] = t;
   }
   double compute = 0;

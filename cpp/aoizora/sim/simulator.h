@@ -68,6 +68,11 @@ struct ChipTime {
   double compute = 0;  // running compute ops
   double comm = 0;     // blocked on a collective that has started (all members arrived)
   double idle = 0;     // blocked waiting for group members, or done before the slowest chip
+  // Seconds from the start of the run until this chip's last op ended (extrapolated trips
+  // included); 0 for a chip that runs no partition. step_seconds - finish is the part of idle
+  // spent done before the slowest chip. Several programs run as one (hlo::replicated) each
+  // end at the max finish over their own chips, which step_seconds alone cannot tell.
+  double finish = 0;
 };
 
 // One entry of the critical path: the time the longest chain of dependencies spent in an
