@@ -20,7 +20,13 @@ fixed costs derived first where it has no collective point, as `aoizora calibrat
 without each of its points in turn, with the calibration's own fit (leave_one_out.py), and
 prints each point's in-sample error (fitted to every point) beside its leave-one-out error
 (predicted by the fit without it), and the share of points within 20 % left out. A
-generation with one point cannot be left out; its row says so.
+generation with one point cannot be left out; its row says so. Held-out points are shown
+after their generation's rows as checks: the fit to every used point never saw them, so its
+prediction is their leave-one-out figure too; the share counts the used points only.
+
+--record FILE (with --leave-one-out) also writes the residuals, aoizora.loo-residuals/1,
+which error_bands.py turns into each generation's error bands (the shipped file is
+python/aoizora/loo_residuals.json, written by this command on calibration/published.json).
 """
 
 from __future__ import annotations
@@ -105,6 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--leave-one-out", action="store_true",
                     help="refit without each point in turn and predict it (takes minutes)")
+    ap.add_argument("--record", metavar="FILE", default=None,
+                    help="with --leave-one-out: write the residuals (aoizora.loo-residuals/1)")
     args = ap.parse_args(argv)
     hardware = {}
     for path in args.hardware:
@@ -112,7 +120,7 @@ def main(argv=None) -> int:
             hardware[json.load(f)["generation"]] = path
     m = measurements.read(args.data, "--data")
     if args.leave_one_out:
-        return _leave_one_out(m, args.json)
+        return _leave_one_out(m, args.json, args.record, args.data)
     table = rows(m.points + [p for p in m.programs if p.hlo], hardware)
     if args.json:
         print(json.dumps(table, indent=1))
@@ -179,21 +187,23 @@ def _loo_base(generation: str, points) -> dict:
     return base
 
 
-def _leave_one_out(m, as_json: bool) -> int:
-    from aoizora import leave_one_out
+def _leave_one_out(m, as_json: bool, record: str | None = None, data: str = "") -> int:
+    from aoizora import error_bands, leave_one_out
 
     points = m.points + [p for p in m.programs if p.hlo]
     gens = list(dict.fromkeys(p.generation for p in points if not p.held_out))
     table = []
     for g in gens:
-        for r in leave_one_out.run(m, _loo_base(g, points), g):
+        for r in leave_one_out.run(m, _loo_base(g, points), g, checks=True):
             table.append({"id": r.id, "generation": g, "kind": r.kind,
                           "published_s": r.measured_s, "in_sample_s": r.in_sample_s,
                           "in_sample_error_pct": 100 * r.in_sample_error,
                           "left_out_s": r.left_out_s,
                           "left_out_error_pct": (None if r.left_out_error is None
                                                  else 100 * r.left_out_error),
-                          "why_not": r.why_not})
+                          "why_not": r.why_not, "held_out": r.held_out})
+    if record:
+        error_bands.write(record, table, os.path.relpath(data, os.path.dirname(record)))
     if as_json:
         print(json.dumps(table, indent=1))
         return 0
@@ -205,8 +215,9 @@ def _leave_one_out(m, as_json: bool) -> int:
         loo = ("-" if r["left_out_error_pct"] is None else f"{r['left_out_error_pct']:+.1f}%")
         print(f"{r['id']:{w}} {r['kind']:18} {_time(r['published_s'])} "
               f"{r['in_sample_error_pct']:+8.1f}% {loo:>9}"
-              + (f"  ({r['why_not']})" if r["why_not"] else ""))
-    print(_loo_share(table))
+              + (f"  ({r['why_not']})" if r["why_not"] else "")
+              + ("  (held out: a check, never fitted to)" if r["held_out"] else ""))
+    print(_loo_share([r for r in table if not r["held_out"]]))
     return 0
 
 

@@ -7,6 +7,9 @@
         simulates on the profile it fitted without it (the leave-one-out prediction). A
         generation with one point cannot leave it out: its row says so and has no
         leave-one-out figure. UserError when the generation has no point to fit.
+        checks=True adds a row per held-out point of `generation` after them (Row.held_out
+        says why it is held out): the fit to every used point never saw it, so that fit's
+        prediction is its leave-one-out figure as well.
 
 The left-out point is marked held out for its fit, which calibrate.fit never fits to: the
 fit that predicts it has not seen it.
@@ -32,6 +35,7 @@ class Row:
     in_sample_s: float           # simulated on the profile fitted to every point
     left_out_s: float | None     # simulated on the profile fitted without this point
     why_not: str = ""            # why there is no leave-one-out figure
+    held_out: str = ""           # a held-out check (never fitted to): why it is held out
 
     @property
     def in_sample_error(self) -> float:
@@ -52,7 +56,8 @@ def _without(m: Measurements, point_id: str) -> Measurements:
                         m.provenance)
 
 
-def run(m: Measurements, base: dict, generation: str, date: str = "") -> list[Row]:
+def run(m: Measurements, base: dict, generation: str, date: str = "",
+        checks: bool = False) -> list[Row]:
     whole = calibrate.fit(m, base, generation, "leave-one-out base", date)
     used = [p for p in whole.points if p.used]
     rows = []
@@ -64,4 +69,7 @@ def run(m: Measurements, base: dict, generation: str, date: str = "") -> list[Ro
             fit = calibrate.fit(_without(m, p.id), base, generation, "leave-one-out base", date)
             row.left_out_s = next(q.after_s for q in fit.points if q.id == p.id)
         rows.append(row)
+    if checks:
+        rows += [Row(p.id, generation, p.kind, p.measured_s, p.after_s, p.after_s,
+                     held_out=p.held_out) for p in whole.points if not p.used]
     return rows
