@@ -202,13 +202,25 @@ def test_seconds_per_video_prefers_the_plans_own_whole_video_figure():
     assert seconds == pytest.approx(3.0) and scope.startswith("transformer steps only")
 
 
-def test_a_split_that_could_share_links_is_a_row_that_says_so():
+def test_a_split_that_could_share_links_is_not_priced_apart():
     cut = _names("v5p:4x4x4")["2 x 2x4x4"]
     request = survey.Request("wan-tiny", "tiny", None, ("v5p:4x4x4",), prices.load())
-    row = survey.row_of(request, cut, 1, None)
-    assert not row.priced and row.latency_s is None
-    assert row.why_not.startswith("not priced: replicas could share links (needs the "
-                                  "multi-program simulation): the slice wraps along x")
+    planned = survey.ReplicaPlan("v5p:2x4x4", 3.0, "video", "p @ q", step_s=0.1, steps=30)
+    row = survey.row_of(request, cut, 1, planned)   # a plan, but not simulated together
+    assert not row.priced and row.latency_s is None and row.pricing == ""
+    assert row.why_not.startswith("not priced: replicas could share links and were not "
+                                  "simulated together: the slice wraps along x")
+
+
+def test_a_split_priced_apart_says_why_in_its_row():
+    request = survey.Request("wan-tiny", "tiny", None, ("v5e:4x4",), prices.load())
+    planned = survey.ReplicaPlan("v5e:2x4", 3.0, "video", "p @ q", step_s=0.1, steps=30)
+    row = survey.row_of(request, _names("v5e:4x4")["2 x 2x4"], 1, planned)
+    assert row.priced and row.latency_s == 3.0
+    assert row.pricing.startswith("apart: disjoint boxes, no wraparound along x")
+    whole = survey.row_of(request, _names("v5e:4x4")["1 x 4x4"], 1,
+                          survey.ReplicaPlan("v5e:4x4", 2.0, "video", "p @ q"))
+    assert whole.pricing == "alone: one replica: the whole slice"
 
 
 # ---- the command's refusals, before any work -----------------------------------------------
@@ -268,3 +280,22 @@ def test_a_survey_prices_each_split_from_its_own_replicas_plan(tiny_survey):
         assert rows[split].plan == f"{alone.choice.candidate} @ {alone.choice.placement}"
     assert rows["4 x 1x1"].usd_per_video is None     # the shipped table has no v5e price
     assert any(n.startswith("v5e: no cost per video") for n in result.notes)
+
+
+def test_a_replica_plans_program_runs_together_on_a_wrapped_slice_as_alone(tiny_survey):
+    # The plan's own graph and device order (from the cache now), copied into the 64 boxes
+    # of 2x2 of a v5e:16x16 (it wraps both axes): at most half of each axis, so as alone.
+    from aoizora import _core
+
+    _, settings = tiny_survey
+    request = survey.Request("wan-tiny", "tiny", None, ("v5e:16x16",), prices.load())
+    replica, program = survey.plan_replica(request, "v5e:2x2", settings)
+    assert replica.step_s == program.step_s and replica.steps >= 1
+    alone = _core.simulate(program.graph, program.topology, list(program.device_of))
+    assert alone.step_seconds == pytest.approx(program.step_s, rel=1e-9)
+    s = _names("v5e:16x16")["64 x 2x2"]
+    run = survey.simulate_together(s, program, _core.make_topology("v5e:16x16"))
+    assert len(run.seconds) == 64
+    assert run.slowest == pytest.approx(program.step_s, rel=1e-9)
+    row = survey.row_of(request, s, 1, replica, run)
+    assert row.priced and row.latency_s == pytest.approx(replica.latency_s, rel=1e-9)

@@ -122,6 +122,16 @@ void bind_hlo(nb::module_& m) {
       "Parses compiled HLO text into a CollectiveGraph (CoreError on malformed input). "
       "num_devices: the partition count when the header has none (0: inferred).");
   m.def(
+      "replicated_graph",
+      [](const CollectiveGraph& g, int replicas) { return unwrap(replicated(g, replicas)); },
+      nb::arg("graph"), nb::arg("replicas"),
+      "replicated_graph(graph, replicas) -> CollectiveGraph: `replicas` copies of the program "
+      "as one of num_partitions x replicas partitions, copy k's groups and source-target pairs "
+      "offset by k x num_partitions (a bound graph is read-only, so this is how copies are "
+      "made). Simulated under the copies' device orders concatenated, it is the copies "
+      "running together on one slice. CoreError when replicas < 1 or the graph has several "
+      "replicas.");
+  m.def(
       "load_hlo_file",
       [](const std::string& path, int num_devices) {
         return unwrap(collective_graph_from_file(path, {num_devices}));

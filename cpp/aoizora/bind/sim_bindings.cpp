@@ -64,6 +64,7 @@ nb::dict to_dict(const sim::SimResult& r) {
     x["compute"] = r.chips[c].compute;
     x["comm"] = r.chips[c].comm;
     x["idle"] = r.chips[c].idle;
+    x["finish"] = r.chips[c].finish;
     chips.append(x);
   }
   d["chips"] = chips;
@@ -91,13 +92,17 @@ nb::dict to_dict(const sim::SimResult& r) {
 void bind_sim(nb::module_& m) {
   using namespace aoizora::sim;
 
-  nb::class_<ChipTime>(m, "ChipTime", "Where one chip's step went: compute + comm + idle.")
+  nb::class_<ChipTime>(m, "ChipTime",
+                      "Where one chip's step went: compute + comm + idle; and when it ended.")
       .def_ro("compute", &ChipTime::compute)
       .def_ro("comm", &ChipTime::comm)
       .def_ro("idle", &ChipTime::idle)
+      .def_ro("finish", &ChipTime::finish,
+              "seconds from the start until the chip's last op ended (0: no partition)")
       .def("__repr__", [](const ChipTime& c) {
         return "<ChipTime compute=" + std::to_string(c.compute) +
-               " comm=" + std::to_string(c.comm) + " idle=" + std::to_string(c.idle) + ">";
+               " comm=" + std::to_string(c.comm) + " idle=" + std::to_string(c.idle) +
+               " finish=" + std::to_string(c.finish) + ">";
       });
 
   nb::class_<Contributor>(m, "Contributor", "Time the critical path spent in one op.")

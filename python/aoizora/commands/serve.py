@@ -144,20 +144,24 @@ def print_survey(result, request, chosen, args, out=None) -> None:
     frames = f", {request.frames} frames" if request.frames else ""
     t = Table(title=f"serve {request.model}, {request.video}{frames}: latency per video "
                     "against videos per hour and cost (simulated)")
-    for col in ("slice", "split", "chips", "replica plan", "s / video", "videos / h",
-                "USD / video", "frontier"):
+    for col in ("slice", "split", "chips", "replica plan", "replicas", "s / video",
+                "videos / h", "USD / video", "frontier"):
         t.add_column(col, justify="right" if col in ("chips", "s / video", "videos / h",
                                                       "USD / video") else "left")
     for r in result.rows:
         on = [k for k in frontier.OBJECTIVES if id(r) in marks[k]]
         t.add_row(r.topology, r.split + (f", batch {r.batch}" if r.batch != 1 else ""),
-                  str(r.chips), r.plan or r.why_not, _num(r.latency_s, ".4g"),
+                  str(r.chips), r.plan or r.why_not, r.pricing.partition(":")[0] or "-",
+                  _num(r.latency_s, ".4g"),
                   _num(r.videos_per_hour, ",.1f"), _num(r.usd_per_video, ".3g"),
                   ", ".join(on) or "-")
     out = out or sys.stdout
     Console(file=out, width=None if out.isatty() else 200).print(t)
     for note in result.notes:
         print(f"note: {note}", file=out)
+    for r in result.rows:  # the one-word column's detail, where the replicas ran together
+        if r.pricing.startswith("together"):
+            print(f"note: {r.split} on {r.topology}: {r.pricing}", file=out)
     if chosen is not None:
         print(f"pick (--latency-bound {args.latency_bound:g} s, --objective {args.objective}): "
               f"{chosen.why}", file=out)

@@ -37,6 +37,9 @@ class Row:
     priced: bool = True            # False: not on any frontier (why_not says why)
     why_not: str = ""
     plan: str = ""                 # the replica's sharding @ placement
+    # How the replicas were priced: "apart: <why no link is shared>", or "together: <the
+    # replicas simulated at once on the slice, and against the plan alone>"; "" unpriced.
+    pricing: str = ""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ turned into videos per hour and USD per video (prices.py), the rows set on the f
     request = Request(model, video, frames, topologies, prices, batches=(1,), steps=30)
     check(request) -> {topology: [Split]}     UserError, before any work, on bad input
     survey(request, settings, progress_for=None, log=None) -> Survey
-    row_of(request, split, batch, replica_plan) -> frontier.Row
+    row_of(request, split, batch, replica_plan, together=None) -> frontier.Row
+    simulate_together(split, program, slice_topology) -> together.Together
 
 A replica shape is a catalog slice, planned as `aoizora plan` plans it (planner.plan with
 `settings`: cache, executor, compile target, top-k); one shape serving several splits or
@@ -15,8 +16,14 @@ per video: the plan's own (plan.video["seconds"]: text encoding, the denoising s
 decode and reshards, simulated) where the planner priced the whole video; else `steps` x the
 plan's simulated forward, labelled "transformer steps only". Only batch 1: the planner plans
 one video (its CFG pair) per forward, and a batch of videos per replica needs a plan for that
-batch (the scaling is not guessed). Splits whose replicas could share links (splits.py) are
-rows that say so and are not planned.
+batch (the scaling is not guessed).
+
+Splits whose replicas provably share no link (splits.py) are priced replica by replica, and
+the row says why. Splits whose replicas could share links (a cut wraparound axis) are
+simulated together (together.py): the replica's forward copied onto every box of the slice
+at once, each replica's latency the slowest replica's; its denoising steps take that forward
+instead of the plan's alone, the stages around the loop (text encoder, VAE decode, reshards)
+keep the plan's figures, priced alone. The row says which was done.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from aoizora.errors import NoFitError, UserError
-from aoizora.serving import frontier, splits
+from aoizora.serving import frontier, splits, together
 from aoizora.serving.frontier import Row
 from aoizora.serving.prices import PriceTable
 
@@ -53,6 +60,8 @@ class ReplicaPlan:
     scope: str = ""                    # what latency_s covers
     plan: str = ""                     # "sharding @ placement"
     error: str = ""                    # why there is no plan
+    step_s: float | None = None        # one forward, simulated alone on planned_as, seconds
+    steps: int = 0                     # forwards latency_s counts (the denoising steps)
 
 
 @dataclass
@@ -88,36 +97,68 @@ def survey(request: Request, settings, progress_for: Callable[[str], Any] | None
     giving the planner's Progress for that plan; log(line) for what happens between."""
     log = log or (lambda line: None)
     by_slice = check(request)
-    shapes = list(dict.fromkeys(s.planned_as for ss in by_slice.values() for s in ss
-                                if not s.shares_links))
+    shapes = list(dict.fromkeys(s.planned_as for ss in by_slice.values() for s in ss))
     replicas: dict[str, ReplicaPlan] = {}
+    programs: dict[str, together.Program | None] = {}
     for i, shape in enumerate(shapes, 1):
         log(f"[{i}/{len(shapes)}] planning a replica on {shape}")
         with progress_for(shape) if progress_for else nullcontext() as progress:
-            replicas[shape] = plan_replica(request, shape, settings, progress)
+            replicas[shape], programs[shape] = plan_replica(request, shape, settings, progress)
         r = replicas[shape]
         log(f"[{i}/{len(shapes)}] {shape}: " + (f"{r.plan}, {r.latency_s:.4g} s per video "
                                                 f"({r.scope})" if r.error == "" else r.error))
-    rows = [row_of(request, s, b, replicas.get(s.planned_as))
+    runs = _together_runs(by_slice, programs, getattr(settings, "hardware", None), log)
+    rows = [row_of(request, s, b, replicas.get(s.planned_as), runs.get(id(s)))
             for ss in by_slice.values() for s in ss for b in request.batches]
     return Survey(rows, by_slice, replicas, _notes(request, by_slice, replicas))
 
 
-def plan_replica(request: Request, shape: str, settings, progress=None) -> ReplicaPlan:
-    """The plan of one replica on the catalog slice `shape`, as serving reads it; a plan
-    the planner refuses (nothing fits, every candidate failed) is a ReplicaPlan with the
-    reason."""
+def _together_runs(by_slice, programs, hardware: str | None, log) -> dict[int, together.Together]:
+    """id(split) -> its replicas simulated together, for every split that could share links
+    and whose replica shape has a plan."""
+    from aoizora import topology_file
+
+    runs: dict[int, together.Together] = {}
+    for name, ss in by_slice.items():
+        shared = [s for s in ss if s.shares_links and programs.get(s.planned_as)]
+        if not shared:
+            continue
+        # The slice with the chip figures the replicas were planned with.
+        topology = topology_file.load(name, hardware=hardware)
+        for s in shared:
+            log(f"{name}: simulating {s.describe()} together")
+            runs[id(s)] = simulate_together(s, programs[s.planned_as], topology)
+    return runs
+
+
+def simulate_together(s: splits.Split, program: together.Program,
+                      slice_topology) -> together.Together:
+    """The replicas of split `s` run at once on the slice: `program` (the replica shape's
+    plan) copied into every box."""
+    orders = together.device_orders(s, program, slice_topology)
+    return together.simulate(program.graph, slice_topology, orders)
+
+
+def plan_replica(request: Request, shape: str, settings,
+                 progress=None) -> tuple[ReplicaPlan, together.Program | None]:
+    """The plan of one replica on the catalog slice `shape`, as serving reads it, and its
+    program for simulating replicas together; a plan the planner refuses (nothing fits,
+    every candidate failed) is a ReplicaPlan with the reason and no program."""
     from aoizora.planner import plan
 
     try:
         result = plan(request.model, request.video, request.frames, shape, settings, progress)
     except NoFitError as e:
-        return ReplicaPlan(shape, error=f"no sharding fits: {e}")
+        return ReplicaPlan(shape, error=f"no sharding fits: {e}"), None
     except UserError as e:
-        return ReplicaPlan(shape, error=str(e))
+        return ReplicaPlan(shape, error=str(e)), None
     seconds, scope = seconds_per_video(result.plan, request.steps)
     c = result.plan.choice
-    return ReplicaPlan(shape, seconds, scope, f"{c.candidate} @ {c.placement}")
+    steps = (result.plan.video or {}).get("steps") if not scope.startswith(TRANSFORMER_ONLY) \
+        else request.steps
+    program = together.Program(result.graph, result.topology, tuple(c.chip_ids), c.simulated_s)
+    return ReplicaPlan(shape, seconds, scope, f"{c.candidate} @ {c.placement}",
+                       step_s=c.simulated_s, steps=int(steps or 0)), program
 
 
 def seconds_per_video(plan, steps: int) -> tuple[float, str]:
@@ -131,24 +172,45 @@ def seconds_per_video(plan, steps: int) -> tuple[float, str]:
     return steps * plan.choice.simulated_s, f"{TRANSFORMER_ONLY} ({steps} x one forward)"
 
 
-def row_of(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan | None) -> Row:
-    """The row of split `s` at `batch` from its replica shape's plan (None: not planned)."""
+def row_of(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan | None,
+           run: together.Together | None = None) -> Row:
+    """The row of split `s` at `batch` from its replica shape's plan (None: not planned) and,
+    for a split whose replicas could share links, its replicas simulated together (`run`;
+    None: not simulated, so not priced)."""
     chips = s.replicas * s.chips_per_replica
     base = dict(topology=s.slice_name, split=s.describe(), replicas=s.replicas, chips=chips,
                 batch=batch)
-    if s.shares_links:
-        return Row(**base, latency_s=None, videos_per_hour=None, usd_per_video=None,
-                   priced=False, why_not="not priced: replicas could share links (needs the "
-                   f"multi-program simulation): {s.why}")
     if replica is None or replica.error:
         return Row(**base, latency_s=None, videos_per_hour=None, usd_per_video=None,
                    priced=False, why_not=f"no plan on {s.planned_as}: "
                    + (replica.error if replica else "not planned"))
-    vph = frontier.videos_per_hour(s.replicas, batch, replica.latency_s)
+    if s.shares_links and (run is None or not replica.step_s):
+        return Row(**base, latency_s=None, videos_per_hour=None, usd_per_video=None,
+                   priced=False, why_not="not priced: replicas could share links and were not "
+                   f"simulated together: {s.why}")
+    alone = f"{'apart' if s.replicas > 1 else 'alone'}: {s.why}"
+    latency, pricing = ((replica.latency_s, alone) if run is None
+                        else _together_latency(s, replica, run))
+    vph = frontier.videos_per_hour(s.replicas, batch, latency)
     usd = request.prices.usd_per_chip_hour(s.generation)
-    return Row(**base, latency_s=replica.latency_s, videos_per_hour=vph,
+    return Row(**base, latency_s=latency, videos_per_hour=vph,
                usd_per_video=None if usd is None else frontier.usd_per_video(chips, usd, vph),
-               scope=replica.scope, plan=replica.plan)
+               scope=replica.scope, plan=replica.plan, pricing=pricing)
+
+
+def _together_latency(s: splits.Split, replica: ReplicaPlan,
+                      run: together.Together) -> tuple[float, str]:
+    """(seconds per video, what was done) when the replicas ran together: each of the
+    replica's `steps` forwards takes the slowest replica's forward instead of the plan's
+    alone; what the plan priced around the loop stays as priced alone."""
+    slowest = run.slowest
+    latency = replica.latency_s + replica.steps * (slowest - replica.step_s)
+    around = ("; the text encoder, VAE decode and reshards priced alone"
+              if not replica.scope.startswith(TRANSFORMER_ONLY) else "")
+    return latency, (f"together: the {s.replicas} replicas simulated at once on "
+                     f"{s.slice_name} ({s.why}); one forward {slowest:.4g} s for the slowest, "
+                     f"{slowest / replica.step_s:.4f} x the plan's alone on {s.planned_as}"
+                     f"{around}")
 
 
 def _notes(request: Request, by_slice, replicas: dict[str, ReplicaPlan]) -> list[str]:
