@@ -149,3 +149,16 @@ def test_a_split_that_cuts_a_wraparound_axis_is_priced_from_its_replicas_run_tog
     slow = together.Together(tuple(1.5 * alone for _ in range(16)))
     assert survey.row_of(request, s, 1, replica, slow).latency_s == pytest.approx(
         3.0 + 30 * 0.5 * alone, rel=1e-9)
+
+
+def test_loop_extrapolation_keeps_the_contention_of_replicas_that_start_together():
+    # layers_scan's loop of 4 trips, replicas interleaved on a v5e:4x4 (they contend): the
+    # 4th trip extrapolated from the 3rd gives what simulating every trip gives.
+    g = _fixture("layers_scan.v5e_2x4.hlo")
+    slice_ = _core.make_topology("v5e:4x4")
+    even = [2 * (p % 2) + 4 * (p // 2) for p in range(8)]
+    orders = [even, [d + 1 for d in even]]
+    every = together.simulate(g, slice_, orders, max_iterations=0)
+    extrapolated = together.simulate(g, slice_, orders, max_iterations=3)
+    assert every.slowest > 1.4 * _core.simulate(g, slice_, even).step_seconds   # 266 vs 182 us
+    assert extrapolated.seconds == pytest.approx(every.seconds, rel=1e-12)

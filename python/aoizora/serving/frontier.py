@@ -12,8 +12,8 @@ latency bound, with why.
 
 Units: seconds, videos per hour, USD. A batch of b videos on a replica finishes together, so
 each of its videos waits the batch's latency. Rows not `priced` (the replicas could share
-links, no plan, no figures) are on no frontier and never picked. Pure arithmetic on given
-figures; where they come from is survey.py's.
+links and were not simulated together, no plan, no figures) are on no frontier and never
+picked. Pure arithmetic on given figures; where they come from is survey.py's.
 """
 
 from __future__ import annotations
