@@ -236,6 +236,7 @@ def run_job(job: Job) -> Outcome:
     """One job in this process (no cache). A CompileError becomes an Outcome; any other
     exception is a bug and propagates."""
     t = time.perf_counter()
+    _reset_peak_rss()
     try:
         fn = {"lower": lower, "compile": compile, "analyze": optimized_hlo}[job.kind]
         text = fn(job.candidate, job.model, job.workload, job.target, order=job.order)
@@ -246,6 +247,16 @@ def run_job(job: Job) -> Outcome:
     out.seconds = time.perf_counter() - t
     out.peak_rss_mb = _peak_rss_mb()
     return out
+
+
+def _reset_peak_rss() -> None:
+    """A kept worker runs many jobs (executor.py): each job's peak is its own. Writing 5 to
+    clear_refs resets VmHWM (Linux 4.0+); elsewhere the peak spans the worker's jobs."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 def _peak_rss_mb() -> float:
@@ -328,13 +339,18 @@ def _execute(jobs: Sequence[Job], finish, todo: list[int], *, workers, executor,
         for i in todo:
             finish(i, run_job(jobs[i]))
         return
-    if executor is None:
+    own = executor is None
+    if own:
         from aoizora.executor import LocalExecutor
 
         executor = LocalExecutor()
-    executor.run([jobs[i] for i in todo], lambda k, out: finish(todo[k], out),
-                 workers=workers, fresh_process=fresh_process, background=background,
-                 stop=stop)
+    try:
+        executor.run([jobs[i] for i in todo], lambda k, out: finish(todo[k], out),
+                     workers=workers, fresh_process=fresh_process, background=background,
+                     stop=stop)
+    finally:
+        if own:
+            executor.close()
 
 
 def runs_in_process(model) -> bool:

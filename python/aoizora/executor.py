@@ -87,7 +87,14 @@ def _died(job: Job, why: str, out_of_memory: bool) -> Outcome:
 # ---- local worker processes -------------------------------------------------------------
 
 class LocalExecutor:
-    """Spawned worker processes on this machine, a pool per run (today's behaviour)."""
+    """Spawned worker processes on this machine, kept from one batch to the next.
+
+    A worker's start-up (a Python, jax, libtpu and the analysis fork server it starts:
+    optimized_hlo.py) is a few seconds of CPU; a plan runs a handful of batches (lowering,
+    the Top-K's analyses, the baselines', the stages around the loop), so the pool and its
+    workers live until close(). One pool per calling thread (plan-many plans in threads, each
+    as if alone), sized to the most workers a batch asked for; a batch keeps at most its own
+    `workers` jobs in flight. A pool broken by a dying worker, or stopped, is not kept."""
 
     description = "local processes"
     remote = False   # runs a model this process loaded from a user's file? (run_jobs)
@@ -97,63 +104,128 @@ class LocalExecutor:
         started at idle priority, starves while anything else keeps the cores busy."""
         self.work = work
         self.room_ahead = room_ahead
+        self._kept: dict[tuple[int, bool], _Pool] = {}   # (thread, background) -> its pool
+        self._lock = threading.Lock()
 
     def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
             fresh_process: bool = False, background: bool = False,
             stop: threading.Event | None = None) -> None:
-        """workers: processes (default one per two cores); fresh_process: one per job;
-        background: the workers at idle priority (nice 19). A job whose worker died runs
-        again alone in a process of its own, so a second death is its own (a dead worker
-        breaks the whole pool: every job in flight comes back)."""
+        """workers: jobs at once (default one per two cores); fresh_process: one process per
+        job, in a pool of its own; background: the workers at idle priority (nice 19). A job
+        whose worker died runs again alone in a process of its own, so a second death is its
+        own (a dead worker breaks the whole pool: every job in flight comes back)."""
         if workers is None:
             workers = max(1, min(len(jobs), (os.cpu_count() or 2) // 2))
-        pool = functools.partial(self._pool, jobs, done=done, background=background, stop=stop)
-        died = pool(range(len(jobs)), workers, fresh_process)
+        batch = functools.partial(self._batch, jobs, done=done, background=background, stop=stop)
+        died = batch(range(len(jobs)), workers, fresh_process)
         for i, why in died:
-            if pool([i], 1, True):
+            if batch([i], 1, True):
                 done(i, _died(jobs[i], f"most likely out of memory: {why}", True))
 
-    def _pool(self, jobs, indices, workers: int, fresh_process: bool, *, done: Done,
-              background: bool, stop: threading.Event | None) -> list[tuple[int, str]]:
-        """Runs jobs[indices] in a new pool; returns (index, reason) of those whose worker died."""
-        ctx = multiprocessing.get_context("spawn")
-        died, pool, others = [], None, set(multiprocessing.active_children())
+    def _batch(self, jobs, indices, workers: int, fresh_process: bool, *, done: Done,
+               background: bool, stop: threading.Event | None) -> list[tuple[int, str]]:
+        """Runs jobs[indices], at most `workers` at once; returns (index, reason) of those
+        whose worker died."""
+        pool = (_Pool(workers, background, fresh_process) if fresh_process
+                else self._pool(workers, background))
+        queued, running, died = list(indices), {}, []
         try:
-            pool = cf.ProcessPoolExecutor(
-                max_workers=workers, mp_context=ctx, initargs=(background,),
-                initializer=_worker_signals, max_tasks_per_child=1 if fresh_process else None)
-            futures = {pool.submit(self.work, jobs[i]): i for i in indices}
-            for fut in _completed(futures, stop):
-                try:
-                    out = fut.result()
-                except cf.process.BrokenProcessPool as e:  # a worker was killed
-                    died.append((futures[fut], _one_line(e)))
-                    continue
-                done(futures[fut], out)
+            while queued or running:
+                while queued and len(running) < workers and not pool.broken:
+                    i = queued.pop(0)
+                    running[pool.submit(self.work, jobs[i])] = i
+                if pool.broken:  # every job not yet back died with the pool
+                    died += [(i, pool.broken) for i in queued]
+                    queued = []
+                for fut in _ready(running, stop):
+                    i = running.pop(fut)
+                    try:
+                        out = fut.result()
+                    except cf.process.BrokenProcessPool as e:  # a worker was killed
+                        pool.broken = _one_line(e)
+                        died.append((i, pool.broken))
+                        continue
+                    done(i, out)
         except BaseException:
-            if pool is not None:
-                _stop(pool, others)
+            self._forget(pool)
+            pool.kill()
             raise
-        pool.shutdown()
+        if fresh_process or pool.broken:
+            self._forget(pool)
+            pool.executor.shutdown()
         return sorted(died)
 
+    def _pool(self, workers: int, background: bool) -> "_Pool":
+        """This thread's kept pool, replaced by a larger one when a batch asks for more
+        workers than it has (its workers are idle between this thread's batches)."""
+        key = (threading.get_ident(), background)
+        with self._lock:
+            pool = self._kept.get(key)
+            if pool is not None and pool.workers >= workers:
+                return pool
+            self._kept[key] = _Pool(workers, background, False)
+        if pool is not None:
+            pool.executor.shutdown()
+        return self._kept[key]
+
+    def _forget(self, pool: "_Pool") -> None:
+        with self._lock:
+            self._kept = {k: p for k, p in self._kept.items() if p is not pool}
+
     def close(self) -> None:
-        pass
+        """Ends the kept workers: idle ones are told to exit, and a pool with a job still
+        running (another thread's, when this one was interrupted) is killed."""
+        with self._lock:
+            pools, self._kept = list(self._kept.values()), {}
+        for pool in pools:
+            if pool.in_flight():
+                pool.kill()
+            else:
+                pool.executor.shutdown()
 
 
-def _completed(futures, stop: threading.Event | None):
-    """cf.as_completed, raising prefetch.Cancelled once `stop` is set."""
-    if stop is None:
-        yield from cf.as_completed(futures)
-        return
-    from aoizora.prefetch import Cancelled
+class _Pool:
+    """A ProcessPoolExecutor of spawned workers, with the multiprocessing children that were
+    there before it (kill() spares them) and why it broke, if it did."""
 
-    pending = set(futures)
-    while pending:
-        ready, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
-        if stop.is_set():
+    def __init__(self, workers: int, background: bool, fresh_process: bool):
+        self.workers = workers
+        self.broken = ""
+        self.futures: set = set()
+        self.others = set(multiprocessing.active_children())
+        self.executor = cf.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_signals, initargs=(background,),
+            max_tasks_per_child=1 if fresh_process else None)
+
+    def submit(self, work, job) -> cf.Future:
+        try:
+            fut = self.executor.submit(work, job)
+        except cf.process.BrokenProcessPool as e:  # broke between two of our checks
+            fut = cf.Future()
+            fut.set_exception(e)
+        self.futures = {f for f in self.futures if not f.done()} | {fut}
+        return fut
+
+    def in_flight(self) -> bool:
+        return any(not f.done() for f in self.futures)
+
+    def kill(self) -> None:
+        _stop(self.executor, self.others)
+
+
+def _ready(running: dict, stop: threading.Event | None) -> set:
+    """The futures of `running` that are done (at least one), raising prefetch.Cancelled
+    once `stop` is set."""
+    while True:
+        ready, _ = cf.wait(running, timeout=None if stop is None else 0.2,
+                           return_when=cf.FIRST_COMPLETED)
+        if stop is not None and stop.is_set():
+            from aoizora.prefetch import Cancelled
+
             raise Cancelled()
-        yield from ready
+        if ready:
+            return ready
 
 
 # libtpu installs failure handlers where a signal has its default action, SIGTERM among them,

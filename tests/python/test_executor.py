@@ -170,3 +170,42 @@ def _quick_then_sleep(quick: str, job: C.Job) -> C.Outcome:
     if job.name == quick:
         return C.Outcome(job.name, job.kind, True)
     return _sleeps(job)
+
+
+def _pid_and_in_flight(folder: str, job: C.Job) -> C.Outcome:
+    """Records this worker's pid and how many jobs were running beside it (a file per job
+    in flight), after waiting (30 s at most) for as many as the file `want` says."""
+    mine = os.path.join(folder, f"running.{os.getpid()}.{time.monotonic_ns()}")
+    open(mine, "w").close()
+    with open(os.path.join(folder, "want")) as f:
+        want = int(f.read())
+    running = lambda: len([f for f in os.listdir(folder) if f.startswith("running.")])
+    deadline = time.monotonic() + 30
+    while running() < want and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    beside = running()
+    os.remove(mine)
+    return C.Outcome(job.name, job.kind, True, text=f"{os.getpid()} {beside}")
+
+
+def test_workers_are_kept_between_batches_and_each_batch_keeps_its_own_width(jobs, tmp_path):
+    """Two batches on one LocalExecutor run in the same worker processes (a worker's start-up
+    is paid once per plan, not per batch); a batch of width 1 on the kept 2-worker pool still
+    runs one job at a time; close() ends the workers."""
+    before = set(multiprocessing.active_children())
+    executor = LocalExecutor(work=functools.partial(_pid_and_in_flight, str(tmp_path)))
+    seen = []
+    try:
+        for width in (2, 1):
+            (tmp_path / "want").write_text(str(width))
+            got = {}
+            executor.run([jobs[0]] * 4, lambda i, out: got.__setitem__(i, out.text),
+                         workers=width)
+            seen.append({int(t.split()[0]) for t in got.values()})
+            assert max(int(t.split()[1]) for t in got.values()) == width
+    finally:
+        executor.close()
+    assert len(seen[0]) == 2 and seen[1] <= seen[0]
+    time.sleep(1)
+    assert not [p for p in multiprocessing.active_children() if p not in before]
