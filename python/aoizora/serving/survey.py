@@ -92,8 +92,8 @@ def check(request: Request) -> dict[str, list[splits.Split]]:
 
 def survey(request: Request, settings, progress_for: Callable[[str], Any] | None = None,
            log: Callable[[str], None] | None = None) -> Survey:
-    """Plans every replica shape the priceable splits need (module doc) and returns every
-    split's rows. `settings`: planner.Settings; progress_for(slice) -> a context manager
+    """Plans every replica shape of every split once (module doc), simulates together the
+    replicas of each split that could share links, and returns every split's rows. `settings`: planner.Settings; progress_for(slice) -> a context manager
     giving the planner's Progress for that plan; log(line) for what happens between."""
     log = log or (lambda line: None)
     by_slice = check(request)
@@ -108,17 +108,18 @@ def survey(request: Request, settings, progress_for: Callable[[str], Any] | None
         log(f"[{i}/{len(shapes)}] {shape}: " + (f"{r.plan}, {r.latency_s:.4g} s per video "
                                                 f"({r.scope})" if r.error == "" else r.error))
     runs = _together_runs(by_slice, programs, getattr(settings, "hardware", None), log)
-    rows = [row_of(request, s, b, replicas.get(s.planned_as), runs.get(id(s)))
+    rows = [row_of(request, s, b, replicas.get(s.planned_as), runs.get(s))
             for ss in by_slice.values() for s in ss for b in request.batches]
     return Survey(rows, by_slice, replicas, _notes(request, by_slice, replicas))
 
 
-def _together_runs(by_slice, programs, hardware: str | None, log) -> dict[int, together.Together]:
-    """id(split) -> its replicas simulated together, for every split that could share links
-    and whose replica shape has a plan."""
+def _together_runs(by_slice, programs, hardware: str | None,
+                   log) -> dict[splits.Split, together.Together]:
+    """split -> its replicas simulated together, for every split that could share links and
+    whose replica shape has a plan."""
     from aoizora import topology_file
 
-    runs: dict[int, together.Together] = {}
+    runs: dict[splits.Split, together.Together] = {}
     for name, ss in by_slice.items():
         shared = [s for s in ss if s.shares_links and programs.get(s.planned_as)]
         if not shared:
@@ -127,7 +128,7 @@ def _together_runs(by_slice, programs, hardware: str | None, log) -> dict[int, t
         topology = topology_file.load(name, hardware=hardware)
         for s in shared:
             log(f"{name}: simulating {s.describe()} together")
-            runs[id(s)] = simulate_together(s, programs[s.planned_as], topology)
+            runs[s] = simulate_together(s, programs[s.planned_as], topology)
     return runs
 
 
