@@ -71,6 +71,10 @@ class Plan:
     # Seconds per video (simulated): the plan's and each baseline's by part, the stages
     # around the loop (pipeline/plan_video.py); {"not_priced": why} when not priced.
     video: dict[str, Any] = field(default_factory=dict)
+    # The figures' error (intervals.py): the generation's bands, the rule that chose
+    # ("point" or "robust"), the figure ranked by, the candidates tied with the plan; each
+    # choice's extra["interval"] holds its own. {} in plans made before intervals.
+    uncertainty: dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
 
     def seconds_per_video(self, tag: str | None = None) -> float | None:
@@ -111,6 +115,7 @@ class Plan:
             baselines={k: Choice(**c) for k, c in d.get("baselines", {}).items()},
             planning=d.get("planning", {}),
             video=d.get("video", {}),
+            uncertainty=d.get("uncertainty", {}),
         )
 
     def save(self, path: str) -> None:

@@ -58,6 +58,21 @@ def check_choice(c, where: str) -> None:
             raise ValueError(f"{where}.{key} must be a number of seconds >= 0 or null")
     if not isinstance(c.get("extra", {}), dict):
         raise ValueError(f"{where}.extra must be an object")
+    for kind, iv in (c.get("extra", {}).get("interval") or {}).items():
+        _check_interval(iv, f"{where}.extra.interval.{kind}")
+
+
+def _check_interval(iv, where: str) -> None:
+    """An interval (intervals.py): null, or low_s <= point_s <= high_s, seconds >= 0."""
+    if iv is None:
+        return
+    if not isinstance(iv, dict) or not all(
+            _is_number(iv.get(k)) or (k == "high_s" and iv.get(k) == math.inf)
+            for k in ("low_s", "point_s", "high_s")):
+        raise ValueError(f"{where} must be an object with numbers low_s, point_s, high_s")
+    if not 0 <= iv["low_s"] <= iv["point_s"] <= iv["high_s"]:
+        raise ValueError(f"{where}: low_s {iv['low_s']} <= point_s {iv['point_s']} <= high_s "
+                         f"{iv['high_s']} does not hold")
 
 
 def _extent(dims: list[int]) -> str:
@@ -151,6 +166,36 @@ def check(d) -> None:
         raise ValueError("'planning' must be an object")
     _check_failed_baselines(planning.get("baselines_failed", {}))
     _check_video(d.get("video", {}))
+    _check_uncertainty(d.get("uncertainty", {}))
+
+
+def _check_uncertainty(u) -> None:
+    """uncertainty (optional; plans before intervals have none): the bands, the rule that
+    chose ("point" or "robust"), the ranked figure, the ties (each with its interval)."""
+    from aoizora import intervals
+
+    if not isinstance(u, dict):
+        raise ValueError("'uncertainty' must be an object")
+    if not u:
+        return
+    if u.get("rule") not in (intervals.POINT, intervals.ROBUST):
+        raise ValueError(f"uncertainty.rule must be {intervals.POINT!r} or "
+                         f"{intervals.ROBUST!r}, found {u.get('rule')!r}")
+    if u.get("ranked_by") not in (intervals.PER_VIDEO, intervals.PER_FORWARD):
+        raise ValueError("uncertainty.ranked_by must be 'seconds per video' or 'seconds per "
+                         "forward'")
+    bands = u.get("bands")
+    for part in ("communication", "compute"):
+        rel = (bands or {}).get(part, {}).get("rel") if isinstance(bands, dict) else None
+        if not (_is_number(rel) and rel >= 0):
+            raise ValueError(f"uncertainty.bands.{part}.rel must be a number >= 0")
+    ties = u.get("ties")
+    if not isinstance(ties, list):
+        raise ValueError("uncertainty.ties must be a list")
+    for i, t in enumerate(ties):
+        if not (isinstance(t, dict) and isinstance(t.get("name"), str)):
+            raise ValueError(f"uncertainty.ties[{i}] must be an object with a 'name'")
+        _check_interval(t, f"uncertainty.ties[{i}]")
 
 
 def _check_video(video) -> None:

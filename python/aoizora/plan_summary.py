@@ -6,7 +6,8 @@ baseline JAX cannot lay out, a stand-in, one not compared) is printed once, belo
 
     comparison_rows(plan) -> [Row]         the plan, then each baseline (compare --json)
     print_choice(plan, console=None)       the chosen sharding and placement, in words too,
-                                           and any placement that ties it
+                                           any placement that ties it, and its interval and
+                                           the candidates tied with it (intervals.py)
     print_comparison(plan, console=None)   the table against the baselines, then its notes
     print_video(plan, console=None)        seconds per video by part (text encoding, the
                                            steps, the VAE decode, the reshards)
@@ -17,6 +18,7 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
+from aoizora import intervals
 from aoizora.plan_format import Plan
 from aoizora.placement_ties import tie_sentence
 
@@ -38,6 +40,8 @@ class Row(NamedTuple):
     tag: str = ""
     notes: tuple[str, ...] = ()
     video_s: float | None = None     # simulated seconds per video (None: not priced)
+    interval: dict | None = None     # the ranked figure's interval (intervals.py), or None
+    tie: bool = False                # its interval overlaps the plan's
 
 
 def comparison_rows(plan: Plan) -> list[Row]:
@@ -45,12 +49,17 @@ def comparison_rows(plan: Plan) -> list[Row]:
     (planning["baselines_failed"]), which says why."""
     best = plan.choice.simulated_s
     c = plan.choice
+    by = (plan.uncertainty or {}).get("ranked_by", intervals.PER_FORWARD)
+    tied = {(t["candidate"], t["placement"]) for t in intervals.ties(plan)}
     rows = [Row(c.label("AoiZora"), c.candidate, c.placement, best, 1.0 if best else None,
-                "AoiZora", tuple(c.notes()), plan.seconds_per_video())]
+                "AoiZora", tuple(c.notes()), plan.seconds_per_video(),
+                intervals.ranked_interval(c.extra, by))]
     for tag, b in plan.baselines.items():
         speed = b.simulated_s / best if best and b.simulated_s else None
         rows.append(Row(b.label(tag), b.candidate, b.placement, b.simulated_s, speed, tag,
-                        tuple(b.notes()), plan.seconds_per_video(tag)))
+                        tuple(b.notes()), plan.seconds_per_video(tag),
+                        intervals.ranked_interval(b.extra, by),
+                        (b.candidate, b.placement) in tied))
     for tag, f in plan.planning.get("baselines_failed", {}).items():
         note = f"not compared: {f['why']}"
         rows.append(Row(f"{tag} ({note})", f["candidate"], "-", None, None, tag, (note,)))
@@ -100,6 +109,9 @@ def print_choice(plan: Plan, console=None) -> None:
     tie = tie_sentence(c)
     if tie:
         line(f"      {tie}", markup=False, highlight=False)
+    error = intervals.sentence(plan)
+    if error:
+        line(f"      {error}", markup=False, highlight=False)
     hw = hardware_line(plan)
     if hw:
         line(f"      {hw}", markup=False, highlight=False)
@@ -135,14 +147,30 @@ def _table(plan: Plan, rows: list[Row], labels: list[str]):
     per_video = any(r.video_s is not None for r in rows)
     if per_video:
         t.add_column("s /\nvideo", justify="right", no_wrap=True)
+    ranged = bool(plan.uncertainty)
+    if ranged:  # the ranked figure's interval; "tie": it overlaps the plan's
+        unit = "s / video" if plan.uncertainty["ranked_by"] == intervals.PER_VIDEO else "ms"
+        t.add_column(f"interval\n({unit})", justify="right", no_wrap=True)
     for label, r in zip(labels, rows):
         cells = [Text(label), Text(r.sharding), Text(r.placement),
                  "-" if r.simulated_s is None else f"{r.simulated_s * 1e3:.2f}",
                  "-" if r.speedup is None else f"{r.speedup:.3f}x"]
         if per_video:
             cells.append("-" if r.video_s is None else f"{r.video_s:.4g}")
+        if ranged:
+            cells.append(_interval_cell(r, plan.uncertainty["ranked_by"]))
         t.add_row(*cells)
     return t
+
+
+def _interval_cell(r: Row, by: str) -> str:
+    """"12.3-14.5 tie": the row's interval in the table's unit, "tie" where it overlaps the
+    plan's."""
+    if r.interval is None:
+        return "-"
+    scale, fmt = (1, "{:.4g}") if by == intervals.PER_VIDEO else (1e3, "{:.2f}")
+    lo, hi = (fmt.format(r.interval[k] * scale) for k in ("low_s", "high_s"))
+    return f"{lo}-{hi}" + (" tie" if r.tie else "")
 
 
 def _natural_width(console, renderable) -> int:
@@ -178,6 +206,9 @@ def print_comparison(plan: Plan, console=None) -> None:
     if existing:
         below.append(f"existing = {existing}: the fastest of the deployments listed that "
                      "JAX's default order can lay out, its row repeated")
+    if plan.uncertainty:
+        below.append("interval: from the generation's leave-one-out error bands "
+                     "(intervals.py); tie: it overlaps the plan's")
     for n in below:
         console.print(n, markup=False, highlight=False)
 

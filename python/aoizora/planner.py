@@ -25,9 +25,10 @@ from typing import Any
 
 from aoizora import jaxenv  # noqa: F401
 from aoizora import _core, baselines, kernels, optimized_hlo, stage1, strategies
+from aoizora.batch import run_jobs
 from aoizora.cache import Cache
 from aoizora.compile_target import CompileTarget, compile_target_for
-from aoizora.compiler import Job, Outcome, run_jobs, runs_in_process
+from aoizora.jobs import Job, Outcome, runs_in_process
 from aoizora.prefetch import Prefetch
 from aoizora.errors import NoFitError, UserError
 from aoizora.models.base import FunctionSpec
@@ -71,6 +72,8 @@ class Settings:
     video: bool = True                # price the whole video: the stages around the loop
                                       # (pipeline/plan_video.py), the plan the best per video
     steps: int | None = None          # denoising steps; None: the model's MaxDiffusion config
+    robust: bool = False              # the plan: the lowest high end of its interval (the best
+                                      # worst case, intervals.py), not the best point figure
 
 
 class Progress:
@@ -538,7 +541,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     plan slower than their deployment), saying when a baseline replaced the decision; with
     the stages around the loop priced (`video`), the best per video."""
     decision = min(pool, key=_decision_key)
-    simulated = _pooled(pool, base_pairs, video)
+    simulated = _pooled(pool, base_pairs, video, _robust_bands(run))
     best = simulated[0]
     stage2, graphs = run.stage2, run.graphs
     oracle = _oracle(run, candidates, s1, simulated) if run.settings.oracle else None
@@ -558,6 +561,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
         video=_video_record(run, video, best, base_pairs, oracle,
                             _pooled(pool, base_pairs)[0]),
     )
+    _intervals(run, the_plan, simulated, video)
     return PlanResult(the_plan, simulated, choice.extra["placements"], run.skipped,
                       graphs[best.candidate.name], stage2.topology, stage1=s1, ranked=ranked,
                       graphs=graphs, stage2=stage2)
@@ -767,11 +771,15 @@ def _video_model(run: _Run):
     return plan_video.VideoModel(run.cfg, run.wl, run.stage2, steps, stages, source, switch)
 
 
-def _pooled(pool: list[Pair], base_pairs: dict[str, Pair], video=None) -> list[Pair]:
+def _pooled(pool: list[Pair], base_pairs: dict[str, Pair], video=None,
+            robust=None) -> list[Pair]:
     """The decision's pool and the baselines' own pairs, one per (sharding, placement), best
     first: the plan is the first. Best: the fewest simulated seconds per forward, or with
-    `video` (plan_video.VideoModel) per video (the steps and the reshards)."""
+    `video` (plan_video.VideoModel) per video (the steps and the reshards); with `robust`
+    (error_bands.Bands, Settings.robust) the least high end of that figure's interval."""
     first = video.order_key if video is not None else (lambda p: p.simulated)
+    if robust is not None:
+        first = _high_end(robust, video)
     return sorted({(p.candidate.name, p.placement): p
                    for p in pool + list(base_pairs.values())}.values(),
                   key=lambda p: (first(p), p.simulated, p.q2))
@@ -786,7 +794,7 @@ def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair], vid
     baseline so refused is listed in run.failed_baselines, and the next best pair is the
     plan (the decision, held to the rule by _verify_decision, ends the search)."""
     while True:
-        best = _pooled(pool, base_pairs, video)[0].candidate
+        best = _pooled(pool, base_pairs, video, _robust_bands(run))[0].candidate
         name = best.name
         if (run.analysis_kind == "compile" or name in run.verified
                 or not _unpredicted(run, [best], force=_verify_plan(run))):
@@ -799,6 +807,43 @@ def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair], vid
         for tag in [t for t, p in base_pairs.items() if p.candidate.name == name]:
             del base_pairs[tag]
             run.failed_baselines[tag] = {"candidate": name, "why": _skip_reason(run, name)}
+
+
+def _bands(run: _Run):
+    """The error bands of the slice's generation (error_bands.py)."""
+    from aoizora import error_bands
+
+    return error_bands.for_generation(run.stage2.topology.spec["generation"])
+
+
+def _robust_bands(run: _Run):
+    return _bands(run) if run.settings.robust else None
+
+
+def _high_end(bands, video):
+    """A pair's worst case under `bands`: the high end of its simulated forward's interval,
+    or with `video` of its share of the video (its steps and its reshards)."""
+    from aoizora import intervals
+
+    def key(p: Pair) -> float:
+        fwd = intervals.forward(p.split, bands)
+        high = fwd["high_s"] if fwd else p.simulated
+        if video is None:
+            return high
+        return video.steps * high + bands.communication.bounds(video.parts(p)["reshard_s"])[1]
+    return key
+
+
+def _intervals(run: _Run, plan: Plan, simulated: list[Pair], video) -> None:
+    """Every choice of `plan` with its interval, plan.uncertainty with the bands, the rule
+    that chose and the ties (intervals.annotate); the runners-up priced per video here, as
+    plan.video holds only the plan's and the baselines'."""
+    from aoizora import intervals
+
+    parts = ({(p.candidate.name, p.placement): video.parts(p) for p in simulated}
+             if video is not None else {})
+    intervals.annotate(plan, _bands(run), intervals.ROBUST if run.settings.robust
+                       else intervals.POINT, parts)
 
 
 def _decision_key(p: Pair):

@@ -14,6 +14,7 @@ import pytest
 from aoizora import compiler, kernels, planner, tpu
 from aoizora.cache import Cache
 from aoizora.errors import UserError
+from aoizora.jobs import Outcome
 from aoizora.models import get_model, get_workload, wan
 from aoizora.plan_format import Plan
 
@@ -137,6 +138,56 @@ def test_plan_compiles_the_14b_two_block_proxy_for_the_tpu(result):
     assert "num_partitions=8" in hlo and 'custom_call_target="tpu_custom_call"' in hlo
 
 
+def test_every_simulated_figure_carries_its_interval_and_the_rule_that_chose(result):
+    from aoizora import intervals, plan_schema
+
+    plan = result.plan
+    u = plan.uncertainty
+    assert u["rule"] == intervals.POINT and u["bands"]["generation"] == "v5e"
+    by = u["ranked_by"]
+    mine = intervals.ranked_interval(plan.choice.extra, by)
+    for c in [plan.choice, *plan.runners_up, *plan.baselines.values()]:
+        fwd = c.extra["interval"]["forward"]
+        assert fwd["low_s"] < c.simulated_s < fwd["high_s"]
+        assert fwd["point_s"] == pytest.approx(c.simulated_s)
+    tied = {(t["candidate"], t["placement"]) for t in u["ties"]}
+    for c in [*plan.runners_up, *plan.baselines.values()]:
+        iv = intervals.ranked_interval(c.extra, by)
+        if (c.candidate, c.placement) != (plan.choice.candidate, plan.choice.placement):
+            assert ((c.candidate, c.placement) in tied) == intervals.overlap(mine, iv)
+    plan_schema.check(plan.to_dict())
+
+
+def test_robust_plan_has_no_worse_a_worst_case(result, cache_dir):
+    from aoizora import intervals
+
+    settings = planner.Settings(top_k=2, workers=1, cache=Cache(cache_dir), robust=True)
+    robust = planner.plan(**TINY, settings=settings).plan
+    by = robust.uncertainty["ranked_by"]
+    assert robust.uncertainty["rule"] == intervals.ROBUST
+    high = lambda p: intervals.ranked_interval(p.choice.extra, by)["high_s"]
+    assert high(robust) <= high(result.plan) * (1 + 1e-9)
+
+
+def test_robust_picks_the_best_worst_case_where_the_point_rule_does_not():
+    """Two pairs: A simulates 1.0 s, all of it exposed gathers; B 1.1 s, all compute. With
+    communication known to 50 % and compute to 5 %, A's worst case is 2.0 s, B's 1.158 s:
+    the point rule takes A, --robust takes B."""
+    from types import SimpleNamespace
+
+    from aoizora import error_bands
+    from aoizora.stage2 import Pair
+
+    bands = error_bands.Bands("v5e", error_bands.Band(0.5, error_bands.OWN),
+                              error_bands.Band(0.05, error_bands.OWN))
+    a = Pair(SimpleNamespace(name="a"), "p", [0], q2=1.0, simulated=1.0,
+             split={"forward_s": {"compute": 0.0, "all-gather": 1.0}, "step_s": 1.0})
+    b = Pair(SimpleNamespace(name="b"), "p", [0], q2=1.1, simulated=1.1,
+             split={"forward_s": {"compute": 1.1}, "step_s": 1.1})
+    assert planner._pooled([a, b], {})[0] is a
+    assert planner._pooled([a, b], {}, robust=bands)[0] is b
+
+
 def test_unknown_model_lists_the_valid_ones():
     with pytest.raises(UserError, match="unknown model 'wan3'.*wan2.1-t2v-14b"):
         planner.plan("wan3", "480p", 21, "v5e:2x4")
@@ -163,7 +214,7 @@ def test_a_candidate_that_fails_to_compile_is_reported_and_skipped(cache_dir, mo
         if jobs and jobs[0].kind in ("compile", "analyze") and "name" not in broken:
             o = outs[0]
             broken["name"] = jobs[0].candidate.name
-            outs[0] = compiler.Outcome(o.name, o.kind, False, error="injected failure")
+            outs[0] = Outcome(o.name, o.kind, False, error="injected failure")
         return outs
 
     monkeypatch.setattr(planner, "run_jobs", run_jobs)

@@ -13,7 +13,7 @@ from aoizora.plan_summary import (comparison_rows, print_choice, print_compariso
 DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:2x4"}
 # The options that choose what is planned (compare --plan refuses them beside a saved plan).
 WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "hardware", "top_k", "workers",
-                  "oracle", "steps", "no_video")
+                  "oracle", "steps", "no_video", "robust")
 
 
 def add_workload_args(p) -> None:
@@ -36,6 +36,10 @@ def add_workload_args(p) -> None:
     p.add_argument("--no-video", action="store_true", default=None,
                    help="plan one transformer forward only: leave the text encoder, the VAE "
                         "decode and seconds per video out")
+    p.add_argument("--robust", action="store_true", default=None,
+                   help="choose the best worst case: the lowest high end of each candidate's "
+                        "interval from the leave-one-out error bands, not the best simulated "
+                        "figure (plan.json's uncertainty.rule says which chose)")
     p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
                    help="shardings kept by Stage 1, 1 to 1000 (default: K from measured recall)")
     p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
@@ -126,7 +130,8 @@ def run_planner(args):
                             full_compile=args.full_compile,
                             verify=args.verify, verify_baselines=args.verify_baselines,
                             run_ahead=not args.no_run_ahead, executor=jobs_on,
-                            video=not args.no_video, steps=args.steps)
+                            video=not args.no_video, steps=args.steps,
+                            robust=bool(args.robust))
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:
                 progress.note(f"jobs run on {jobs_on.description}")

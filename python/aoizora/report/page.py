@@ -12,6 +12,8 @@ test looks for:
     placement  the chosen placement beside JAX's default order for the same sharding, link
                loads on one colour scale; where each mesh axis runs; devices sharing a chip
     timeline   one transformer block per device from the simulator; the Perfetto trace
+    uncertainty  each compared figure's interval from the error bands and the ties
+               (report/uncertainty.py; none for a plan made before intervals)
     baselines, runners-up, placements   the figures as tables
 
 A section whose data the plan does not hold (a plan written before it existed) says so.
@@ -25,7 +27,7 @@ from typing import Any
 
 from aoizora.placement_ties import tie_sentence
 from aoizora.plan_format import Choice, Plan
-from aoizora.report import charts, hardware, tables
+from aoizora.report import charts, hardware, tables, uncertainty
 from aoizora.report.slices import scale_svg, slice_svg
 
 STYLE = """
@@ -257,6 +259,7 @@ def render(plan: Plan, trace: str | None = None) -> str:
 {_summary(plan)}
 {_video(plan)}
 {_why(plan)}
+{uncertainty.section(plan)}
 {_placement(plan)}
 {_timeline(plan, trace)}
 {_tables(plan)}

@@ -1,0 +1,135 @@
+"""Intervals and ties (intervals.py) on constructed plans: a forward's interval scales its
+compute and its exposed communication by their own bands; a candidate whose interval
+overlaps the plan's is reported as a tie with the part that separates them, one whose does
+not is not; plan.json, the CLI table and the report carry both."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from aoizora import error_bands, intervals, plan_schema
+from aoizora.plan_format import Choice, Plan
+
+# Compute known to 10 %, communication to 50 %: a communication-heavy step is the less sure.
+BANDS = error_bands.Bands("v5e", error_bands.Band(0.5, error_bands.OWN, "ag"),
+                          error_bands.Band(0.1, error_bands.OWN, "step"))
+
+
+def _split(compute: float, comm: float) -> dict:
+    return {"forward_s": {"compute": compute, "all-gather": comm}, "step_s": compute + comm}
+
+
+def _choice(name: str, compute: float, comm: float, x: int = 0) -> Choice:
+    return Choice(candidate=name, mesh_shape=[8], axis_names=["data"], strategy={},
+                  placement=f"p{x}", device_coords=[[i, 0, 0] for i in range(8)],
+                  chip_ids=list(range(8)), q2_s=compute + comm,
+                  simulated_s=compute + comm, extra={"step_split": _split(compute, comm)})
+
+
+def _plan(plan: Choice, **baselines: Choice) -> Plan:
+    p = Plan(model={"name": "m"}, workload={"video": "tiny", "frames": 9},
+             topology={"name": "v5e:2x4", "generation": "v5e"}, choice=plan,
+             baselines=dict(baselines))
+    intervals.annotate(p, BANDS, intervals.POINT)
+    return p
+
+
+def test_a_forward_scales_compute_and_communication_by_their_own_bands():
+    iv = intervals.forward(_split(1.0, 0.5), BANDS)
+    assert iv["low_s"] == pytest.approx(1.0 / 1.1 + 0.5 / 1.5)
+    assert iv["high_s"] == pytest.approx(1.0 / 0.9 + 0.5 / 0.5)
+    assert iv["point_s"] == 1.5
+    # An unattributed remainder takes the wider band at both ends.
+    split = {"forward_s": {"compute": 1.0, "unattributed": 0.5}, "step_s": 1.5}
+    assert intervals.forward(split, BANDS)["high_s"] == pytest.approx(1.0 / 0.9 + 0.5 / 0.5)
+
+
+def test_a_video_is_its_steps_its_reshards_and_its_stages():
+    fwd = intervals.forward(_split(1.0, 0.5), BANDS)
+    parts = {"text_encoder_s": 0.2, "denoising_s": 30 * 1.5, "vae_decode_s": 0.8,
+             "reshard_s": 0.01}
+    iv = intervals.video(parts, 30, fwd, BANDS)
+    assert iv["point_s"] == pytest.approx(46.01)
+    # Stages (no split kept) in the wider band, 50 %; reshards are communication.
+    assert iv["high_s"] == pytest.approx(30 * fwd["high_s"] + 0.01 / 0.5 + 1.0 / 0.5)
+    assert iv["low_s"] == pytest.approx(30 * fwd["low_s"] + 0.01 / 1.5 + 1.0 / 1.5)
+    assert intervals.video({**parts, "vae_decode_s": None}, 30, fwd, BANDS) is None
+
+
+def test_overlapping_intervals_are_a_tie_with_what_separates_them():
+    # The plan: 1.0 s all compute, [0.909, 1.111]. The baseline: 1.05 s of which 0.3 s
+    # gathers, [0.882, 1.433]: they overlap, and communication separates them most.
+    p = _plan(_choice("plan", 1.0, 0.0), usp=_choice("usp", 0.75, 0.3, 1))
+    (tie,) = intervals.ties(p)
+    assert tie["name"] == "usp" and tie["role"] == "baseline"
+    assert tie["most"] == "communication"
+    assert tie["by_part_s"]["communication"] == pytest.approx(0.3)
+    assert tie["by_part_s"]["compute"] == pytest.approx(-0.25)
+    assert "usp" in intervals.sentence(p) and "Ties" in intervals.sentence(p)
+
+
+def test_separate_intervals_are_no_tie():
+    # 1.3 s of compute: [1.182, 1.444] starts above the plan's 1.111.
+    p = _plan(_choice("plan", 1.0, 0.0), slow=_choice("slow", 1.3, 0.0, 1))
+    assert intervals.ties(p) == []
+    assert "No candidate's interval overlaps it" in intervals.sentence(p)
+    # The same gap in communication is within its wider band: a tie.
+    p = _plan(_choice("plan", 1.0, 0.0), slow=_choice("slow", 1.0, 0.3, 1))
+    assert [t["name"] for t in intervals.ties(p)] == ["slow"]
+
+
+def test_the_existing_baseline_is_not_its_own_tie_twice():
+    usp = _choice("usp", 0.75, 0.3, 1)
+    p = _plan(_choice("plan", 1.0, 0.0), usp=usp, existing=usp)
+    assert [t["name"] for t in intervals.ties(p)] == ["usp"]
+
+
+def test_plan_json_keeps_intervals_and_ties_and_the_schema_checks_them():
+    p = _plan(_choice("plan", 1.0, 0.0), usp=_choice("usp", 0.75, 0.3, 1))
+    d = p.to_dict()
+    plan_schema.check(d)
+    again = Plan.from_dict(d)
+    assert again.uncertainty["ties"][0]["name"] == "usp"
+    assert again.choice.extra["interval"]["forward"]["high_s"] == pytest.approx(1 / 0.9)
+    bad = p.to_dict()
+    bad["baselines"]["usp"]["extra"]["interval"]["forward"]["low_s"] = 2.0
+    with pytest.raises(ValueError, match=r"baselines.usp.extra.interval.forward: low_s 2.0"):
+        plan_schema.check(bad)
+    bad = p.to_dict()
+    bad["uncertainty"]["rule"] = "best"
+    with pytest.raises(ValueError, match="uncertainty.rule"):
+        plan_schema.check(bad)
+
+
+def test_the_cli_table_shows_each_interval_and_marks_the_tie():
+    from rich.console import Console
+
+    from aoizora import plan_summary
+
+    p = _plan(_choice("plan", 1.0, 0.0), usp=_choice("usp", 0.75, 0.3, 1),
+              slow=_choice("slow", 1.3, 0.0, 2))
+    out = io.StringIO()
+    plan_summary.print_comparison(p, Console(file=out, width=120))
+    plan_summary.print_choice(p, Console(file=out, width=120))
+    lines = out.getvalue().splitlines()
+    usp = next(line for line in lines if line.startswith("usp"))
+    slow = next(line for line in lines if line.startswith("slow"))
+    assert "881.82-1433.33 tie" in usp
+    assert "1181.82-1444.44" in slow and "tie" not in slow
+    assert any("Ties (intervals overlap): usp" in line for line in lines)
+
+
+def test_the_report_shows_intervals_and_ties():
+    from aoizora.report import uncertainty
+
+    p = _plan(_choice("plan", 1.0, 0.0), usp=_choice("usp", 0.75, 0.3, 1),
+              slow=_choice("slow", 1.3, 0.0, 2))
+    html = uncertainty.section(p)
+    assert 'id="uncertainty"' in html
+    usp = next(r for r in html.split("<tr>") if r.startswith("<td>usp"))
+    slow = next(r for r in html.split("<tr>") if r.startswith("<td>slow"))
+    assert "tie; differs most in communication" in usp and "tie" not in slow
+    old = Plan.from_dict({k: v for k, v in p.to_dict().items() if k != "uncertainty"})
+    assert uncertainty.section(old) == ""
