@@ -34,6 +34,7 @@ from __future__ import annotations
 from aoizora.error_bands import Bands
 
 POINT, ROBUST = "point", "robust"
+SHOWN = 4   # ties named in the sentence; plan.json and the report list every one
 PER_VIDEO, PER_FORWARD = "seconds per video", "seconds per forward"
 _STAGES = ("text_encoder_s", "conditioning_s", "vae_decode_s")
 
@@ -155,13 +156,23 @@ def ties(plan) -> list[dict]:
     return (getattr(plan, "uncertainty", None) or {}).get("ties", [])
 
 
-def _s(x: float) -> str:
-    return f"{x:.3f} s" if x >= 0.1 else f"{x * 1e3:.3f} ms"
+def unit(seconds: float) -> tuple[str, float]:
+    """The unit a figure of about `seconds` reads best in: ("ms", 1e-3) and so on."""
+    for name, scale in (("us", 1e-6), ("ms", 1e-3)):
+        if abs(seconds) < 1000 * scale:
+            return name, scale
+    return "s", 1.0
+
+
+def duration(x: float) -> str:
+    """Three significant figures in the unit that reads best: "882 ms", "1.43 s"."""
+    name, scale = unit(x)
+    return f"{x / scale:.3g} {name}"
 
 
 def span(iv: dict | None) -> str:
-    """"[1.234 s, 1.567 s]", or "-" without an interval."""
-    return "-" if iv is None else f"[{_s(iv['low_s'])}, {_s(iv['high_s'])}]"
+    """"[1.23 s, 1.57 s]", or "-" without an interval."""
+    return "-" if iv is None else f"[{duration(iv['low_s'])}, {duration(iv['high_s'])}]"
 
 
 def sentence(plan) -> str | None:
@@ -183,8 +194,11 @@ def sentence(plan) -> str | None:
     if not tied:
         return text + " No candidate's interval overlaps it."
     each = "; ".join(f"{t['name']} {span(t)}, differs most in {t['most']} "
-                     f"({t['by_part_s'][t['most']]:+.4g} s)" for t in tied)
-    return text + f" Ties (intervals overlap): {each}."
+                     f"({'+' if t['by_part_s'][t['most']] >= 0 else '-'}"
+                     f"{duration(abs(t['by_part_s'][t['most']]))})" for t in tied[:SHOWN])
+    more = (f"; and {len(tied) - SHOWN} more (plan.json's uncertainty.ties)"
+            if len(tied) > SHOWN else "")
+    return text + f" Ties (intervals overlap): {each}{more}."
 
 
 def _basis(band: dict) -> str:

@@ -131,7 +131,9 @@ def hardware_line(plan: Plan) -> str:
     return f"{head} ({sentence(basis)})"
 
 
-def _table(plan: Plan, rows: list[Row], labels: list[str]):
+def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = ""):
+    """The comparison table; `ranged` "interval" adds the ranked figure's interval with its
+    tie mark (where it fits: else _interval_lines prints them beneath)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -147,30 +149,44 @@ def _table(plan: Plan, rows: list[Row], labels: list[str]):
     per_video = any(r.video_s is not None for r in rows)
     if per_video:
         t.add_column("s /\nvideo", justify="right", no_wrap=True)
-    ranged = bool(plan.uncertainty)
-    if ranged:  # the ranked figure's interval; "tie": it overlaps the plan's
-        unit = "s / video" if plan.uncertainty["ranked_by"] == intervals.PER_VIDEO else "ms"
-        t.add_column(f"interval\n({unit})", justify="right", no_wrap=True)
+    if ranged == "interval":  # the ranked figure's interval; "tie": it overlaps the plan's
+        name, scale = _interval_unit(plan, rows)
+        t.add_column(f"interval\n({name})", justify="right", no_wrap=True)
     for label, r in zip(labels, rows):
         cells = [Text(label), Text(r.sharding), Text(r.placement),
                  "-" if r.simulated_s is None else f"{r.simulated_s * 1e3:.2f}",
                  "-" if r.speedup is None else f"{r.speedup:.3f}x"]
         if per_video:
             cells.append("-" if r.video_s is None else f"{r.video_s:.4g}")
-        if ranged:
-            cells.append(_interval_cell(r, plan.uncertainty["ranked_by"]))
+        if ranged == "interval":
+            cells.append(_interval_cell(r, scale) + (" tie" if r.tie else ""))
         t.add_row(*cells)
     return t
 
 
-def _interval_cell(r: Row, by: str) -> str:
-    """"12.3-14.5 tie": the row's interval in the table's unit, "tie" where it overlaps the
-    plan's."""
+def _interval_unit(plan: Plan, rows: list[Row]) -> tuple[str, float]:
+    """The intervals' unit, "us / video" and its seconds, from the plan's own figure."""
+    unit, scale = intervals.unit(rows[0].interval["point_s"] if rows[0].interval else 1.0)
+    per = "video" if plan.uncertainty["ranked_by"] == intervals.PER_VIDEO else "forward"
+    return f"{unit} / {per}", scale
+
+
+def _interval_cell(r: Row, scale: float) -> str:
+    """"12.3-14.5": the row's interval in the table's unit (`scale` seconds), three
+    significant digits (whole numbers from 100)."""
     if r.interval is None:
         return "-"
-    scale, fmt = (1, "{:.4g}") if by == intervals.PER_VIDEO else (1e3, "{:.2f}")
-    lo, hi = (fmt.format(r.interval[k] * scale) for k in ("low_s", "high_s"))
-    return f"{lo}-{hi}" + (" tie" if r.tie else "")
+    num = lambda x: f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+    return "-".join(num(r.interval[k] / scale) for k in ("low_s", "high_s"))
+
+
+def _interval_lines(plan: Plan, rows: list[Row], labels: list[str]) -> list[str]:
+    """The intervals beneath a table too narrow to hold them, one row each."""
+    name, scale = _interval_unit(plan, rows)
+    w = max(len(label.split("\n")[0]) for label in labels)
+    return [f"interval ({name}; tie: it overlaps the plan's):"] + [
+        f"  {label.split(chr(10))[0]:{w}}  {_interval_cell(r, scale)}{' tie' if r.tie else ''}"
+        for label, r in zip(labels, rows)]
 
 
 def _natural_width(console, renderable) -> int:
@@ -191,15 +207,23 @@ def print_comparison(plan: Plan, console=None) -> None:
     labels = [" ".join([_short(r.tag), *(f"[{notes.index(n) + 1}]" for n in r.notes)])
               for r in rows]
     existing = existing_is(plan)
-    table = _table(plan, rows, labels)
+    ranged = "interval" if plan.uncertainty else ""
+    table = _table(plan, rows, labels, ranged)
+    beneath = bool(ranged) and _natural_width(console, table) > console.width
+    if beneath:  # the intervals and ties go beneath, one line each
+        ranged = ""
+        table = _table(plan, rows, labels, ranged)
     if existing:  # "existing = TAG" on one line where the table still fits, else on two
         i = next(i for i, r in enumerate(rows) if r.tag == "existing")
         one_line = labels[:i] + [f"{labels[i]} = {_short(existing)}"] + labels[i + 1:]
-        table = _table(plan, rows, one_line)
+        table = _table(plan, rows, one_line, ranged)
         if _natural_width(console, table) > console.width:
             labels[i] += f"\n= {_short(existing)}"
-            table = _table(plan, rows, labels)
+            table = _table(plan, rows, labels, ranged)
     console.print(table)
+    if beneath:
+        for line in _interval_lines(plan, rows, labels):
+            console.print(line, markup=False, highlight=False)
     below = [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
     if any(_short(r.tag) != r.tag for r in rows):
         below.append(_SHORT_PREFIX[2])
@@ -207,8 +231,8 @@ def print_comparison(plan: Plan, console=None) -> None:
         below.append(f"existing = {existing}: the fastest of the deployments listed that "
                      "JAX's default order can lay out, its row repeated")
     if plan.uncertainty:
-        below.append("interval: from the generation's leave-one-out error bands "
-                     "(intervals.py); tie: it overlaps the plan's")
+        below.append("interval: the ranked figure's, from the generation's leave-one-out "
+                     "error bands (intervals.py); tie: it overlaps the plan's")
     for n in below:
         console.print(n, markup=False, highlight=False)
 

@@ -103,22 +103,36 @@ def test_plan_json_keeps_intervals_and_ties_and_the_schema_checks_them():
         plan_schema.check(bad)
 
 
-def test_the_cli_table_shows_each_interval_and_marks_the_tie():
+def _printed(plan: Plan, width: int) -> list[str]:
     from rich.console import Console
 
     from aoizora import plan_summary
 
+    out = io.StringIO()
+    plan_summary.print_comparison(plan, Console(file=out, width=width))
+    plan_summary.print_choice(plan, Console(file=out, width=width))
+    return out.getvalue().splitlines()
+
+
+def test_the_cli_table_shows_each_interval_and_marks_the_tie():
     p = _plan(_choice("plan", 1.0, 0.0), usp=_choice("usp", 0.75, 0.3, 1),
               slow=_choice("slow", 1.3, 0.0, 2))
-    out = io.StringIO()
-    plan_summary.print_comparison(p, Console(file=out, width=120))
-    plan_summary.print_choice(p, Console(file=out, width=120))
-    lines = out.getvalue().splitlines()
+    lines = _printed(p, 120)
+    assert any("interval" in line for line in lines[:4])   # a column of the table
     usp = next(line for line in lines if line.startswith("usp"))
     slow = next(line for line in lines if line.startswith("slow"))
-    assert "881.82-1433.33 tie" in usp
-    assert "1181.82-1444.44" in slow and "tie" not in slow
-    assert any("Ties (intervals overlap): usp" in line for line in lines)
+    assert usp.endswith("0.882-1.43 tie")
+    assert slow.endswith("1.18-1.44")
+    assert "Ties (intervals overlap): usp [882 ms, 1.43 s]" in " ".join(" ".join(lines).split())
+
+
+def test_a_table_too_narrow_for_the_intervals_lists_them_beneath():
+    p = _plan(_choice("plan", 1.0, 0.0), usp=_choice("usp", 0.75, 0.3, 1),
+              slow=_choice("slow", 1.3, 0.0, 2))
+    lines = _printed(p, 60)
+    start = lines.index("interval (s / forward; tie: it overlaps the plan's):")
+    assert [line.split() for line in lines[start + 1:start + 4]] == [
+        ["AoiZora", "0.909-1.11"], ["usp", "0.882-1.43", "tie"], ["slow", "1.18-1.44"]]
 
 
 def test_the_report_shows_intervals_and_ties():

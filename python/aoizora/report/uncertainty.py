@@ -14,11 +14,13 @@ from aoizora.plan_format import Plan
 def _row(label: str, iv: dict | None, tie: dict | None) -> str:
     if iv is None:
         return f"<tr><td>{html.escape(label)}</td><td colspan=\"5\">no interval</td></tr>"
+    d = intervals.duration
+    most = None if tie is None else tie["by_part_s"][tie["most"]]
     why = ("" if tie is None else f"tie; differs most in {tie['most']} "
-           f"({tie['by_part_s'][tie['most']]:+.4g} s)")
-    return (f"<tr><td>{html.escape(label)}</td><td>{iv['point_s']:.4g}</td>"
-            f"<td>{iv['low_s']:.4g}</td><td>{iv['high_s']:.4g}</td>"
-            f"<td>{iv['high_s'] - iv['low_s']:.3g}</td><td>{html.escape(why)}</td></tr>")
+           f"({'+' if most >= 0 else '-'}{d(abs(most))})")
+    return (f"<tr><td>{html.escape(label)}</td><td>{d(iv['point_s'])}</td>"
+            f"<td>{d(iv['low_s'])}</td><td>{d(iv['high_s'])}</td>"
+            f"<td>{d(iv['high_s'] - iv['low_s'])}</td><td>{html.escape(why)}</td></tr>")
 
 
 def section(plan: Plan) -> str:
