@@ -96,16 +96,18 @@ def separation(plan_iv: dict, other_iv: dict) -> dict:
 
 def _rows(plan) -> list[tuple[str, str, object]]:
     """(role, name, Choice) of every candidate the plan compares with its choice, once each
-    (the "existing" baseline repeats another)."""
+    (the "existing" baseline repeats another; a runner-up that is a baseline's pair is named
+    by its tag)."""
     seen = {(plan.choice.candidate, plan.choice.placement)}
     out = []
-    for role, c in ([("runner-up", c) for c in plan.runners_up]
-                    + [("baseline", c) for t, c in plan.baselines.items() if t != "existing"]):
+    for role, name, c in ([("baseline", t, c) for t, c in plan.baselines.items()
+                           if t != "existing"]
+                          + [("runner-up", c.candidate, c) for c in plan.runners_up]):
         key = (c.candidate, c.placement)
         if key in seen:
             continue
         seen.add(key)
-        out.append((role, c.extra.get("label", c.candidate), c))
+        out.append((role, name, c))
     return out
 
 

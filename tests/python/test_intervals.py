@@ -81,9 +81,13 @@ def test_separate_intervals_are_no_tie():
 
 
 def test_the_existing_baseline_is_not_its_own_tie_twice():
-    usp = _choice("usp", 0.75, 0.3, 1)
-    p = _plan(_choice("plan", 1.0, 0.0), usp=usp, existing=usp)
-    assert [t["name"] for t in intervals.ties(p)] == ["usp"]
+    usp = _choice("dp2-usp2x2", 0.75, 0.3, 1)
+    p = _plan(_choice("plan", 1.0, 0.0), **{"xdit-usp": usp, "existing": usp})
+    assert [t["name"] for t in intervals.ties(p)] == ["xdit-usp"]
+    # A runner-up that is a baseline's own pair is one tie, named by the baseline's tag.
+    p.runners_up = [_choice("dp2-usp2x2", 0.75, 0.3, 1)]
+    intervals.annotate(p, BANDS, intervals.POINT)
+    assert [(t["name"], t["role"]) for t in intervals.ties(p)] == [("xdit-usp", "baseline")]
 
 
 def test_plan_json_keeps_intervals_and_ties_and_the_schema_checks_them():
