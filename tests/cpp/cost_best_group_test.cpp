@@ -29,5 +29,29 @@ TEST(ShloQ1, BestGroupCostsUseTheSimulatorsAlgorithms) {
   EXPECT_EQ(g.get(hlo::CollectiveKind::kAllReduce, 1).seconds(1e9), 0);
 }
 
+// TPU7x has two cores per chip, joined by a die-to-die link (1.2 TB/s) much faster than ICI
+// (89.22 GB/s per link). Only one mesh axis can sit on a chip's cores: a pair that spans them
+// swaps over the die-to-die link; pairs that avoid them swap over ICI between two chips, and
+// the pairs of both cores share the chips' link: 2 V on it.
+TEST(ShloQ1, APairOnOneCoreOfEachChipCrossesIci) {
+  Result<topo::Topology> t = topo::make_topology("tpu7x:2x2x1");
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->cores_per_chip(), 2);
+  const double ici = t->spec.link_bandwidth;
+  const double die = t->spec.intra_chip_link->bandwidth;
+  cost::BestGroupCosts g(*t);
+  const auto permute = hlo::CollectiveKind::kCollectivePermute;
+  EXPECT_NEAR(g.get(permute, 2, CoreAxis::kSpans).seconds_per_byte * die, 1.0, 1e-9);
+  EXPECT_NEAR(g.get(permute, 2, CoreAxis::kAvoids).seconds_per_byte * ici, 2.0, 1e-9);
+  EXPECT_EQ(g.get(permute, 2).seconds_per_byte, g.get(permute, 2, CoreAxis::kSpans).seconds_per_byte);
+  const auto a2a = hlo::CollectiveKind::kAllToAll;
+  // One core per chip (v5e): the core axis changes nothing.
+  Result<topo::Topology> v5e = topo::make_topology("v5e:2x4");
+  ASSERT_TRUE(v5e.ok());
+  cost::BestGroupCosts h(*v5e);
+  EXPECT_EQ(h.get(a2a, 4, CoreAxis::kAvoids).seconds_per_byte, h.get(a2a, 4).seconds_per_byte);
+  EXPECT_EQ(h.get(a2a, 4, CoreAxis::kSpans).seconds_per_byte, h.get(a2a, 4).seconds_per_byte);
+}
+
 }  // namespace
 }  // namespace aoizora::cost

@@ -13,16 +13,20 @@ namespace {
 
 using Box = topo::DeviceCoords;  // extents or an origin over device axes (x, y, z, core)
 
-// Every box extent that tiles the slice's devices with groups of k devices.
-std::vector<Box> tiling_boxes(const topo::Topology& t, int k) {
+// Every box extent that tiles the slice's devices with groups of k devices, along the core
+// axis as `core` allows.
+std::vector<Box> tiling_boxes(const topo::Topology& t, int k, CoreAxis core) {
   const Box dims = t.device_dims();
   std::vector<Box> out;
+  auto core_ok = [&](int e) {
+    return core == CoreAxis::kAny || (core == CoreAxis::kSpans ? e == dims[3] : e == 1);
+  };
   for (int a = 1; a <= dims[0]; ++a)
     for (int b = 1; b <= dims[1]; ++b)
       for (int c = 1; c <= dims[2]; ++c)
         for (int e = 1; e <= dims[3]; ++e)
           if (a * b * c * e == k && dims[0] % a == 0 && dims[1] % b == 0 && dims[2] % c == 0 &&
-              dims[3] % e == 0)
+              dims[3] % e == 0 && core_ok(e))
             out.push_back({a, b, c, e});
   return out;
 }
@@ -78,21 +82,23 @@ std::vector<int> cycle_order(const topo::Topology& t, const Box& ext, const Box&
 
 }  // namespace
 
-const GroupCost& BestGroupCosts::get(hlo::CollectiveKind kind, int k) {
-  auto key = std::make_pair(static_cast<int>(kind), k);
+const GroupCost& BestGroupCosts::get(hlo::CollectiveKind kind, int k, CoreAxis core) {
+  if (topo_.cores_per_chip() < 2 || !topo_.is_grid() || tiling_boxes(topo_, k, core).empty())
+    core = CoreAxis::kAny;
+  auto key = std::make_tuple(static_cast<int>(kind), k, static_cast<int>(core));
   auto it = memo_.find(key);
-  if (it == memo_.end()) it = memo_.emplace(key, compute(kind, k)).first;
+  if (it == memo_.end()) it = memo_.emplace(key, compute(kind, k, core)).first;
   return it->second;
 }
 
-GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k) const {
+GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k, CoreAxis core) const {
   GroupCost best;
   const int n = topo_.num_devices();
   if (k < 2 && kind != hlo::CollectiveKind::kCollectivePermute) {
     best.seconds_per_byte = 0;
     return best;
   }
-  std::vector<Box> boxes = topo_.is_grid() ? tiling_boxes(topo_, k) : std::vector<Box>{};
+  std::vector<Box> boxes = topo_.is_grid() ? tiling_boxes(topo_, k, core) : std::vector<Box>{};
   std::vector<std::vector<std::vector<int>>> groupings;
   for (const Box& ext : boxes) {
     const Box dims = topo_.device_dims();

@@ -51,7 +51,13 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
   if (k <= 1 && n.comm != CommKind::kCollectivePermute) return 0;
   if (p.group_costs && k > 1) {
     const double volume = n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
-    return p.group_costs->get(hlo_kind(n.comm), static_cast<int>(k)).seconds(volume);
+    CoreAxis core = CoreAxis::kAny;
+    if (!p.core_axis.empty()) {
+      core = CoreAxis::kAvoids;
+      for (const std::string& a : n.axes)
+        if (a.substr(0, a.find(':')) == p.core_axis) core = CoreAxis::kSpans;
+    }
+    return p.group_costs->get(hlo_kind(n.comm), static_cast<int>(k), core).seconds(volume);
   }
   double bw = 0;
   const shlo::Mesh* m = meshes.find(mesh);
@@ -220,7 +226,25 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     b.exposed_comm += std::max(0.0, t[i] - window) * x.repeat;
   }
   b.q1 = b.compute + b.exposed_comm + b.barrier_comm;
+  b.core_axis = p.core_axis;
   return b;
+}
+
+Q1Breakdown q1_best_core_axis(const shlo::PredictionDag& dag, Q1Params p) {
+  const int cores = p.chip.cores_per_chip;
+  const shlo::Mesh* mesh = dag.meshes.find(dag.mesh);
+  p.core_axis.clear();
+  Q1Breakdown best = q1(dag, p);
+  if (!p.group_costs || cores < 2 || !mesh) return best;
+  bool any = false;
+  for (const shlo::MeshAxis& a : mesh->axes) {
+    if (a.size < cores || a.size % cores != 0) continue;
+    p.core_axis = a.name;
+    Q1Breakdown b = q1(dag, p);
+    if (!any || b.q1 < best.q1) best = std::move(b);
+    any = true;
+  }
+  return best;
 }
 
 }  // namespace aoizora::cost

@@ -21,6 +21,10 @@
 // the compute between its operand and its first consumer (the step's kernel; for a rolled
 // loop, the rest of its loop body), each compute's time hiding permutes once.
 // Compute is a roofline per op: max(flops / peak, bytes / HBM bandwidth).
+// On a slice of two cores per chip, one mesh axis holds a chip's cores: collectives over it
+// span them (the die-to-die link), every other one stays on one core per chip (ICI only).
+// Q1 does not know which axis a placement puts there, so q1_best_core_axis takes the least
+// Q1 over that choice (docs/stage1.md).
 #pragma once
 
 #include <array>
@@ -44,6 +48,10 @@ struct Q1Params {
   std::map<std::string, double> axis_bandwidth;
   // When set (not owned), collectives are priced on the real topology (best_group.h).
   BestGroupCosts* group_costs = nullptr;
+  // With group_costs on a slice of two cores per chip: the mesh axis whose groups span a
+  // chip's cores; a collective over other axes only stays on one core of each chip. Empty:
+  // every collective may take any box (the best for each, as if each had the cores).
+  std::string core_axis;
 };
 
 struct Q1Breakdown {
@@ -54,6 +62,7 @@ struct Q1Breakdown {
   double exposed_comm = 0;      // the part of overlappable_comm its windows do not hide
   double barrier_comm = 0;
   std::map<std::string, double> comm_by_axis;  // seconds, a multi-axis collective split evenly
+  std::string core_axis;                       // Q1Params::core_axis it was priced with
 };
 
 // Best bandwidth (bytes/s per device) a slice could give a mesh axis of length k.
@@ -65,5 +74,10 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
 double compute_seconds(const shlo::DagNode& n, const Q1Params& p);
 
 Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p);
+
+// q1 with the least Q1 over which mesh axis holds a chip's cores (each axis of the DAG's
+// mesh whose size is a multiple of the cores per chip; ties: the first, major to minor).
+// Equal to q1(dag, p) when there is no topology or one core per chip.
+Q1Breakdown q1_best_core_axis(const shlo::PredictionDag& dag, Q1Params p);
 
 }  // namespace aoizora::cost

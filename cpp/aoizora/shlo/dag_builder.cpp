@@ -264,6 +264,11 @@ Status Builder::visit(const Op& op, std::string_view n, double repeat) {
       matmuls = compute::splash_matmuls(*call);
     }
     int node = compute(op, repeat, flops, bytes, false, std::move(matmuls));
+    // A free op (a reshape, a bitcast) has no node: its results carry the latest of its
+    // operands' nodes, so what reads them still depends on what produced them (a ring step's
+    // kernel reads the K/V a permute received through reshapes).
+    if (node < 0)
+      for (int v : op.operands) node = std::max(node, node_of_[static_cast<size_t>(v)]);
     for (int r : op.results) {
       ShardState s;
       s.manual = true;

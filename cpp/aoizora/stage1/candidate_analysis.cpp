@@ -72,7 +72,7 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
     group_costs.emplace(*topology);
     p.group_costs = &*group_costs;
   }
-  cost::Q1Breakdown q = cost::q1(*dag, p);
+  cost::Q1Breakdown q = cost::q1_best_core_axis(*dag, p);
 
   Stage1Result r;
   r.q1_seconds = q.q1;
