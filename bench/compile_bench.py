@@ -24,11 +24,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from aoizora import jaxenv  # noqa: E402,F401
 from aoizora import compiler as C  # noqa: E402
+from aoizora import jaxenv  # noqa: E402,F401
 from aoizora import kernels  # noqa: E402
 from aoizora import strategies as S  # noqa: E402
+from aoizora.batch import run_jobs
 from aoizora.cache import Cache  # noqa: E402
+from aoizora.jobs import Job, versions
 from aoizora.models import get_model, get_workload  # noqa: E402
 from aoizora.probes import count_collectives  # noqa: E402
 
@@ -59,7 +61,7 @@ def main() -> None:
     model = get_model(args.model, blocks=args.blocks)
     workload = get_workload(args.video)
     print(f"model {model.name}, workload {workload.name} "
-          f"({model.seq_len(workload)} tokens), jax {C.versions()}")
+          f"({model.seq_len(workload)} tokens), jax {versions()}")
     for topo in args.topology:
         n = 1
         for d in topo.split(":")[1].split("x"):
@@ -90,17 +92,17 @@ def main() -> None:
                 [x for x in KIND_PICKS.get(n, []) if x in by]
             chosen += [c.name for c in S.baseline_shardings(model, workload, n).values()
                        if c.name not in chosen]
-        jobs = [C.Job("compile", by[x], model, workload, topo) for x in chosen]
+        jobs = [Job("compile", by[x], model, workload, topo) for x in chosen]
         if args.splash:
             base = S.baseline_shardings(model, workload, n)[S.MAXDIFFUSION_CFG]
-            jobs.append(C.Job("compile", kernels.with_kernel(base, model, workload, "tpu", topo),
+            jobs.append(Job("compile", kernels.with_kernel(base, model, workload, "tpu", topo),
                               model, workload, topo))
         with tempfile.TemporaryDirectory() as root:
             cache = Cache(root)
             t = time.perf_counter()
-            outs = C.run_jobs(jobs, workers=args.workers, cache=cache, fresh_process=True)
+            outs = run_jobs(jobs, workers=args.workers, cache=cache, fresh_process=True)
             wall = time.perf_counter() - t
-            hits = C.run_jobs(jobs, workers=0, cache=cache)
+            hits = run_jobs(jobs, workers=0, cache=cache)
         print(f"{'candidate':<20} {'kinds':<40} {'lower s':>7} {'compile s':>9} "
               f"{'peak MB':>8} {'HLO kB':>7} {'hit ms':>7}  collectives")
         for job, o, h in zip(jobs, outs, hits):

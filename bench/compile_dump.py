@@ -17,9 +17,10 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
 from aoizora import jaxenv  # noqa: E402,F401
-from aoizora import compiler as C  # noqa: E402
 from aoizora import strategies as S  # noqa: E402
+from aoizora.batch import run_jobs
 from aoizora.cache import Cache  # noqa: E402
+from aoizora.jobs import Job
 from aoizora.models import get_model, get_workload  # noqa: E402
 
 
@@ -53,8 +54,8 @@ def main() -> None:
         if name not in by:
             sys.exit(f"unknown candidate {name!r} for {args.topology}: see --list")
         kind = "compile" if args.compile else "lower"
-        jobs.append(C.Job(kind, by[name], model, w, args.topology))
-    outs = C.run_jobs(jobs, cache=Cache(), progress=lambda d, t, o: print(
+        jobs.append(Job(kind, by[name], model, w, args.topology))
+    outs = run_jobs(jobs, cache=Cache(), progress=lambda d, t, o: print(
         f"[{d}/{t}] {o.name}: {'ok' if o.ok else o.error} {o.seconds:.1f} s"
         f"{' (cached)' if o.cached else ''}"))
     for job, o in zip(jobs, outs):

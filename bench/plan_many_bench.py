@@ -6,7 +6,7 @@ medians), and the scaling the job graph allows on N workers.
 
 Each run plans every setting with a cold cache of its own (one setting at a time, as
 `aoizora plan-many` does on 2 cores). Ray's runs include starting it. Every lower and compile
-job's seconds are recorded (compiler.Outcome.seconds) by wrapping the planner's run_jobs, and
+job's seconds are recorded (jobs.Outcome.seconds) by wrapping the planner's run_jobs, and
 each setting's job graph is its batches in order: lowering, the Top-K compiles, the
 baselines' compiles, with the driver's own work (Stage 1, Stage 2, simulation) between them.
 From the local runs: the critical path (per batch its longest job, plus the driver's work)

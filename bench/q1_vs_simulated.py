@@ -84,13 +84,15 @@ def measure(a) -> list[dict]:
 
 
 def _write_texts(a, res, names) -> None:
-    from aoizora import compiler, validate
+    from aoizora import validate
+    from aoizora.batch import run_jobs
+    from aoizora.jobs import Job
 
     cfg, wl = validate.workload(a.model, a.video, a.frames)
-    jobs = [compiler.Job("lower", r.candidate, cfg, wl, a.topology)
+    jobs = [Job("lower", r.candidate, cfg, wl, a.topology)
             for r in res.stage1 if r.candidate.name in names]
     os.makedirs(a.texts, exist_ok=True)
-    for job, out in zip(jobs, compiler.run_jobs(jobs, cache=Cache())):
+    for job, out in zip(jobs, run_jobs(jobs, cache=Cache())):
         with open(os.path.join(a.texts, f"{job.candidate.name}.mlir"), "w") as f:
             f.write(out.text)
 

@@ -23,3 +23,9 @@ class CompileError(Exception):
 class CompilerOutOfMemory(CompileError):
     """A compile that ran out of memory: XLA's RESOURCE_EXHAUSTED status, a MemoryError, or
     a worker process killed (the kernel's out-of-memory killer)."""
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}"[:300]

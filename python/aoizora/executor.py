@@ -13,9 +13,9 @@
     executor.description                                             "local processes", ...
     executor.close()                                                 stops what it started
 
-A job carries only what a worker needs (compiler.Job: model config, workload, candidate,
+A job carries only what a worker needs (jobs.Job: model config, workload, candidate,
 target); the worker sends back an Outcome (for Ray through its object store) and writes
-nothing: the driver fills the content-addressed cache (compiler.run_jobs), so a second run
+nothing: the driver fills the content-addressed cache (batch.run_jobs), so a second run
 on any machine hits it, and Ctrl-C cannot leave a half-written entry (cache.py).
 
 A worker that dies (killed for memory, a crashed node) has its job retried once; dying again,
@@ -23,7 +23,7 @@ the job comes back as a failed Outcome ("worker died twice") that the planner re
 skips like a failed compile. An exception raised by our own code in a worker is a bug and
 propagates, as in a local worker. Ray is imported only when asked for.
 
-`work` (default compiler.run_job) is what a worker runs for one job: a seam for tests that
+`work` (default jobs.run_job) is what a worker runs for one job: a seam for tests that
 need a worker to die.
 """
 
@@ -40,10 +40,15 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from aoizora.compiler import Job, Outcome, _one_line, run_job, versions
-from aoizora.errors import UserError
+from aoizora.errors import UserError, one_line
+from aoizora.jobs import Job, Outcome, run_job, versions
 
 Done = Callable[[int, Outcome], None]
+
+
+class Cancelled(Exception):
+    """A batch stopped by its `stop` event (prefetch.py stops the jobs it runs ahead)."""
+
 _RAY_ADDRESS = re.compile(r"ray://[A-Za-z0-9.\-_\[\]:]+:\d+")
 
 
@@ -142,7 +147,7 @@ class LocalExecutor:
                     try:
                         out = fut.result()
                     except cf.process.BrokenProcessPool as e:  # a worker was killed
-                        pool.broken = _one_line(e)
+                        pool.broken = one_line(e)
                         died.append((i, pool.broken))
                         continue
                     done(i, out)
@@ -215,14 +220,12 @@ class _Pool:
 
 
 def _ready(running: dict, stop: threading.Event | None) -> set:
-    """The futures of `running` that are done (at least one), raising prefetch.Cancelled
+    """The futures of `running` that are done (at least one), raising Cancelled
     once `stop` is set."""
     while True:
         ready, _ = cf.wait(running, timeout=None if stop is None else 0.2,
                            return_when=cf.FIRST_COMPLETED)
         if stop is not None and stop.is_set():
-            from aoizora.prefetch import Cancelled
-
             raise Cancelled()
         if ready:
             return ready
@@ -239,7 +242,7 @@ def _worker_signals(background: bool = False) -> None:
     """Workers leave Ctrl-C to the parent, which stops them (no traceback from each), and die
     quietly on SIGTERM (its default action: libtpu is told to install no handlers, before it
     loads in this process); a background worker runs at idle priority (its compile children
-    inherit it). Only the worker's environment changes: the cache key (compiler.job_key)
+    inherit it). Only the worker's environment changes: the cache key (jobs.job_key)
     reads the parent's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     flags = os.environ.get("LIBTPU_INIT_ARGS", "")
@@ -286,7 +289,7 @@ def _kill(procs: list) -> None:
 RAY_CPUS_FOR_RUNNING_AHEAD = 8
 
 def worker_identity() -> dict[str, str]:
-    """What a job's result depends on besides the job (compiler.job_key): the code, jax and
+    """What a job's result depends on besides the job (jobs.job_key): the code, jax and
     libtpu versions and XLA_FLAGS of the process that runs it."""
     from aoizora.fingerprint import code_fingerprint
 
@@ -349,8 +352,6 @@ class RayExecutor:
                 ready, pending = ray.wait(pending, num_returns=1,
                                           timeout=None if stop is None else 0.2)
                 if stop is not None and stop.is_set():
-                    from aoizora.prefetch import Cancelled
-
                     pending += ready
                     raise Cancelled()
                 for ref in ready:
@@ -368,7 +369,7 @@ class RayExecutor:
             out, identity, host = ray.get(ref)
         except (rx.WorkerCrashedError, rx.NodeDiedError, rx.OutOfMemoryError,
                 rx.ObjectLostError) as e:
-            return _died(job, _one_line(e), isinstance(e, rx.OutOfMemoryError))
+            return _died(job, one_line(e), isinstance(e, rx.OutOfMemoryError))
         if identity != self.identity:
             diff = ", ".join(f"{k} {identity.get(k)!r} there, {v!r} here"
                              for k, v in self.identity.items() if identity.get(k) != v)
@@ -397,6 +398,6 @@ def _init_ray(address: str | None, num_cpus: int) -> None:
         else:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except ConnectionError as e:
-        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {_one_line(e)} "
+        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {one_line(e)} "
                         "(is its client server up? a cluster with token authentication also "
                         "needs RAY_AUTH_MODE=token and its token here)") from None

@@ -26,12 +26,10 @@ import concurrent.futures as cf
 import threading
 from typing import Sequence
 
+from aoizora.batch import run_jobs
 from aoizora.cache import Cache, cache_key
-from aoizora.compiler import Job, Outcome, job_key
-
-
-class Cancelled(Exception):
-    """Raised inside an executor's loop when its `stop` event is set (executor.py)."""
+from aoizora.executor import Cancelled
+from aoizora.jobs import Job, Outcome, job_key, runs_in_process
 
 
 class Prefetch:
@@ -56,8 +54,6 @@ class Prefetch:
     def start(cls, jobs: Sequence[Job], cache: Cache | None, executor) -> "Prefetch":
         """Runs `jobs` ahead, or returns an inert Prefetch where that cannot help: a model
         that runs in this process, or a Ray without room beside the plan's own jobs."""
-        from aoizora.compiler import runs_in_process
-
         if any(runs_in_process(j.model) for j in jobs):
             return cls()
         if not getattr(executor, "room_ahead", False):  # None: local processes, no room
@@ -67,8 +63,6 @@ class Prefetch:
     def _work(self, jobs: list[tuple[str, Job]], cache: Cache | None, executor) -> None:
         """One job at a time, each claimed before it starts, so that the plan can take over
         one it needs before the thread reaches it."""
-        from aoizora.compiler import run_jobs
-
         def done(_i, _n, out: Outcome) -> None:
             self.futures[out.key].set_result(out)
 

@@ -20,7 +20,9 @@ from aoizora.errors import UserError
 
 def compile_candidate(model: str, video: str, frames: int, topology: str, candidate: str,
                       blocks: tuple | None = None) -> str:
-    from aoizora import _core, compiler, kernels, strategies, validate
+    from aoizora import _core, kernels, strategies, validate
+    from aoizora.batch import run_jobs
+    from aoizora.jobs import Job
     from aoizora.cache import Cache
 
     cfg, wl = validate.workload(model, video, frames)
@@ -31,7 +33,7 @@ def compile_candidate(model: str, video: str, frames: int, topology: str, candid
                         f"{', '.join(sorted(by))}")
     cand = kernels.with_kernel(by[candidate], cfg, wl, "tpu", topology,
                                blocks=tuple(blocks) if blocks else None)
-    [out] = compiler.run_jobs([compiler.Job("compile", cand, cfg, wl, topology)], cache=Cache())
+    [out] = run_jobs([Job("compile", cand, cfg, wl, topology)], cache=Cache())
     if not out.ok:
         raise UserError(f"{cand.name} did not compile for {topology}: {out.error}")
     return out.text

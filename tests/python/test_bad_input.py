@@ -19,7 +19,9 @@ import pytest
 from aoizora import atomic, cli, planner
 from aoizora import compiler as C
 from aoizora import strategies as S
+from aoizora.batch import run_jobs
 from aoizora.errors import CompileError, UserError
+from aoizora.jobs import Job
 from aoizora.models import get_model, get_workload
 
 HLO8 = str(Path(__file__).parents[1] / "data" / "hlo" / "matmul.v5e_2x4.hlo")
@@ -418,7 +420,7 @@ def test_outputs_take_the_users_umask(umask, mode, tmp_path):
 def tiny_job():
     cfg, w = get_model("wan-tiny"), get_workload("tiny")
     cand = next(c for c in S.enumerate_candidates(cfg, w, 4) if c.name == "dp2-ring2")
-    return C.Job("lower", cand, cfg, w, "cpu:4")
+    return Job("lower", cand, cfg, w, "cpu:4")
 
 
 @pytest.mark.parametrize("bug", [TypeError, KeyError, AttributeError, IndexError])
@@ -427,7 +429,7 @@ def test_bug_in_our_code_is_not_a_skipped_candidate(bug, tiny_job, monkeypatch):
         raise bug("a bug")
     monkeypatch.setattr(C, "build", build)
     with pytest.raises(bug):
-        C.run_jobs([tiny_job], workers=0, cache=None)
+        run_jobs([tiny_job], workers=0, cache=None)
 
 
 def test_expected_failures_skip_and_memory_is_told_by_type(tiny_job, monkeypatch):
@@ -439,7 +441,7 @@ def test_expected_failures_skip_and_memory_is_told_by_type(tiny_job, monkeypatch
         def build(*a, **k):
             raise exc
         monkeypatch.setattr(C, "build", build)
-        out = C.run_jobs([tiny_job], workers=0, cache=None)[0]
+        out = run_jobs([tiny_job], workers=0, cache=None)[0]
         assert not out.ok and out.out_of_memory == oom, exc
         assert out.error.startswith("dp2-ring2:") and "\n" not in out.error
     assert issubclass(CompileError, Exception) and C.CompileError is CompileError

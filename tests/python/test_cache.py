@@ -12,11 +12,12 @@ import os
 import pytest
 
 from aoizora import cli
-from aoizora import compiler as C
 from aoizora import fingerprint
 from aoizora import strategies as S
+from aoizora.batch import run_jobs
 from aoizora.cache import Cache, cache_key, checksum
 from aoizora.errors import UserError
+from aoizora.jobs import Job
 from aoizora.models import get_model, get_workload
 
 KEY = cache_key({"test": 1})
@@ -101,13 +102,13 @@ def test_damaged_compile_entry_is_recomputed_by_run_jobs(tmp_path):
     good = next(c for c in S.enumerate_candidates(cfg, w, 4) if c.name == "dp2-ring2")
     warnings: list[str] = []
     cache = _cache(tmp_path, warnings)
-    jobs = [C.Job("lower", good, cfg, w, "cpu:4")]
-    first = C.run_jobs(jobs, workers=0, cache=cache)[0]
+    jobs = [Job("lower", good, cfg, w, "cpu:4")]
+    first = run_jobs(jobs, workers=0, cache=cache)[0]
     _junk_gzip(_gz(cache, first.key))
-    again = C.run_jobs(jobs, workers=0, cache=cache)[0]
+    again = run_jobs(jobs, workers=0, cache=cache)[0]
     assert again.ok and not again.cached and again.text == first.text
     assert len(warnings) == 1
-    assert C.run_jobs(jobs, workers=0, cache=cache)[0].cached   # stored again, verified
+    assert run_jobs(jobs, workers=0, cache=cache)[0].cached   # stored again, verified
 
 
 def test_cache_root_that_is_a_file_is_one_line_error(tmp_path, monkeypatch, capsys):

@@ -15,7 +15,9 @@ import pytest
 from aoizora import compiler as C
 from aoizora import kernels
 from aoizora import strategies as S
-from aoizora.cache import Cache
+from aoizora.batch import run_jobs
+from aoizora.cache import Cache, cache_key
+from aoizora.jobs import Job, job_key
 from aoizora.models import base, get_model, get_workload
 from aoizora.probes import count_collectives
 
@@ -58,8 +60,8 @@ def test_lower_14b_proxy_to_stablehlo(proxy, name):
 @pytest.fixture(scope="module")
 def compiled(proxy):
     cfg, w, by = proxy
-    jobs = [C.Job("compile", by[n], cfg, w, TARGET) for n in sorted(PICK)]
-    outs = C.run_jobs(jobs, workers=2, cache=Cache())
+    jobs = [Job("compile", by[n], cfg, w, TARGET) for n in sorted(PICK)]
+    outs = run_jobs(jobs, workers=2, cache=Cache())
     return {n: o for n, o in zip(sorted(PICK), outs)}
 
 
@@ -90,24 +92,24 @@ def test_cache_hit_failure_values_and_keys(tmp_path):
     bad = S.Candidate("bad-uly3", context=3, form="ulysses", ulysses=3)
     cache = Cache(str(tmp_path))
     seen = []
-    jobs = [C.Job("lower", good, cfg, w, "cpu:4"), C.Job("lower", bad, cfg, w, "cpu:3")]
-    first = C.run_jobs(jobs, workers=0, cache=cache, progress=lambda d, n, o: seen.append(d))
+    jobs = [Job("lower", good, cfg, w, "cpu:4"), Job("lower", bad, cfg, w, "cpu:3")]
+    first = run_jobs(jobs, workers=0, cache=cache, progress=lambda d, n, o: seen.append(d))
     assert seen == [1, 2]
     assert first[0].ok and not first[0].cached and "collective_permute" in first[0].text
     assert not first[1].ok and first[1].error.startswith("bad-uly3:")
     assert "\n" not in first[1].error
-    again = C.run_jobs(jobs[:1], workers=0, cache=cache)
+    again = run_jobs(jobs[:1], workers=0, cache=cache)
     assert again[0].cached and again[0].text == first[0].text and again[0].key == first[0].key
     assert not any(p.name.startswith(".tmp-") for p in tmp_path.rglob("*"))
     # the key changes with what changes the program
-    k = lambda j: C.cache_key(C.job_key(j))
-    assert k(jobs[0]) != k(C.Job("lower", good, cfg.replace(q_block=4), w, "cpu:4"))
-    assert k(jobs[0]) != k(C.Job("compile", good, cfg, w, "cpu:4"))
+    k = lambda j: cache_key(job_key(j))
+    assert k(jobs[0]) != k(Job("lower", good, cfg.replace(q_block=4), w, "cpu:4"))
+    assert k(jobs[0]) != k(Job("compile", good, cfg, w, "cpu:4"))
     rev = ((3,), (2,), (1,), (0,))
-    assert k(C.Job("compile", good, cfg, w, "cpu:4")) != k(C.Job("compile", good, cfg, w, "cpu:4",
+    assert k(Job("compile", good, cfg, w, "cpu:4")) != k(Job("compile", good, cfg, w, "cpu:4",
                                                                 order=rev))
     # lowering does not depend on the device order: same key, and truly the same text
-    assert k(jobs[0]) == k(C.Job("lower", good, cfg, w, "cpu:4", order=rev))
+    assert k(jobs[0]) == k(Job("lower", good, cfg, w, "cpu:4", order=rev))
     assert C.lower(good, cfg, w, "cpu:4", order=rev) == first[0].text
 
 

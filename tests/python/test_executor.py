@@ -17,11 +17,12 @@ import time
 
 import pytest
 
-from aoizora import compiler as C
 from aoizora import strategies as S
+from aoizora.batch import run_jobs
 from aoizora.cache import Cache
 from aoizora.errors import UserError
 from aoizora.executor import LocalExecutor, RayExecutor, check_name
+from aoizora.jobs import Job, Outcome, run_job
 from aoizora.models import get_model, get_workload
 
 TARGET = "cpu:4"
@@ -32,8 +33,8 @@ def jobs():
     """A lowering and a compile of two tiny candidates on 4 CPU devices (seconds each)."""
     cfg, w = get_model("wan-tiny"), get_workload("tiny")
     by = {c.name: c for c in S.enumerate_candidates(cfg, w, 4)}
-    return [C.Job("lower", by["dp2-ring2"], cfg, w, TARGET),
-            C.Job("compile", by["dp2-uly2"], cfg, w, TARGET)]
+    return [Job("lower", by["dp2-ring2"], cfg, w, TARGET),
+            Job("compile", by["dp2-uly2"], cfg, w, TARGET)]
 
 
 def _same(text: str) -> str:
@@ -43,7 +44,7 @@ def _same(text: str) -> str:
     return re.sub(r"stack_frame_id=\d+", "", text)
 
 
-def _attempt(folder: str, job: C.Job) -> int:
+def _attempt(folder: str, job: Job) -> int:
     """Counts this attempt at `job` in folder/<job>; returns its number."""
     with open(os.path.join(folder, job.name.replace(":", "_")), "a") as f:
         f.write("x")
@@ -51,14 +52,14 @@ def _attempt(folder: str, job: C.Job) -> int:
         return f.tell()
 
 
-def dies(folder: str, job: C.Job) -> C.Outcome:
+def dies(folder: str, job: Job) -> Outcome:
     """A lowering's worker dies at its first attempt, a compile's at every attempt."""
     if _attempt(folder, job) == 1 or job.kind == "compile":
         os._exit(3)
-    return C.run_job(job)
+    return run_job(job)
 
 
-def _attempts(folder, job: C.Job) -> int:
+def _attempts(folder, job: Job) -> int:
     return len(open(os.path.join(folder, job.name.replace(":", "_"))).read())
 
 
@@ -82,14 +83,14 @@ def test_ray_results_equal_local_ones_and_fill_the_cache_for_any_executor(
         ray_executor, jobs, tmp_path):
     cache = Cache(str(tmp_path / "cache"))
     seen = []
-    remote = C.run_jobs(jobs, cache=cache, executor=ray_executor,
+    remote = run_jobs(jobs, cache=cache, executor=ray_executor,
                         progress=lambda d, n, o: seen.append(d))
     assert seen == [1, 2] and all(o.ok and not o.cached for o in remote)
     assert [o.name for o in remote] == [j.name for j in jobs]   # job order, not finish order
-    local = [C.run_job(j) for j in jobs]
+    local = [run_job(j) for j in jobs]
     assert [_same(o.text) for o in remote] == [_same(o.text) for o in local]
     assert "HloModule" in remote[1].text and "sdy.mesh" in remote[0].text
-    again = C.run_jobs(jobs, cache=cache, executor=LocalExecutor())
+    again = run_jobs(jobs, cache=cache, executor=LocalExecutor())
     assert all(o.cached for o in again) and [o.text for o in again] == [o.text for o in remote]
 
 
@@ -98,7 +99,7 @@ def test_ray_retries_a_dead_worker_once_then_reports_its_job(ray_executor, by_va
     """Both jobs' workers die; the lowering succeeds at its second attempt, the compile dies
     again and comes back failed with the reason."""
     folder, work = attempts
-    lower, dead = C.run_jobs(jobs, cache=None, executor=RayExecutor(None, work=work(dies)))
+    lower, dead = run_jobs(jobs, cache=None, executor=RayExecutor(None, work=work(dies)))
     assert lower.ok and "sdy.mesh" in lower.text and _attempts(folder, jobs[0]) == 2
     assert not dead.ok and _attempts(folder, jobs[1]) == 2
     assert dead.error.startswith("dp2-uly2: worker died twice") and "\n" not in dead.error
@@ -108,7 +109,7 @@ def test_local_reruns_a_job_whose_worker_died_alone_once(jobs, attempts):
     """A dead worker breaks the whole pool; its job runs again in a process of its own, and
     dying there too, comes back failed (a local worker dies mostly for memory)."""
     folder, work = attempts
-    dead = C.run_jobs(jobs[1:], cache=None, executor=LocalExecutor(work=work(dies)))[0]
+    dead = run_jobs(jobs[1:], cache=None, executor=LocalExecutor(work=work(dies)))[0]
     assert not dead.ok and _attempts(folder, jobs[1]) == 2 and dead.out_of_memory
     assert dead.error.startswith("dp2-uly2: worker died twice") and "out of memory" in dead.error
 
@@ -139,9 +140,9 @@ def test_bad_executor_name_is_one_line(name):
         check_name(name)
 
 
-def _sleeps(job: C.Job) -> C.Outcome:
+def _sleeps(job: Job) -> Outcome:
     time.sleep(60)
-    return C.Outcome(job.name, job.kind, True)
+    return Outcome(job.name, job.kind, True)
 
 
 @pytest.mark.parametrize("fresh_process", [False, True])
@@ -166,13 +167,13 @@ def test_an_interrupt_kills_every_worker_at_once(jobs, fresh_process):
     assert not alive and time.monotonic() - start < 40
 
 
-def _quick_then_sleep(quick: str, job: C.Job) -> C.Outcome:
+def _quick_then_sleep(quick: str, job: Job) -> Outcome:
     if job.name == quick:
-        return C.Outcome(job.name, job.kind, True)
+        return Outcome(job.name, job.kind, True)
     return _sleeps(job)
 
 
-def _pid_and_in_flight(folder: str, job: C.Job) -> C.Outcome:
+def _pid_and_in_flight(folder: str, job: Job) -> Outcome:
     """Records this worker's pid and how many jobs were running beside it (a file per job
     in flight), after waiting (30 s at most) for as many as the file `want` says."""
     mine = os.path.join(folder, f"running.{os.getpid()}.{time.monotonic_ns()}")
@@ -186,7 +187,7 @@ def _pid_and_in_flight(folder: str, job: C.Job) -> C.Outcome:
     time.sleep(0.3)
     beside = running()
     os.remove(mine)
-    return C.Outcome(job.name, job.kind, True, text=f"{os.getpid()} {beside}")
+    return Outcome(job.name, job.kind, True, text=f"{os.getpid()} {beside}")
 
 
 def test_workers_are_kept_between_batches_and_each_batch_keeps_its_own_width(jobs, tmp_path):

@@ -87,15 +87,16 @@ def test_spec_builds_each_stage_by_its_name():
 def compiled():
     """One image encoder sharding (heads over 4) and one VAE encode sharding (width over 4) of
     the tiny configs, compiled for cpu:4 in this process (no cache): name -> Outcome."""
-    from aoizora import compiler
+    from aoizora.batch import run_jobs
+    from aoizora.jobs import Job
 
     ie = _pick(stage_specs.image_encoder_options(4, clip_image.CLIP_TINY), "ie-tensor4")
     enc = _pick(stage_specs.vae_encode_options(4), "vae-encode-width4")
     clip = stage_specs.ConditioningClip(wan_vae.WAN21_VAE_TINY)  # 9 frames, 48 x 64
-    jobs = [compiler.Job("compile", ie.candidate, ie.spec(clip_image.CLIP_TINY), None, "cpu:4"),
-            compiler.Job("compile", enc.candidate, enc.spec(clip), TINY_VIDEO, "cpu:4")]
+    jobs = [Job("compile", ie.candidate, ie.spec(clip_image.CLIP_TINY), None, "cpu:4"),
+            Job("compile", enc.candidate, enc.spec(clip), TINY_VIDEO, "cpu:4")]
     return dict(zip(("image_encoder", "vae_encode"),
-                    compiler.run_jobs(jobs, workers=0, cache=None)))
+                    run_jobs(jobs, workers=0, cache=None)))
 
 
 def test_the_image_encoder_split_over_heads_compiles_and_reduces_its_projections(compiled):

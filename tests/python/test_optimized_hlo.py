@@ -15,6 +15,7 @@ from aoizora import compiler as C
 from aoizora import strategies as S
 from aoizora.errors import CompileError
 from aoizora.executor import LocalExecutor
+from aoizora.jobs import Job, Outcome, job_key, run_job
 from aoizora.models import get_model, get_workload
 from aoizora.optimized_hlo import hbm_bytes, optimized_hlo
 from aoizora.planner import Settings, plan
@@ -104,13 +105,13 @@ def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch, alive):
     assert len(started) == 1 and not alive(started[0])
 
 
-def refuses(name: str, job: C.Job) -> C.Outcome:
+def refuses(name: str, job: Job) -> Outcome:
     """The TPU backend refuses `name` (as it refuses a kernel over VMEM): its full compile
     fails, its analysis compile does not."""
     if job.kind == "compile" and job.candidate.name == name:
-        return C.Outcome(job.name, job.kind, False, error=f"{name}: compilation failed: "
+        return Outcome(job.name, job.kind, False, error=f"{name}: compilation failed: "
                          "RESOURCE_EXHAUSTED: scoped VMEM")
-    return C.run_job(job)
+    return run_job(job)
 
 
 def test_the_plan_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp_path):
@@ -142,9 +143,9 @@ def test_the_oracle_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(t
     assert oracle in first.plan.planning["compiled_in_full"]
     # Again from the cache, but for the oracle's full compile, which the backend now refuses.
     cand = next(r.candidate for r in first.stage1 if r.candidate.name == oracle)
-    full = C.Job("compile", cand, get_model("wan-tiny"), get_workload("tiny", model="wan-tiny"),
+    full = Job("compile", cand, get_model("wan-tiny"), get_workload("tiny", model="wan-tiny"),
                  TARGET)
-    key = cache_key(C.job_key(full))
+    key = cache_key(job_key(full))
     assert cache.get(key) is not None
     cache._remove(key)
     settings = Settings(oracle=True, top_k=2, cache=cache, executor=LocalExecutor(

@@ -10,20 +10,19 @@ import multiprocessing
 import os
 import time
 
-from aoizora import compiler as C
 from aoizora import planner, strategies
 from aoizora.cache import Cache, cache_key
-from aoizora.compiler import Job
 from aoizora.executor import LocalExecutor
+from aoizora.jobs import Job, Outcome, job_key, run_job
 from aoizora.models import get_model, get_workload
 from aoizora.prefetch import Prefetch
 
 TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
 
 
-def recorded(folder: str, job: Job) -> C.Outcome:
+def recorded(folder: str, job: Job) -> Outcome:
     """Runs the job and leaves a file saying which job ran at which priority."""
-    out = C.run_job(job)
+    out = run_job(job)
     with open(os.path.join(folder, f"{os.getpid()}-{time.monotonic_ns()}.json"), "w") as f:
         json.dump({"kind": job.kind, "candidate": job.candidate.name, "nice": os.nice(0)}, f)
     return out
@@ -56,9 +55,9 @@ def test_deployments_compile_ahead_at_idle_priority_once_each(tmp_path):
         t: b.simulated_s for t, b in ahead.baselines.items()}
 
 
-def sleeps(job: Job) -> C.Outcome:
+def sleeps(job: Job) -> Outcome:
     time.sleep(120)
-    return C.Outcome(job.name, job.kind, True, text="late")
+    return Outcome(job.name, job.kind, True, text="late")
 
 
 def test_closing_stops_the_jobs_still_running_and_kills_their_workers():
@@ -72,9 +71,10 @@ def test_closing_stops_the_jobs_still_running_and_kills_their_workers():
     ahead.close()
     assert time.monotonic() - t < 15
     assert not ahead.thread.is_alive()
-    key = cache_key(C.job_key(jobs[0]))
+    key = cache_key(job_key(jobs[0]))
     assert ahead.has(key) and ahead.take(key) is None  # stopped: the caller runs it itself
-    assert ahead.owner == {key: "ahead", cache_key(C.job_key(jobs[1])): "pending"}
+    assert ahead.owner == {key: "ahead", cache_key(job_key(jobs[1])): "pending"}
+    assert not [p for p in multiprocessing.active_children() if p not in before]
 
 
 def test_a_job_the_thread_has_not_started_is_the_callers():
@@ -83,8 +83,9 @@ def test_a_job_the_thread_has_not_started_is_the_callers():
     cfg, wl = get_model("wan-tiny"), get_workload("tiny", model="wan-tiny")
     cands = strategies.enumerate_candidates(cfg, wl, 8)[:2]
     jobs = [Job("lower", c, cfg, wl, "cpu:8") for c in cands]
+    before = set(multiprocessing.active_children())
     ahead = Prefetch.start(jobs, None, LocalExecutor(work=sleeps, room_ahead=True))
-    second = cache_key(C.job_key(jobs[1]))
+    second = cache_key(job_key(jobs[1]))
     assert ahead.take(second) is None and ahead.owner[second] == "plan"
     ahead.close()
     assert ahead.ran_ahead() <= 1

@@ -1,5 +1,5 @@
 """pipeline/step_arithmetic.py: the CFG combine and UniPC update of one step, compiled for
-4 CPU devices on wan-tiny's workload through compiler.Job / run_jobs (one session-scoped
+4 CPU devices on wan-tiny's workload through jobs.Job / batch.run_jobs (one session-scoped
 batch, in this process), and run once sharded against models/scheduler.py on one device."""
 
 import re
@@ -28,15 +28,16 @@ def _stage(**kw):
 
 @pytest.fixture(scope="session")
 def compiled():
-    from aoizora import compiler
+    from aoizora.batch import run_jobs
+    from aoizora.jobs import Job
 
-    jobs = {"width-context4": compiler.Job("compile", CONTEXT4, _stage(latent_axes=WIDTH),
+    jobs = {"width-context4": Job("compile", CONTEXT4, _stage(latent_axes=WIDTH),
                                            TINY_VIDEO, TARGET),
-            "width-data2": compiler.Job("compile", DATA2, _stage(latent_axes=WIDTH),
+            "width-data2": Job("compile", DATA2, _stage(latent_axes=WIDTH),
                                         TINY_VIDEO, TARGET),
-            "default-context4": compiler.Job("compile", CONTEXT4, step_arithmetic_for(
+            "default-context4": Job("compile", CONTEXT4, step_arithmetic_for(
                 get_model("wan-tiny")), TINY_VIDEO, TARGET)}
-    outs = compiler.run_jobs(list(jobs.values()), workers=0, cache=None)
+    outs = run_jobs(list(jobs.values()), workers=0, cache=None)
     for o in outs:
         assert o.ok, o.error
     return {name: o.text for name, o in zip(jobs, outs)}

@@ -65,7 +65,7 @@ def devices(platform: str, want: int | None = None, purpose: str = "--devices") 
 
 
 def provenance(platform: str, devs: list, topology: str) -> dict:
-    from aoizora.compiler import versions
+    from aoizora.jobs import versions
 
     v = versions()
     kind = devs[0].device_kind

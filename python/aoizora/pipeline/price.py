@@ -7,7 +7,7 @@ between a stage and the transformer (reshard.py). plan_video.py puts them togeth
     reshards(model, workload, stage2, Placed | None, te, vae, ...) -> [ReshardPrice]
 
 Compiles: one job per (stage, sharding), the TPU's analysis compile (optimized_hlo: XLA's
-optimized HLO, the backend skipped, as Stage 2 uses it) through compiler.run_jobs, so worker
+optimized HLO, the backend skipped, as Stage 2 uses it) through run_jobs, so worker
 processes and the on-disk cache (~/.cache/aoizora) are the planner's; a CPU target compiles
 in full. Each program is simulated by the C++ simulator on JAX's default device order for its
 mesh (mesh_utils.create_device_mesh, as MaxDiffusion builds its meshes); no placement search.
@@ -61,7 +61,8 @@ def price_options(options, workload, stage2, *, cache=None, workers=None, execut
     """Each (StageOption, stage config) compiled and simulated, every compile in one batch
     (the workers take them in parallel). progress: run_jobs' callback (done, total,
     Outcome)."""
-    from aoizora import compiler
+    from aoizora.batch import run_jobs
+    from aoizora.jobs import Job
     from aoizora.compile_target import compile_target_for
 
     target = compile_target_for(stage2.topology, platform)
@@ -69,12 +70,12 @@ def price_options(options, workload, stage2, *, cache=None, workers=None, execut
     todo = [(o, cfg) for o, cfg in options if _skip_reason(o, workload) is None]
     # The text encoder's program does not depend on the video: no workload in its job, so
     # its cache entries serve every workload of the slice.
-    jobs = [compiler.Job(kind, o.candidate, o.spec(cfg),
-                         workload if o.stage in VIDEO_STAGES else None, target.spec)
+    jobs = [Job(kind, o.candidate, o.spec(cfg),
+                workload if o.stage in VIDEO_STAGES else None, target.spec)
             for o, cfg in todo]
     outs = dict(zip([(o.stage, o.name) for o, _ in todo],
-                    compiler.run_jobs(jobs, cache=cache, workers=workers, executor=executor,
-                                      progress=progress)))
+                    run_jobs(jobs, cache=cache, workers=workers, executor=executor,
+                             progress=progress)))
     how = f"{kind} for {target.spec}"
     return [_priced(o, outs.get((o.stage, o.name)), workload, stage2, how)
             for o, _ in options]

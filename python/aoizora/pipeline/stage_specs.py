@@ -3,7 +3,7 @@ prompt and the negative prompt), the VAE decode of one video's latents and, for 
 video, the image encoder (CLIP) and the VAE encode of the conditioning clip, each under one
 named sharding.
 
-A stage spec has the ModelSpec interface of models/base.py, so compiler.Job, run_jobs (worker
+A stage spec has the ModelSpec interface of models/base.py, so jobs.Job, batch.run_jobs (worker
 processes, the on-disk cache) and optimized_hlo (the analysis compile) take it as they take a
 Wan preset. Its sharding is a strategies.Candidate (the mesh: degrees and axis names) plus a
 *rename*: the model's logical axis -> the candidate's logical axis (batch -> data/fsdp,

@@ -4,7 +4,7 @@ of the latents (models/scheduler.py). One program serves every step: the step in
 input, as in MaxDiffusion's jitted FlaxUniPCMultistepScheduler.step.
 
 The interface is TextEncoderStage's (stage_specs.py; models/base.py ModelSpec), so
-compiler.Job and run_jobs take it as they take a Wan preset. No parameters.
+jobs.Job and batch.run_jobs take it as they take a Wan preset. No parameters.
 
     StepArithmeticStage(model, run=FlowUniPC(steps, flow_shift), guidance=5.0)
     inputs:  the CFG pair [2, z, T, h, w] (the model's dtype; the prompt's first), the latents
