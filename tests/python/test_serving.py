@@ -88,8 +88,7 @@ def test_every_shipped_figure_has_a_source_and_a_date():
         assert p.source.startswith("https://") and p.date[:2] == "20", gen
         assert p.usd_per_chip_hour > 0
     # A generation without a public figure says so instead of a guess.
-    for gen in ("v5e", "tpu7x"):
-        assert table.usd_per_chip_hour(gen) is None and "found" in table.why_missing(gen)
+    assert table.usd_per_chip_hour("tpu7x") is None and "found" in table.why_missing("tpu7x")
 
 
 def _write(tmp_path, d, name="prices.json") -> str:
@@ -233,7 +232,7 @@ def _serve(*args) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("args, message", [
     (["--batch", "2"], "--batch 2: only batch 1 in this version"),
     (["--topology", "v5e:4x4,v5e:3x3"], "--topology 'v5e:3x3': serve splits catalog slices"),
-    (["--objective", "cost", "--latency-bound", "3"],
+    (["--objective", "cost", "--latency-bound", "3", "--topology", "tpu7x:2x2x1"],
      "--objective cost: the price table"),
     (["--model", "wan-tiny", "--video", "tiny", "--frames", "21"], "--frames 21"),
 ])
@@ -278,8 +277,10 @@ def test_a_survey_prices_each_split_from_its_own_replicas_plan(tiny_survey):
         assert rows[split].latency_s == pytest.approx(seconds)
         assert rows[split].videos_per_hour == pytest.approx(replicas * 3600 / seconds)
         assert rows[split].plan == f"{alone.choice.candidate} @ {alone.choice.placement}"
-    assert rows["4 x 1x1"].usd_per_video is None     # the shipped table has no v5e price
-    assert any(n.startswith("v5e: no cost per video") for n in result.notes)
+    # All 4 chips for the hour that makes its videos, at the shipped v5e price.
+    v5e = prices.load().usd_per_chip_hour("v5e")
+    assert rows["4 x 1x1"].usd_per_video == pytest.approx(4 * v5e / rows["4 x 1x1"].videos_per_hour)
+    assert not any(n.startswith("v5e: no cost per video") for n in result.notes)
 
 
 def test_a_replica_plans_program_runs_together_on_a_wrapped_slice_as_alone(tiny_survey):
