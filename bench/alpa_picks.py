@@ -16,13 +16,13 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from aoizora import jaxenv  # noqa: E402,F401
-from aoizora import baselines, stage1, strategies  # noqa: E402
-from aoizora.cache import Cache  # noqa: E402
-from aoizora.batch import run_jobs  # noqa: E402
-from aoizora.jobs import Job  # noqa: E402
+from aoizora.compile import jaxenv  # noqa: E402,F401
+from aoizora.planning import baselines, stage1, strategies  # noqa: E402
+from aoizora.compile.cache import Cache  # noqa: E402
+from aoizora.compile.batch import run_jobs  # noqa: E402
+from aoizora.compile.jobs import Job  # noqa: E402
 from aoizora.models import get_model, get_workload  # noqa: E402
-from aoizora.stage2 import Stage2  # noqa: E402
+from aoizora.planning.stage2 import Stage2  # noqa: E402
 
 
 def setting_rows(model: str, video: str, frames: int, topology: str, shown: int = 3):

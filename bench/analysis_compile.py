@@ -27,13 +27,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
 # This bench reads libtpu's stage durations from its log, which jaxenv turns off by default.
 os.environ.setdefault("TPU_LOG_DIR", "/tmp/tpu_logs")
-from aoizora import jaxenv  # noqa: E402,F401
-from aoizora import _core, kernels  # noqa: E402
-from aoizora import compiler as C  # noqa: E402
-from aoizora import strategies as S  # noqa: E402
+from aoizora.compile import jaxenv  # noqa: E402,F401
+from aoizora import _core
+from aoizora.planning import kernels  # noqa: E402
+from aoizora.compile import compiler as C  # noqa: E402
+from aoizora.planning import strategies as S  # noqa: E402
 from aoizora.errors import CompileError  # noqa: E402
 from aoizora.models import get_model, get_workload  # noqa: E402
-from aoizora.optimized_hlo import optimized_hlo  # noqa: E402
+from aoizora.compile.optimized_hlo import optimized_hlo  # noqa: E402
 
 PICKS = {8: ["dp2-ag4w", "dp2-uly4w", "dp2-usp2x2", "fsdp2-ring2-tp2", "tp8"],
          16: ["dp2-ag8w", "dp2-uly8w", "dp2-usp4x2w", "dp2-uly8"],

@@ -24,15 +24,15 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from aoizora import compiler as C  # noqa: E402
-from aoizora import jaxenv  # noqa: E402,F401
-from aoizora import kernels  # noqa: E402
-from aoizora import strategies as S  # noqa: E402
-from aoizora.batch import run_jobs
-from aoizora.cache import Cache  # noqa: E402
-from aoizora.jobs import Job, versions
+from aoizora.compile import compiler as C  # noqa: E402
+from aoizora.compile import jaxenv  # noqa: E402,F401
+from aoizora.planning import kernels  # noqa: E402
+from aoizora.planning import strategies as S  # noqa: E402
+from aoizora.compile.batch import run_jobs
+from aoizora.compile.cache import Cache  # noqa: E402
+from aoizora.compile.jobs import Job, versions
 from aoizora.models import get_model, get_workload  # noqa: E402
-from aoizora.probes import count_collectives  # noqa: E402
+from aoizora.hardware.probes import count_collectives  # noqa: E402
 
 MOSAIC = 'custom_call_target="tpu_custom_call"'
 KIND_PICKS = {8: ["dp2-ag4w", "fsdp2-ring2-tp2", "dp2-uly4", "dp2-usp2x2", "tp8"],

@@ -16,11 +16,11 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from aoizora import jaxenv  # noqa: E402,F401
-from aoizora import strategies as S  # noqa: E402
-from aoizora.batch import run_jobs
-from aoizora.cache import Cache  # noqa: E402
-from aoizora.jobs import Job
+from aoizora.compile import jaxenv  # noqa: E402,F401
+from aoizora.planning import strategies as S  # noqa: E402
+from aoizora.compile.batch import run_jobs
+from aoizora.compile.cache import Cache  # noqa: E402
+from aoizora.compile.jobs import Job
 from aoizora.models import get_model, get_workload  # noqa: E402
 
 

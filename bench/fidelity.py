@@ -26,7 +26,7 @@ prediction is their leave-one-out figure too; the share counts the used points o
 
 --record FILE (with --leave-one-out) also writes the residuals, aoizora.loo-residuals/1,
 which error_bands.py turns into each generation's error bands (the shipped file is
-python/aoizora/loo_residuals.json, written by this command on calibration/published.json).
+python/aoizora/hardware/loo_residuals.json, written by this command on calibration/published.json).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from aoizora import measurements  # noqa: E402
+from aoizora.hardware import measurements  # noqa: E402
 
 
 def _time(s: float) -> str:
@@ -65,7 +65,7 @@ def _nominal(generation: str) -> str | None:
 
 def _fitted(generation: str, hardware: dict[str, str]) -> bool:
     """Whether the profile in use for `generation` says it was fitted."""
-    from aoizora import hardware_file
+    from aoizora.hardware import hardware_file
 
     if generation in hardware:
         with open(hardware[generation], encoding="utf-8") as f:
@@ -178,7 +178,7 @@ def _worst(part: list[dict], label: str) -> str:
 def _loo_base(generation: str, points) -> dict:
     """The nominal profile the shipped fit starts from, its fixed costs derived where no
     point can fit them (the same steps as `aoizora calibrate`)."""
-    from aoizora import derive_fixed_costs
+    from aoizora.hardware import derive_fixed_costs
 
     with open(_nominal(generation), encoding="utf-8") as f:
         base = json.load(f)
@@ -188,7 +188,7 @@ def _loo_base(generation: str, points) -> dict:
 
 
 def _leave_one_out(m, as_json: bool, record: str | None = None, data: str = "") -> int:
-    from aoizora import error_bands, leave_one_out
+    from aoizora.hardware import error_bands, leave_one_out
 
     points = m.points + [p for p in m.programs if p.hlo]
     gens = list(dict.fromkeys(p.generation for p in points if not p.held_out))

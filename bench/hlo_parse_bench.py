@@ -35,14 +35,14 @@ def make_hlo(layers: int) -> str:
         return path
     os.makedirs(CACHE, exist_ok=True)
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
-    from aoizora import jaxenv  # noqa: F401
+    from aoizora.compile import jaxenv  # noqa: F401
 
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    from aoizora import tpu
+    from aoizora.compile import tpu
 
     mesh = Mesh(np.array(tpu.compile_only_devices("v5e:2x4")).reshape(2, 4), ("data", "model"))
     d, f, heads = 512, 2048, 8

@@ -142,9 +142,9 @@ def check_one(md_dir: str, plan_path: str, emitted_path: str) -> dict:
     kernels = registered_kernels(md_dir)
     blocks = max_utils.get_flash_block_sizes(cfg)
 
-    from aoizora import tpu
+    from aoizora.compile import tpu
     from aoizora.launch import maxdiffusion as launch
-    from aoizora.placement import device_keys
+    from aoizora.planning.placement import device_keys
 
     devices = tpu.compile_only_devices(plan["topology"]["compile_target"]["name"])
     launch.install(doc)

@@ -27,10 +27,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from aoizora import planner, plan_many  # noqa: E402
-from aoizora.cache import Cache  # noqa: E402
-from aoizora.executor import make_executor  # noqa: E402
-from aoizora.settings_file import load  # noqa: E402
+from aoizora.planning import planner, plan_many  # noqa: E402
+from aoizora.compile.cache import Cache  # noqa: E402
+from aoizora.compile.executor import make_executor  # noqa: E402
+from aoizora.inputs.settings_file import load  # noqa: E402
 
 DEFAULT = """\
 - {model: wan-tiny, video: tiny, topology: v5e:2x2, top_k: 1}

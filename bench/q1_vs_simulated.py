@@ -27,9 +27,9 @@ import os
 import statistics
 import sys
 
-from aoizora import jaxenv  # noqa: F401
-from aoizora import planner, stage1
-from aoizora.cache import Cache
+from aoizora.compile import jaxenv  # noqa: F401
+from aoizora.planning import planner, stage1
+from aoizora.compile.cache import Cache
 from scipy.stats import spearmanr
 
 GB = 1e9
@@ -84,9 +84,9 @@ def measure(a) -> list[dict]:
 
 
 def _write_texts(a, res, names) -> None:
-    from aoizora import validate
-    from aoizora.batch import run_jobs
-    from aoizora.jobs import Job
+    from aoizora.inputs import validate
+    from aoizora.compile.batch import run_jobs
+    from aoizora.compile.jobs import Job
 
     cfg, wl = validate.workload(a.model, a.video, a.frames)
     jobs = [Job("lower", r.candidate, cfg, wl, a.topology)

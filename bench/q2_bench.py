@@ -28,8 +28,9 @@ CASES = [("v5e:4x4", "ag8-tp2", 100_000), ("v5e:16x16", "ag128-tp2", 1_000),
 
 def compiled_hlo(topology: str, candidate: str) -> tuple[str, list[int]]:
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
-    from aoizora import jaxenv  # noqa: F401
-    from aoizora import compiler, strategies
+    from aoizora.compile import jaxenv  # noqa: F401
+    from aoizora.compile import compiler
+    from aoizora.planning import strategies
     from aoizora.models import get_model, get_workload
 
     model = get_model("wan2.1-t2v-14b", blocks=2)

@@ -20,8 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 
 def main() -> int:
-    from aoizora import jaxenv  # noqa: F401
-    from aoizora.recipe import compile_candidate, default_order_split
+    from aoizora.compile import jaxenv  # noqa: F401
+    from aoizora.planning.recipe import compile_candidate, default_order_split
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="wan2.1-t2v-14b")

@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from aoizora import jaxenv  # noqa: F401  (environment before jax)
+from aoizora.compile import jaxenv  # noqa: F401  (environment before jax)
 
 
 def _ms(s: float | None) -> str:
@@ -73,10 +73,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
-    from aoizora.cache import Cache
+    from aoizora.compile.cache import Cache
     from aoizora.models import get_model, get_workload
     from aoizora.pipeline import plan_video
-    from aoizora.stage2 import Stage2
+    from aoizora.planning.stage2 import Stage2
 
     model = get_model(args.model)
     workload = get_workload(args.video, args.frames, model=model)

@@ -25,8 +25,9 @@ TOPOLOGY = "v5e:4x4"
 
 def compiled_hlo(candidate_name: str, unrolled: bool) -> tuple[str, list[int]]:
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
-    from aoizora import jaxenv  # noqa: F401
-    from aoizora import compiler, strategies
+    from aoizora.compile import jaxenv  # noqa: F401
+    from aoizora.compile import compiler
+    from aoizora.planning import strategies
     from aoizora.models import get_model, get_workload
 
     model = get_model("wan2.1-t2v-14b")

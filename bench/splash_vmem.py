@@ -18,7 +18,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
-from aoizora import kernels, tpu  # noqa: E402
+from aoizora.compile import tpu
+from aoizora.planning import kernels  # noqa: E402
 from aoizora.models import splash  # noqa: E402
 
 HEAD_DIM = 128

@@ -16,7 +16,7 @@ import concurrent.futures as cf
 import sys
 import time
 
-from aoizora import jaxenv  # noqa: F401
+from aoizora.compile import jaxenv  # noqa: F401
 
 
 def main(argv=None):
@@ -29,7 +29,9 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, default=0)
     a = ap.parse_args(argv)
 
-    from aoizora import _core, compiler, stage1, strategies
+    from aoizora import _core
+    from aoizora.compile import compiler
+    from aoizora.planning import stage1, strategies
     from aoizora.models import get_model, get_workload
 
     model = get_model(a.model, blocks=a.blocks or None)

@@ -21,14 +21,16 @@ import json
 import sys
 import time
 
-from aoizora import jaxenv  # noqa: F401
+from aoizora.compile import jaxenv  # noqa: F401
 
 KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
 
 def compare(candidates, model, workload, target, log=print):
-    from aoizora import _core, compiler, kernels
-    from aoizora.optimized_hlo import optimized_hlo
+    from aoizora import _core
+    from aoizora.compile import compiler
+    from aoizora.planning import kernels
+    from aoizora.compile.optimized_hlo import optimized_hlo
 
     tpu = not target.startswith("cpu")
     rows = []
@@ -94,7 +96,7 @@ def main(argv=None):
     ap.add_argument("--json", default="")
     ap.add_argument("--dtype", default="", help="override the model dtype, e.g. bfloat16")
     a = ap.parse_args(argv)
-    from aoizora import strategies
+    from aoizora.planning import strategies
     from aoizora.models import get_model, get_workload
 
     model = get_model(a.model, blocks=a.blocks or None)

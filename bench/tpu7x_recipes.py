@@ -19,9 +19,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
-from aoizora import planner, strategies, validate  # noqa: E402
-from aoizora.cache import Cache  # noqa: E402
-from aoizora.placement import axis_groups_on_chips  # noqa: E402
+from aoizora.inputs import validate
+from aoizora.planning import planner, strategies  # noqa: E402
+from aoizora.compile.cache import Cache  # noqa: E402
+from aoizora.planning.placement import axis_groups_on_chips  # noqa: E402
 
 RECIPES = (strategies.MAXDIFFUSION_DEFAULT, strategies.MAXDIFFUSION_CFG,
            strategies.MAXDIFFUSION_RING, strategies.MAXDIFFUSION_ULYSSES,

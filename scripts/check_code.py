@@ -27,7 +27,7 @@ LONG_FUNCTION_FILES = (
     "cpp/aoizora/shlo/parser.cpp",        # parse_op
     "cpp/aoizora/cost/q2.cpp",            # the Q2Evaluator constructor
     "cpp/aoizora/hlo/replica_groups.cpp",  # parse_mesh
-    "python/aoizora/planner.py",          # _result
+    "python/aoizora/planning/planner.py",          # _result
 )
 # Where Result<bool> must not appear.
 CPP_DIRS = ("cpp", "tests/cpp", "fuzz")

@@ -36,10 +36,12 @@ def _write(rel: str, text: str) -> None:
 
 def _stages(prog: dict) -> list[str]:
     """Compiles a video's stages; returns where the entry disagrees with the pipeline."""
-    from aoizora import _core, strategies, validate
-    from aoizora.cache import Cache
+    from aoizora import _core
+    from aoizora.inputs import validate
+    from aoizora.planning import strategies
+    from aoizora.compile.cache import Cache
     from aoizora.pipeline import price, stage_specs
-    from aoizora.stage2 import Stage2
+    from aoizora.planning.stage2 import Stage2
 
     model, workload = validate.workload(prog["model"], prog["video"], prog["frames"])
     stage2 = Stage2.for_topology(prog["topology"])
@@ -70,8 +72,8 @@ def _stages(prog: dict) -> list[str]:
 
 
 def compile_one(prog: dict) -> int:
-    from aoizora import jaxenv  # noqa: F401  (LIBTPU_INIT_ARGS is this process's by now)
-    from aoizora.recipe import compile_candidate
+    from aoizora.compile import jaxenv  # noqa: F401  (LIBTPU_INIT_ARGS is this process's by now)
+    from aoizora.planning.recipe import compile_candidate
 
     print(f"{prog['id']}: LIBTPU_INIT_ARGS={os.environ.get('LIBTPU_INIT_ARGS', '')}", flush=True)
     _write(prog["hlo"], compile_candidate(prog["model"], prog["video"], prog["frames"],

@@ -19,7 +19,8 @@ import sys
 import threading
 import traceback
 
-from aoizora import __version__, commands, hardware_file
+from aoizora import __version__, commands
+from aoizora.hardware import hardware_file
 from aoizora.errors import UserError
 
 EXIT_USAGE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 2, 70, 130, 143
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except (UserError, _core_error()) as e:
-        from aoizora.validate import suggest_topology
+        from aoizora.inputs.validate import suggest_topology
 
         _fail(prog, suggest_topology(str(e)), as_json)
         return EXIT_USAGE

@@ -36,8 +36,8 @@ import shlex
 from typing import Any
 
 from aoizora.errors import UserError
-from aoizora.kernels import SPLASH_KERNELS, kernel_for
-from aoizora.strategies import Candidate, candidate_name
+from aoizora.planning.kernels import SPLASH_KERNELS, kernel_for
+from aoizora.planning.strategies import Candidate, candidate_name
 
 MESH_AXES = ("data", "fsdp", "context", "tensor")
 # The Wan config file of each preset in MaxDiffusion (src/maxdiffusion/configs/).
@@ -249,7 +249,7 @@ def _not_planned(plan) -> str:
 def libtpu_init_args(plan) -> str:
     """The LIBTPU_INIT_ARGS the plan's programs were compiled under (the plan records them;
     a plan from before that record was compiled under jaxenv's scoped VMEM flag alone)."""
-    from aoizora import kernels
+    from aoizora.planning import kernels
 
     target = plan.topology.get("compile_target", {})
     if target.get("platform") != "tpu":
@@ -263,7 +263,7 @@ def jax_device_ids(plan, devices=None) -> list[int]:
     """JAX ids of the plan's devices in mesh order, looked up by position among `devices`
     (default: the compile-only devices of the plan's compile target; ids are numbered the
     same way on the real slice)."""
-    from aoizora.placement import devices_by_coords
+    from aoizora.planning.placement import devices_by_coords
 
     if devices is None:
         devices = _target_devices(plan)
@@ -291,7 +291,7 @@ def maxdiffusion_order(plan, devices=None) -> list[int] | str:
 
 
 def _target_devices(plan):
-    from aoizora import tpu
+    from aoizora.compile import tpu
 
     target = plan.topology.get("compile_target", {})
     if target.get("platform") != "tpu":

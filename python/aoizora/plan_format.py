@@ -138,7 +138,7 @@ class Plan:
 
     def candidate(self):
         """The chosen logical sharding as a strategies.Candidate."""
-        from aoizora.strategies import Candidate
+        from aoizora.planning.strategies import Candidate
 
         return Candidate.from_dict(self.choice.strategy)
 
@@ -146,7 +146,7 @@ class Plan:
         """The strategies.Layout that runs `model` (a ModelSpec such as a WanConfig) under
         this plan: pass it to `model.apply(..., layout=...)`. interpret: run the plan's
         Pallas kernel through its interpreter (to check a TPU plan on CPU devices)."""
-        from aoizora.strategies import layout_for
+        from aoizora.planning.strategies import layout_for
 
         return layout_for(self.candidate(), self.mesh(devices), model, interpret=interpret)
 
@@ -156,7 +156,7 @@ class Plan:
 
         # The leaves are tuples of axis names, as compiler.build reads them: a model's
         # parameters may be a tuple of trees (the resident experts of Wan 2.2 A14B).
-        from aoizora.compiler import _is_axes
+        from aoizora.compile.compiler import _is_axes
 
         layout = self.layout(model, devices)
         params = jax.tree.map(lambda a, x: layout.sharding(a, x.shape), model.param_axes(),
@@ -184,7 +184,7 @@ def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None, chip_i
             raise UserError(f"the plan needs {len(device_coords)} devices, got {len(devices)}")
         ordered = [devices[i] for i in chip_ids]
         return Mesh(np.array(ordered, dtype=object).reshape(mesh_shape), tuple(axis_names))
-    from aoizora.placement import devices_by_coords
+    from aoizora.planning.placement import devices_by_coords
 
     by_coords = devices_by_coords(devices)
     try:

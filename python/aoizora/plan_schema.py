@@ -14,7 +14,7 @@ import json
 import math
 
 from aoizora.errors import UserError
-from aoizora.validate import read_text
+from aoizora.inputs.validate import read_text
 
 _OBJECTS = ("model", "workload", "topology", "choice")
 _SECONDS = ("q1_s", "q2_s", "simulated_s")
@@ -172,7 +172,7 @@ def check(d) -> None:
 def _check_uncertainty(u) -> None:
     """uncertainty (optional; plans before intervals have none): the bands, the rule that
     chose ("point" or "robust"), the ranked figure, the ties (each with its interval)."""
-    from aoizora import intervals
+    from aoizora.planning import intervals
 
     if not isinstance(u, dict):
         raise ValueError("'uncertainty' must be an object")

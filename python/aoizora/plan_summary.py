@@ -18,9 +18,9 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from aoizora import intervals
+from aoizora.planning import intervals
 from aoizora.plan_format import Plan
-from aoizora.placement_ties import tie_sentence
+from aoizora.planning.placement_ties import tie_sentence
 
 # Recipe tags as the table shows them (the legend beneath says so when one is used).
 _SHORT_PREFIX = ("maxdiffusion-", "md-", "md-X: MaxDiffusion's recipe maxdiffusion-X")
@@ -123,7 +123,7 @@ def hardware_line(plan: Plan) -> str:
     basis = plan.topology.get("hardware_basis")
     if basis is None:
         return ""
-    from aoizora.field_basis import sentence
+    from aoizora.hardware.field_basis import sentence
 
     head = (f"hardware {plan.topology.get('hardware', '?')}: rests on nominal figures"
             if basis["nominal"] or not basis["stated"] else

@@ -7,7 +7,7 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from aoizora.planner import Progress as PlannerProgress
+from aoizora.planning.planner import Progress as PlannerProgress
 
 
 class RichProgress(PlannerProgress):

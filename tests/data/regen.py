@@ -1,4 +1,4 @@
-"""Regenerates the compiled-HLO fixtures in tests/data/hlo/ from aoizora.probes.
+"""Regenerates the compiled-HLO fixtures in tests/data/hlo/ from aoizora.hardware.probes.
 
     .venv/bin/python tests/data/regen.py
 
@@ -15,7 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
-from aoizora import probes, tpu  # noqa: E402
+from aoizora.compile import tpu
+from aoizora.hardware import probes  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hlo")
 TARGETS = {

@@ -19,8 +19,8 @@ from functools import partial
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
-from aoizora import jaxenv  # noqa: E402,F401
-from aoizora import tpu  # noqa: E402
+from aoizora.compile import jaxenv  # noqa: E402,F401
+from aoizora.compile import tpu  # noqa: E402
 from aoizora.models import splash  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hlo", "splash_ring.v5e_2x4.hlo")

@@ -1,6 +1,6 @@
 """pytest set-up: the deviceless-compile environment must be in place before jax loads."""
 
-import aoizora.jaxenv  # noqa: F401
+import aoizora.compile.jaxenv  # noqa: F401
 
 from pathlib import Path
 
@@ -11,7 +11,7 @@ import pytest
 def ray_executor():
     """A Ray started in this process on 2 CPUs, shared by every test that needs one (Ray
     takes seconds to start); executors made later in the session join it."""
-    from aoizora.executor import RayExecutor
+    from aoizora.compile.executor import RayExecutor
 
     executor = RayExecutor(None, num_cpus=2)
     yield executor

@@ -11,10 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from aoizora import kernels, optimized_hlo, planner, strategies
-from aoizora.cache import Cache
+from aoizora.compile import optimized_hlo
+from aoizora.planning import kernels, planner, strategies
+from aoizora.compile.cache import Cache
 from aoizora.models import get_model, get_workload
-from aoizora.stage2 import Pair
+from aoizora.planning.stage2 import Pair
 
 V5E = {"hbm_bytes": 16e9, "cores_per_chip": 1}
 TPU7X = {"hbm_bytes": 192e9, "cores_per_chip": 2}

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from aoizora import atomic, cli, planner
-from aoizora import compiler as C
-from aoizora import strategies as S
-from aoizora.batch import run_jobs
+from aoizora import atomic, cli
+from aoizora.planning import planner
+from aoizora.compile import compiler as C
+from aoizora.planning import strategies as S
+from aoizora.compile.batch import run_jobs
 from aoizora.errors import CompileError, UserError
-from aoizora.jobs import Job
+from aoizora.compile.jobs import Job
 from aoizora.models import get_model, get_workload
 
 HLO8 = str(Path(__file__).parents[1] / "data" / "hlo" / "matmul.v5e_2x4.hlo")

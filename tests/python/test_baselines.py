@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from aoizora import _core, baselines, stage1, strategies
-from aoizora.stage1 import PredictedCollective as C
+from aoizora import _core
+from aoizora.planning import baselines, stage1, strategies
+from aoizora.planning.stage1 import PredictedCollective as C
 
 LINK = 50e9
 ALPHA = 1e-6

@@ -12,12 +12,12 @@ import os
 import pytest
 
 from aoizora import cli
-from aoizora import fingerprint
-from aoizora import strategies as S
-from aoizora.batch import run_jobs
-from aoizora.cache import Cache, cache_key, checksum
+from aoizora.compile import fingerprint
+from aoizora.planning import strategies as S
+from aoizora.compile.batch import run_jobs
+from aoizora.compile.cache import Cache, cache_key, checksum
 from aoizora.errors import UserError
-from aoizora.jobs import Job
+from aoizora.compile.jobs import Job
 from aoizora.models import get_model, get_workload
 
 KEY = cache_key({"test": 1})

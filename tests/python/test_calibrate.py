@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 
-from aoizora import calibrate, cli, hardware_file, measurements
+from aoizora import cli
+from aoizora.hardware import calibrate, hardware_file, measurements
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOMINAL_V5P = ROOT / "calibration" / "nominal" / "v5p.json"
@@ -348,7 +349,7 @@ def test_cpu_timings_are_refused_unless_a_harness_check_and_every_loader_says_so
     """`aoizora measure --platform cpu` timings fit no TPU profile silently: refused in one
     line; under --harness-check the profile's note says so and each command loading it warns
     once on stderr."""
-    from aoizora import fitted_profile
+    from aoizora.hardware import fitted_profile
     from aoizora.measure import platform
 
     points = [_point(f"e-{b}", "all-gather", b, seconds=s, groups=[[0, 1, 2, 3]],

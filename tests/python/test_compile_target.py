@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from aoizora import _core, tpu
-from aoizora.compile_target import compile_target_for, parse_spec
+from aoizora import _core
+from aoizora.compile import tpu
+from aoizora.compile.compile_target import compile_target_for, parse_spec
 from aoizora.errors import UserError
 
 
@@ -39,7 +40,7 @@ def test_tpu7x_compiles_for_its_tpu_one_device_per_core():
     devices = tpu.compile_only_devices(t.spec)
     assert len(devices) == topo.num_devices == 8
     # Every compile-only device is one of the topology's devices, (x, y, z, core).
-    from aoizora.placement import device_keys
+    from aoizora.planning.placement import device_keys
 
     assert sorted(device_keys(devices)) == sorted(tuple(d) for d in topo.devices)
     assert compile_target_for(topo, "cpu").spec == "cpu:8"

@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 
-from aoizora import cli, compiled_program
+from aoizora import cli
+from aoizora.compile import compiled_program
 from aoizora.errors import UserError
 
 HLO = pathlib.Path(__file__).resolve().parents[1] / "data" / "hlo"

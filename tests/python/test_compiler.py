@@ -12,14 +12,14 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from aoizora import compiler as C
-from aoizora import kernels
-from aoizora import strategies as S
-from aoizora.batch import run_jobs
-from aoizora.cache import Cache, cache_key
-from aoizora.jobs import Job, job_key
+from aoizora.compile import compiler as C
+from aoizora.planning import kernels
+from aoizora.planning import strategies as S
+from aoizora.compile.batch import run_jobs
+from aoizora.compile.cache import Cache, cache_key
+from aoizora.compile.jobs import Job, job_key
 from aoizora.models import base, get_model, get_workload
-from aoizora.probes import count_collectives
+from aoizora.hardware.probes import count_collectives
 
 TARGET = "v5e:2x4"
 # data + allgather_kv, fsdp + ring + tensor, data + ulysses, ulysses x ring: every kind.

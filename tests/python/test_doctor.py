@@ -3,7 +3,8 @@
 import subprocess
 import sys
 
-from aoizora import probes, tpu
+from aoizora.compile import tpu
+from aoizora.hardware import probes
 
 
 def test_core_module_imports():

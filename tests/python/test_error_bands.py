@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from aoizora import error_bands
+from aoizora.hardware import error_bands
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from aoizora import strategies
-from aoizora.cache import Cache
+from aoizora.planning import strategies
+from aoizora.compile.cache import Cache
 from aoizora.errors import UserError
 from aoizora.evaluation import grid, placement_gain, recall, runner, stats, tables
 from aoizora.evaluation.grid import Setting
@@ -41,7 +41,7 @@ def evaluated(subset, tmp_path_factory):
 @pytest.fixture(scope="module")
 def planned(evaluated):
     """The same setting planned again (from the cache) for cross-checks."""
-    from aoizora.planner import Settings, plan
+    from aoizora.planning.planner import Settings, plan
 
     _, _, cache = evaluated
     return plan(TINY.model, TINY.video, TINY.frames, TINY.topology,
@@ -233,7 +233,7 @@ def test_a_sharding_without_a_jax_default_order_is_judged_without_one():
     from types import SimpleNamespace
 
     from aoizora.evaluation.setting import judge_all
-    from aoizora.stage2 import NoDefaultOrder, Pair
+    from aoizora.planning.stage2 import NoDefaultOrder, Pair
 
     cand = strategies.Candidate("odd", context=8, form="allgather_kv")
 

@@ -17,12 +17,12 @@ import time
 
 import pytest
 
-from aoizora import strategies as S
-from aoizora.batch import run_jobs
-from aoizora.cache import Cache
+from aoizora.planning import strategies as S
+from aoizora.compile.batch import run_jobs
+from aoizora.compile.cache import Cache
 from aoizora.errors import UserError
-from aoizora.executor import LocalExecutor, RayExecutor, check_name
-from aoizora.jobs import Job, Outcome, run_job
+from aoizora.compile.executor import LocalExecutor, RayExecutor, check_name
+from aoizora.compile.jobs import Job, Outcome, run_job
 from aoizora.models import get_model, get_workload
 
 TARGET = "cpu:4"
@@ -119,7 +119,7 @@ def test_planner_skips_a_job_whose_worker_always_dies(ray_executor, by_value, jo
     error, and the planner goes on."""
     from types import SimpleNamespace
 
-    from aoizora import planner
+    from aoizora.planning import planner
 
     settings = planner.Settings(cache=None, executor=RayExecutor(None, work=attempts[1](dies)))
     run = planner._Run(settings, planner.Progress(), jobs[1].model, jobs[1].workload,

@@ -12,7 +12,8 @@ import types
 
 import pytest
 
-from aoizora import cli, derive_fixed_costs, field_basis, hardware_file
+from aoizora import cli
+from aoizora.hardware import derive_fixed_costs, field_basis, hardware_file
 from aoizora.errors import UserError
 from aoizora.plan_summary import hardware_line
 from aoizora.report import hardware, page
@@ -82,7 +83,7 @@ def test_topology_shows_the_basis(capsys):
 
 
 def test_a_plan_says_it_rests_on_nominal_figures():
-    from aoizora.stage2 import Stage2
+    from aoizora.planning.stage2 import Stage2
 
     topology = Stage2.for_topology("v6e:2x4").describe()     # what plan.json records
     basis = topology["hardware_basis"]

@@ -12,7 +12,8 @@ import tempfile
 
 import pytest
 
-from aoizora import _core, cli, hardware_file, measurements, single_collective
+from aoizora import _core, cli
+from aoizora.hardware import hardware_file, measurements, single_collective
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROFILES = ROOT / "profiles"
@@ -201,13 +202,13 @@ def test_tpu7x_points_are_the_groups_xla_compiles_the_benchmark_to():
     # gathered over d_0 and d_1), compiled for tpu7x:2x2x1 deviceless: its replica groups,
     # mapped through the device assignment, are the devices each point's groups name. A point
     # on the wrong devices (one 4-device group, both cores of 2 chips) fails here.
-    import aoizora.jaxenv  # noqa: F401
+    import aoizora.compile.jaxenv  # noqa: F401
     import jax
     import jax.numpy as jnp
     from jax.experimental import mesh_utils
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    from aoizora import tpu
+    from aoizora.compile import tpu
 
     mesh = Mesh(mesh_utils.create_device_mesh((2, 2, 2), devices=tpu.compile_only_devices(
         "tpu7x:2x2x1")), ("d_0", "d_1", "d_2"))

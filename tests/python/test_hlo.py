@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from aoizora import _core, tpu
+from aoizora import _core
+from aoizora.compile import tpu
 
 ROWS, COLS, OUT = 256, 256, 512  # per-device block of x: [ROWS/2, COLS]; w: [COLS, OUT]
 
@@ -152,7 +153,7 @@ def test_inspect_cli_json(tmp_path):
 def test_loop_of_unknown_trip_count_cannot_be_priced():
     """A data-dependent while loop compiles to a loop whose trip count XLA does not know:
     Stage 2 refuses to price it (counted once it would look many times cheaper)."""
-    from aoizora.stage2 import Stage2, UnknownTripCount
+    from aoizora.planning.stage2 import Stage2, UnknownTripCount
 
     mesh = _mesh("tpu")
     x = jax.ShapeDtypeStruct((256, 256), jnp.float32,

@@ -87,8 +87,8 @@ def test_spec_builds_each_stage_by_its_name():
 def compiled():
     """One image encoder sharding (heads over 4) and one VAE encode sharding (width over 4) of
     the tiny configs, compiled for cpu:4 in this process (no cache): name -> Outcome."""
-    from aoizora.batch import run_jobs
-    from aoizora.jobs import Job
+    from aoizora.compile.batch import run_jobs
+    from aoizora.compile.jobs import Job
 
     ie = _pick(stage_specs.image_encoder_options(4, clip_image.CLIP_TINY), "ie-tensor4")
     enc = _pick(stage_specs.vae_encode_options(4), "vae-encode-width4")

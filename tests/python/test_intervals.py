@@ -9,7 +9,9 @@ import io
 
 import pytest
 
-from aoizora import error_bands, intervals, plan_schema
+from aoizora import plan_schema
+from aoizora.hardware import error_bands
+from aoizora.planning import intervals
 from aoizora.plan_format import Choice, Plan
 
 # Compute known to 10 %, communication to 50 %: a communication-heavy step is the less sure.

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from aoizora import compiler as C
-from aoizora import kernels
-from aoizora import strategies as S
+from aoizora.compile import compiler as C
+from aoizora.planning import kernels
+from aoizora.planning import strategies as S
 from aoizora.models import get_model, get_workload
 
 MOSAIC = 'custom_call_target="tpu_custom_call"'
@@ -158,7 +158,8 @@ _MODEL_720P = (get_model("wan2.1-t2v-14b", blocks=2), get_workload("720p", 81))
 def _planned(topology: str):
     from types import SimpleNamespace
 
-    from aoizora import _core, planner
+    from aoizora import _core
+    from aoizora.planning import planner
 
     cfg, w = _MODEL_720P
     skipped = []
@@ -191,7 +192,7 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
     compiled keeps its own row."""
     from types import SimpleNamespace
 
-    from aoizora import planner
+    from aoizora.planning import planner
     from aoizora.plan_format import Choice
 
     out = _planned("tpu7x:2x2x1")

@@ -12,7 +12,7 @@ import pathlib
 
 import pytest
 
-from aoizora import leave_one_out, measurements
+from aoizora.hardware import leave_one_out, measurements
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RING = [[0, 1], [1, 3], [3, 2], [2, 0]]   # one hop each on v5p:2x2x1

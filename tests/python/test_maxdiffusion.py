@@ -9,10 +9,12 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from aoizora import _core, kernels, maxdiffusion, strategies, tpu
+from aoizora import _core, maxdiffusion
+from aoizora.compile import tpu
+from aoizora.planning import kernels, strategies
 from aoizora.errors import UserError
 from aoizora.models import get_model, get_workload
-from aoizora.placement import device_keys
+from aoizora.planning.placement import device_keys
 
 MODEL, WORKLOAD = get_model("wan2.1-t2v-14b"), get_workload("720p", 81)
 
@@ -27,7 +29,7 @@ def test_every_candidate_round_trips_through_the_overrides(n):
 
 
 def test_a_tpu_candidate_carries_its_splash_block_sizes_as_flash_block_sizes():
-    from aoizora import kernels
+    from aoizora.planning import kernels
 
     for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8):
         k = kernels.with_kernel(c, MODEL, WORKLOAD, "tpu", "v5e:2x4")

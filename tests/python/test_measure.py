@@ -1,7 +1,7 @@
 """`aoizora measure` on CPU devices (issue 14 part 4): the collective sweep writes a file
 `aoizora calibrate` reads, a saved plan runs with random weights beside its simulated times,
 and every output says CPU timings are not a TPU measurement. The test session's jax has 16
-CPU devices (aoizora.jaxenv), so commands run in-process through cli.main.
+CPU devices (aoizora.compile.jaxenv), so commands run in-process through cli.main.
 
 The plan under test is tests/data/plans/wan_tiny.v5e_2x2.json, the planner's own output
 (tests/data/regen_plans.py): planning it takes about a minute, measuring it seconds."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from aoizora import fitted_profile, measurements
+from aoizora.hardware import fitted_profile, measurements
 from aoizora.errors import UserError
 from aoizora.measure import collectives, local_slice, plan_run, platform, sizes
 from aoizora.plan_format import Plan
@@ -63,7 +63,7 @@ def test_tpu_devices_name_their_slice_and_xla_compiles_the_recorded_groups():
     device kind and coordinates, and the groups a point records are the ones XLA compiles."""
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    from aoizora import tpu
+    from aoizora.compile import tpu
 
     two_core = local_slice.local_slice("tpu", list(tpu.compile_only_devices("tpu7x:2x2x1")))
     assert two_core.topology == "tpu7x:2x2x1" and not two_core.stand_in

@@ -48,7 +48,7 @@ def test_each_expert_counts_as_in_diffusers_and_the_model_holds_two(name, count)
 
 
 def test_the_plan_records_that_it_serves_both_experts():
-    from aoizora.planner import _model_facts
+    from aoizora.planning.planner import _model_facts
 
     cfg = get_model("wan2.2-i2v-a14b")
     assert _model_facts(cfg) == {"experts": 2, "resident_experts": 2,
@@ -231,7 +231,8 @@ TARGET, CANDIDATE = "v5e:2x2", "ag4w"  # 4 chips; context 4, weights sharded ove
 
 @functools.lru_cache(maxsize=None)
 def _lowered(name: str, resident: int | None = None):
-    from aoizora import compiler, strategies
+    from aoizora.compile import compiler
+    from aoizora.planning import strategies
 
     cfg = get_model(name, blocks=1)
     if resident is not None:
@@ -247,7 +248,7 @@ def _lowered(name: str, resident: int | None = None):
 @pytest.mark.parametrize("name", ["wan2.1-i2v-14b", "wan2.2-t2v-a14b", "wan2.2-i2v-a14b",
                                   "wan2.2-ti2v-5b"])
 def test_one_block_proxy_lowers_and_stage1_reads_it(name):
-    from aoizora import stage1
+    from aoizora.planning import stage1
 
     text, weights, inputs = _lowered(name)
     r = stage1.analyze(CANDIDATE, text, TARGET)
@@ -258,7 +259,7 @@ def test_one_block_proxy_lowers_and_stage1_reads_it(name):
 
 
 def test_both_resident_experts_count_in_the_memory_check():
-    from aoizora import stage1
+    from aoizora.planning import stage1
 
     one, w_one, _ = _lowered("wan2.1-t2v-14b")
     both, w_both, _ = _lowered("wan2.2-t2v-a14b")
@@ -284,7 +285,7 @@ NEW_PRESETS = ("wan2.1-i2v-14b", "wan2.2-t2v-a14b", "wan2.2-i2v-a14b", "wan2.2-t
 
 
 def test_cli_takes_every_preset_on_its_own_sizes_and_grid():
-    from aoizora import validate
+    from aoizora.inputs import validate
     from aoizora.cli import build_parser
     from aoizora.commands.plan import check_workload
     from aoizora.errors import UserError

@@ -10,15 +10,16 @@ import functools
 
 import pytest
 
-from aoizora import _core, kernels
-from aoizora import compiler as C
-from aoizora import strategies as S
+from aoizora import _core
+from aoizora.planning import kernels
+from aoizora.compile import compiler as C
+from aoizora.planning import strategies as S
 from aoizora.errors import CompileError
-from aoizora.executor import LocalExecutor
-from aoizora.jobs import Job, Outcome, job_key, run_job
+from aoizora.compile.executor import LocalExecutor
+from aoizora.compile.jobs import Job, Outcome, job_key, run_job
 from aoizora.models import get_model, get_workload
-from aoizora.optimized_hlo import hbm_bytes, optimized_hlo
-from aoizora.planner import Settings, plan
+from aoizora.compile.optimized_hlo import hbm_bytes, optimized_hlo
+from aoizora.planning.planner import Settings, plan
 
 TARGET = "v5e:2x4"
 
@@ -66,7 +67,7 @@ def test_the_hbm_figure_is_read_as_soon_as_the_report_holds_it():
     c = next(c for c in S.enumerate_candidates(cfg, wl, 8) if c.name == "dp2-uly4")
     hbm = hbm_bytes(optimized_hlo(c, cfg, wl, "tpu7x:2x2x1"))
     assert hbm is not None and 1e9 < hbm < 96e9   # within one TensorCore's share
-    from aoizora.optimized_hlo import _HBM_TOTAL
+    from aoizora.compile.optimized_hlo import _HBM_TOTAL
 
     assert _HBM_TOTAL.search("Memory Space: default (color=0)\nTotal bytes: 41") is None
     assert _HBM_TOTAL.search("Memory Space: default (color=0)\nTotal bytes: 41 (").group(1) \
@@ -85,7 +86,7 @@ def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch, alive):
     """Interrupted while it waits for the dump, the analysis kills its child (forked by the
     fork server, so not this process's child: its pid is recorded as it starts)."""
     c, cfg, wl = usp
-    import aoizora.optimized_hlo as O
+    import aoizora.compile.optimized_hlo as O
 
     started, process = [], O._fork_server().Process
     start = process.start
@@ -135,7 +136,7 @@ def test_the_plan_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp
 def test_the_oracle_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp_path):
     """--oracle's reference pair is compiled in full like the plan; when the backend refuses
     its sharding, the oracle is the best pair of a sharding it accepts."""
-    from aoizora.cache import Cache, cache_key
+    from aoizora.compile.cache import Cache, cache_key
 
     cache = Cache(str(tmp_path))
     first = plan("wan-tiny", "tiny", None, TARGET, Settings(oracle=True, top_k=2, cache=cache))

@@ -6,8 +6,11 @@ import pathlib
 import numpy as np
 import pytest
 
-import aoizora.jaxenv  # noqa: F401
-from aoizora import _core, placement, probes, tpu
+import aoizora.compile.jaxenv  # noqa: F401
+from aoizora import _core
+from aoizora.compile import tpu
+from aoizora.hardware import probes
+from aoizora.planning import placement
 
 from jax.sharding import Mesh
 

@@ -15,10 +15,11 @@ import os
 
 import pytest
 
-from aoizora import cli, strategies
+from aoizora import cli
+from aoizora.planning import strategies
 from aoizora.errors import UserError
 from aoizora.plan_format import Plan
-from aoizora.settings_file import load
+from aoizora.inputs.settings_file import load
 
 SETTINGS = """\
 - {model: wan-tiny, video: tiny, topology: v5e:2x2, top_k: 1}

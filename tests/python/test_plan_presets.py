@@ -21,7 +21,8 @@ import math
 
 import pytest
 
-from aoizora import cli, tpu
+from aoizora import cli
+from aoizora.compile import tpu
 from aoizora.models import get_model, get_workload
 from aoizora.plan_format import Plan
 

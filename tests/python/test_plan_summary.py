@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from aoizora import cli, plan_schema
-from aoizora.placement_ties import q2_ties_not_simulated, tie_sentence, ties
+from aoizora.planning.placement_ties import q2_ties_not_simulated, tie_sentence, ties
 from aoizora.plan_format import Choice
 from aoizora.plan_summary import comparison_rows, print_choice, print_comparison
 

@@ -6,14 +6,15 @@ import json
 
 import pytest
 
-from aoizora import plan_schema, planner
-from aoizora.cache import Cache
+from aoizora import plan_schema
+from aoizora.planning import planner
+from aoizora.compile.cache import Cache
 from aoizora.models import get_model, get_workload
 from aoizora.models.scheduler import DENOISING
 from aoizora.pipeline import plan_video
 from aoizora.plan_format import Plan
 from aoizora.plan_summary import comparison_rows, video_lines
-from aoizora.stage2 import Stage2
+from aoizora.planning.stage2 import Stage2
 
 TOPOLOGY = "v5e:2x2"
 

@@ -11,10 +11,11 @@ import jax
 import numpy as np
 import pytest
 
-from aoizora import compiler, kernels, planner, tpu
-from aoizora.cache import Cache
+from aoizora.compile import compiler, tpu
+from aoizora.planning import kernels, planner
+from aoizora.compile.cache import Cache
 from aoizora.errors import UserError
-from aoizora.jobs import Outcome
+from aoizora.compile.jobs import Outcome
 from aoizora.models import get_model, get_workload, wan
 from aoizora.plan_format import Plan
 
@@ -139,7 +140,8 @@ def test_plan_compiles_the_14b_two_block_proxy_for_the_tpu(result):
 
 
 def test_every_simulated_figure_carries_its_interval_and_the_rule_that_chose(result):
-    from aoizora import intervals, plan_schema
+    from aoizora import plan_schema
+    from aoizora.planning import intervals
 
     plan = result.plan
     u = plan.uncertainty
@@ -159,7 +161,7 @@ def test_every_simulated_figure_carries_its_interval_and_the_rule_that_chose(res
 
 
 def test_robust_plan_has_no_worse_a_worst_case(result, cache_dir):
-    from aoizora import intervals
+    from aoizora.planning import intervals
 
     settings = planner.Settings(top_k=2, workers=1, cache=Cache(cache_dir), robust=True)
     robust = planner.plan(**TINY, settings=settings).plan
@@ -175,8 +177,8 @@ def test_robust_picks_the_best_worst_case_where_the_point_rule_does_not():
     the point rule takes A, --robust takes B."""
     from types import SimpleNamespace
 
-    from aoizora import error_bands
-    from aoizora.stage2 import Pair
+    from aoizora.hardware import error_bands
+    from aoizora.planning.stage2 import Pair
 
     bands = error_bands.Bands("v5e", error_bands.Band(0.5, error_bands.OWN),
                               error_bands.Band(0.05, error_bands.OWN))
@@ -227,7 +229,7 @@ def test_a_candidate_that_fails_to_compile_is_reported_and_skipped(cache_dir, mo
 def test_oracle_is_a_reference_that_never_changes_the_choice(result, cache_dir, monkeypatch):
     """--oracle compiles every fitting sharding and simulates every placement; it may beat
     the plan, never lose to it, and the plan's own choice stays what it was."""
-    from aoizora import strategies
+    from aoizora.planning import strategies
 
     real = strategies.enumerate_candidates
     chosen = result.plan.choice.candidate

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from aoizora import planner
-from aoizora.compile_target import compile_target_for
+from aoizora.planning import planner
+from aoizora.compile.compile_target import compile_target_for
 from aoizora.models import get_model, get_workload
-from aoizora.stage2 import Stage2
+from aoizora.planning.stage2 import Stage2
 
 
 class Notes(planner.Progress):

@@ -10,12 +10,12 @@ import multiprocessing
 import os
 import time
 
-from aoizora import planner, strategies
-from aoizora.cache import Cache, cache_key
-from aoizora.executor import LocalExecutor
-from aoizora.jobs import Job, Outcome, job_key, run_job
+from aoizora.planning import planner, strategies
+from aoizora.compile.cache import Cache, cache_key
+from aoizora.compile.executor import LocalExecutor
+from aoizora.compile.jobs import Job, Outcome, job_key, run_job
 from aoizora.models import get_model, get_workload
-from aoizora.prefetch import Prefetch
+from aoizora.compile.prefetch import Prefetch
 
 TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
 

@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 
-from aoizora import cli, measurements, program_points
+from aoizora import cli
+from aoizora.hardware import measurements, program_points
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 V6E_VIDEO = "v6e-8-wan2.1-t2v-14b-480p-81f-video"

@@ -3,7 +3,7 @@ on JAX's default order (what calibration/programs/compile.py and bench/recipe_st
 
 import pytest
 
-from aoizora import recipe
+from aoizora.planning import recipe
 from aoizora.errors import UserError
 
 

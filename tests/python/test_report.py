@@ -12,10 +12,11 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from aoizora import _core, planner, step_split
-from aoizora.cache import Cache
-from aoizora.placement_ties import tie_sentence
-from aoizora.placement_words import axis_shapes, group_shape, placement_in_words
+from aoizora import _core
+from aoizora.planning import planner, step_split
+from aoizora.compile.cache import Cache
+from aoizora.planning.placement_ties import tie_sentence
+from aoizora.planning.placement_words import axis_shapes, group_shape, placement_in_words
 from aoizora.plan_format import Choice, Plan
 from aoizora.report import render
 

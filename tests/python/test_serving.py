@@ -255,8 +255,8 @@ def test_an_unknown_generation_in_a_user_price_file_is_refused(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_survey(tmp_path_factory):
-    from aoizora.cache import Cache
-    from aoizora.planner import Settings
+    from aoizora.compile.cache import Cache
+    from aoizora.planning.planner import Settings
 
     settings = Settings(top_k=1, workers=1, compile_target="cpu",
                         cache=Cache(str(tmp_path_factory.mktemp("cache"))))
@@ -265,7 +265,7 @@ def tiny_survey(tmp_path_factory):
 
 
 def test_a_survey_prices_each_split_from_its_own_replicas_plan(tiny_survey):
-    from aoizora.planner import plan
+    from aoizora.planning.planner import plan
 
     result, settings = tiny_survey
     rows = {r.split: r for r in result.rows}

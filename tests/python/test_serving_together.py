@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from aoizora import _core, topology_file
+from aoizora import _core
+from aoizora.inputs import topology_file
 from aoizora.errors import UserError
 from aoizora.serving import prices, splits, survey, together
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from aoizora import _core, cli, tpu
+from aoizora import _core, cli
+from aoizora.compile import tpu
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "hlo")
 with open(os.path.join(DATA, "MANIFEST.json")) as f:

@@ -12,7 +12,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from aoizora.models import attention as A
 from aoizora.models import splash as K
-from aoizora.tpu import cpu_devices
+from aoizora.compile.tpu import cpu_devices
 
 B, S, H, D = 1, 512, 4, 128
 BLOCKS = K.Blocks(128, 128, 128)

@@ -23,13 +23,15 @@ import re
 
 import pytest
 
-from aoizora import _core, stage1
+from aoizora import _core
+from aoizora.planning import stage1
 
 TARGET = "v5e:2x4"
 
 
 def _probe_texts():
-    from aoizora import probes, tpu
+    from aoizora.compile import tpu
+    from aoizora.hardware import probes
 
     mesh = probes.mesh_2d(tpu.compile_only_devices(TARGET), 8)
     out = {}
@@ -101,7 +103,8 @@ WAN_CANDIDATES = ("uly8", "usp2x4", "ring4-tp2", "fsdp2-ag4w", "dp2-tp4")
 
 @functools.lru_cache(maxsize=None)
 def wan_pairs():
-    from aoizora import compiler, strategies
+    from aoizora.compile import compiler
+    from aoizora.planning import strategies
     from aoizora.models import get_model, get_workload
 
     model = get_model("wan-tiny").replace(dtype="bfloat16")
@@ -140,7 +143,8 @@ def test_wan_predicted_volume_vs_compiled(name):
 @functools.lru_cache(maxsize=None)
 def splash_pair(name):
     """(StableHLO, compiled HLO) of a wan-tiny candidate with the TPU splash kernel."""
-    from aoizora import compiler, kernels, strategies
+    from aoizora.compile import compiler
+    from aoizora.planning import kernels, strategies
     from aoizora.models import get_model, get_workload
 
     model = get_model("wan-tiny").replace(dtype="bfloat16")
@@ -211,7 +215,8 @@ def test_one_mesh_axis_holds_a_tpu7x_chips_cores():
     # (about 1 TB/s each): Wan 1.3B 480p 21f Q1 22.96 ms where the compiled program,
     # simulated, spends 7.5 ms on them. Now the other axes cross ICI, the two cores' pairs
     # sharing the chips' links.
-    from aoizora import compiler, strategies
+    from aoizora.compile import compiler
+    from aoizora.planning import strategies
     from aoizora.models import get_model, get_workload
 
     target = "tpu7x:2x2x1"

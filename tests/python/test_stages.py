@@ -13,7 +13,7 @@ import pytest
 from aoizora.models import get_model
 from aoizora.models.video import Video
 from aoizora.pipeline import reshard, stage_specs
-from aoizora.strategies import Candidate
+from aoizora.planning.strategies import Candidate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAN = os.path.join(ROOT, "tests", "data", "plans", "wan_tiny.v5e_2x2.json")
@@ -37,9 +37,9 @@ class Priced:
 
 @pytest.fixture(scope="session")
 def priced(tmp_path_factory):
-    from aoizora.cache import Cache
+    from aoizora.compile.cache import Cache
     from aoizora.pipeline import plan_video
-    from aoizora.stage2 import Stage2
+    from aoizora.planning.stage2 import Stage2
 
     model = get_model("wan-tiny")
     with open(PLAN) as f:

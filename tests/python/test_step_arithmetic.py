@@ -12,7 +12,7 @@ import pytest
 from aoizora.models import get_model, scheduler
 from aoizora.models.video import TINY_VIDEO
 from aoizora.pipeline.step_arithmetic import StepArithmeticStage, step_arithmetic_for
-from aoizora.strategies import Candidate
+from aoizora.planning.strategies import Candidate
 
 TARGET = "cpu:4"
 WIDTH = (None, None, None, None, "length")  # latents [1, z, T, h, w] split along width
@@ -28,8 +28,8 @@ def _stage(**kw):
 
 @pytest.fixture(scope="session")
 def compiled():
-    from aoizora.batch import run_jobs
-    from aoizora.jobs import Job
+    from aoizora.compile.batch import run_jobs
+    from aoizora.compile.jobs import Job
 
     jobs = {"width-context4": Job("compile", CONTEXT4, _stage(latent_axes=WIDTH),
                                            TINY_VIDEO, TARGET),
@@ -65,7 +65,7 @@ def test_by_default_the_latents_are_the_transformers_replicated_output(compiled)
 
 
 def test_the_sharded_stage_computes_the_schedulers_step():
-    from aoizora import compiler
+    from aoizora.compile import compiler
 
     stage = _stage(latent_axes=WIDTH, guidance=4.0)
     exe, args = compiler.executable(CONTEXT4, stage, TINY_VIDEO, TARGET)

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from aoizora import strategies as S
+from aoizora.planning import strategies as S
 from aoizora.models import get_model, get_workload, wan
 
 

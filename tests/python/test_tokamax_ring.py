@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, PartitionSpec as P
 
-from aoizora import compiler as C
-from aoizora import kernels
-from aoizora import strategies as S
+from aoizora.compile import compiler as C
+from aoizora.planning import kernels
+from aoizora.planning import strategies as S
 from aoizora.models import attention as A
 from aoizora.models import get_model, get_workload
 from aoizora.models import splash as K
 from aoizora.models import tokamax_ring as T
-from aoizora.tpu import cpu_devices
+from aoizora.compile.tpu import cpu_devices
 
 B, H, D = 1, 4, 128
 MOSAIC = 'custom_call_target="tpu_custom_call"'

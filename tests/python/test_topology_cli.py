@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import aoizora.jaxenv  # noqa: F401
+import aoizora.compile.jaxenv  # noqa: F401
 from aoizora import _core, cli
 
 HLO = pathlib.Path(__file__).resolve().parents[1] / "data" / "hlo"

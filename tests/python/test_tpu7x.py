@@ -11,10 +11,12 @@ import sys
 import pytest
 import yaml
 
-from aoizora import _core, maxdiffusion, planner, report, strategies, tpu
-from aoizora.cache import Cache
+from aoizora import _core, maxdiffusion, report
+from aoizora.compile import tpu
+from aoizora.planning import planner, strategies
+from aoizora.compile.cache import Cache
 from aoizora.models import get_model, get_workload
-from aoizora.placement import axis_groups_on_chips, device_keys
+from aoizora.planning.placement import axis_groups_on_chips, device_keys
 
 SLICE = "tpu7x:2x2x1"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aoizora import user_model
+from aoizora.inputs import user_model
 from aoizora.models.base import FunctionSpec
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

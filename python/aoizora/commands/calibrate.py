@@ -47,7 +47,7 @@ def register(sub) -> None:
 def _derive(base: dict, label: str, files, points) -> tuple[list[str], str]:
     """Derives the base's fixed costs when no point can fit them (derive_fixed_costs.py):
     (the fields derived, the base's label saying so)."""
-    from aoizora import derive_fixed_costs, hardware_file
+    from aoizora.hardware import derive_fixed_costs, hardware_file
 
     if not derive_fixed_costs.needed(points, base["generation"]):
         return [], label
@@ -84,7 +84,8 @@ def _harness(m, args) -> bool:
 
 def _base(arg: str | None, points) -> tuple[dict, str]:
     """(base profile dict, label): --base as a file or a generation, else the points'."""
-    from aoizora import _core, hardware_file
+    from aoizora import _core
+    from aoizora.hardware import hardware_file
     from aoizora.errors import UserError
 
     if arg and (arg.endswith(".json") or os.path.exists(arg)):
@@ -108,7 +109,7 @@ def _us(s: float) -> str:
 
 
 def _value(p, x: float) -> str:
-    from aoizora import fit_parameters
+    from aoizora.hardware import fit_parameters
 
     return fit_parameters.describe(p.unit, x)
 
@@ -158,7 +159,8 @@ def _print(fit, out: str) -> None:
 
 
 def run(args) -> int:
-    from aoizora import calibrate, fitted_profile, measurements, validate
+    from aoizora.hardware import calibrate, fitted_profile, measurements
+    from aoizora.inputs import validate
 
     from aoizora.errors import UserError
 

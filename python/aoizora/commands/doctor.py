@@ -24,7 +24,8 @@ def _version(pkg: str) -> str:
 
 
 def _check_slice(name: str) -> dict:
-    from aoizora import probes, tpu
+    from aoizora.compile import tpu
+    from aoizora.hardware import probes
 
     result: dict = {"topology": name}
     try:
@@ -51,8 +52,8 @@ def _check_slice(name: str) -> dict:
 
 def _devices(name: str) -> int:
     """JAX devices of a slice: its chips times the generation's TensorCores per chip."""
-    from aoizora import tpu
-    from aoizora.compile_target import DEVICES_PER_CHIP
+    from aoizora.compile import tpu
+    from aoizora.compile.compile_target import DEVICES_PER_CHIP
 
     gen, dims = tpu.split_name(name)
     n = DEVICES_PER_CHIP.get(gen, 1)

@@ -16,7 +16,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from aoizora import maxdiffusion, plan_schema, validate
+    from aoizora import maxdiffusion, plan_schema
+    from aoizora.inputs import validate
     from aoizora.atomic import Batch
 
     validate.output_files({"FILE": args.file})

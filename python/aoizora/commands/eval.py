@@ -9,11 +9,11 @@ import argparse
 import json
 import sys
 
-from aoizora.validate import int_arg
+from aoizora.inputs.validate import int_arg
 
 
 def register(sub) -> None:
-    from aoizora import executor
+    from aoizora.compile import executor
 
     p = sub.add_parser("eval", help="evaluate AoiZora on the paper's grid (simulated)")
     p.add_argument("--grid", default="paper", help="paper (36 settings), production (TPU7x and v6e, 8) or tiny (tests)")
@@ -42,7 +42,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from aoizora import validate
+    from aoizora.inputs import validate
     from aoizora.errors import UserError
     from aoizora.evaluation import grid, runner, tables
 
@@ -63,7 +63,7 @@ def run(args) -> int:
         print(text, file=sys.stderr, flush=True)
 
     if not args.report_only:
-        from aoizora.executor import check_name, make_executor
+        from aoizora.compile.executor import check_name, make_executor
 
         jobs_on = make_executor(check_name(args.executor))
         try:

@@ -69,7 +69,8 @@ def _groups(c: dict) -> str:
 
 
 def run(args) -> int:
-    from aoizora import _core, validate
+    from aoizora import _core
+    from aoizora.inputs import validate
     from aoizora.errors import UserError
 
     validate.hlo_text(args.hlo)

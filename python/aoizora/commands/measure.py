@@ -17,8 +17,8 @@ import json
 
 
 def register(sub) -> None:
-    from aoizora.measurements import KINDS
-    from aoizora.validate import int_arg
+    from aoizora.hardware.measurements import KINDS
+    from aoizora.inputs.validate import int_arg
 
     p = sub.add_parser("measure", help="time collectives or a plan on this machine's devices "
                                        "(a TPU; CPU devices as a harness check)")
@@ -60,7 +60,7 @@ def _progress(args):
 
 
 def run_collectives(args) -> int:
-    from aoizora import validate
+    from aoizora.inputs import validate
     from aoizora.measure import platform, sizes
 
     validate.output_files({"-o": args.out})
@@ -108,7 +108,8 @@ def _print_collectives(doc: dict, out: str) -> None:
 
 
 def run_plan(args) -> int:
-    from aoizora import plan_schema, validate
+    from aoizora import plan_schema
+    from aoizora.inputs import validate
     from aoizora.measure import platform
 
     plan = plan_schema.load(args.plan, "PLAN")

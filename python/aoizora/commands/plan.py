@@ -17,8 +17,9 @@ WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "hardware", "top_k", "
 
 
 def add_workload_args(p) -> None:
-    from aoizora import executor, hardware_file
-    from aoizora.validate import int_arg
+    from aoizora.compile import executor
+    from aoizora.hardware import hardware_file
+    from aoizora.inputs.validate import int_arg
 
     p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']}), or your own: "
                    "FILE.py:FUNCTION or pkg.module:FUNCTION returning a FunctionSpec or a "
@@ -88,7 +89,7 @@ def check_workload(args) -> None:
     """The model, workload and topology, checked before any work (one line on bad input).
     A model reference (FILE.py:FUNCTION) is imported and called here: args.model becomes
     the spec it returns."""
-    from aoizora import topology_file, user_model, validate
+    from aoizora.inputs import topology_file, user_model, validate
     from aoizora.errors import UserError
     from aoizora.models import default_video
     from aoizora.models.base import FunctionSpec
@@ -112,10 +113,10 @@ def check_workload(args) -> None:
 
 
 def run_planner(args):
-    from aoizora import executor
-    from aoizora.cache import Cache
+    from aoizora.compile import executor
+    from aoizora.compile.cache import Cache
     from aoizora.errors import UserError
-    from aoizora.planner import Settings, plan
+    from aoizora.planning.planner import Settings, plan
     from aoizora.progress import RichProgress
 
     check_workload(args)
@@ -144,7 +145,7 @@ def _write_outputs(args, result) -> None:
     """plan.json, the report and the trace: all of them or none (atomic.Batch)."""
     from aoizora.atomic import Batch
     from aoizora.report import render
-    from aoizora.stage2 import Stage2
+    from aoizora.planning.stage2 import Stage2
 
     from aoizora.errors import UserError
 
@@ -171,7 +172,7 @@ def _write_outputs(args, result) -> None:
 
 
 def run(args) -> int:
-    from aoizora import validate
+    from aoizora.inputs import validate
 
     if args.emit and args.emit[0] != "maxdiffusion":
         from aoizora.errors import UserError

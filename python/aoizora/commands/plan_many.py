@@ -12,8 +12,8 @@ from dataclasses import asdict
 
 
 def register(sub) -> None:
-    from aoizora import executor
-    from aoizora.validate import int_arg
+    from aoizora.compile import executor
+    from aoizora.inputs.validate import int_arg
 
     p = sub.add_parser("plan-many", help="plan a list of settings (YAML) over one executor")
     p.add_argument("settings", metavar="SETTINGS.yaml",
@@ -36,10 +36,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from aoizora import executor, plan_many, settings_file, validate
-    from aoizora.cache import Cache
+    from aoizora.compile import executor
+    from aoizora.inputs import settings_file, validate
+    from aoizora.planning import plan_many
+    from aoizora.compile.cache import Cache
     from aoizora.errors import UserError
-    from aoizora.planner import Settings
+    from aoizora.planning.planner import Settings
 
     requests = settings_file.load(args.settings)
     validate.output_folder(args.out_dir, "--out-dir")
@@ -73,7 +75,7 @@ def _progress(args, concurrent: int):
     notes (skipped candidates) as lines naming the setting."""
     from contextlib import nullcontext
 
-    from aoizora.planner import Progress
+    from aoizora.planning.planner import Progress
     from aoizora.progress import RichProgress
 
     class Notes(Progress):

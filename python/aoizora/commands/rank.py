@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import time
 
-from aoizora import hardware_file
-from aoizora.validate import int_arg
+from aoizora.hardware import hardware_file
+from aoizora.inputs.validate import int_arg
 
 
 def register(sub) -> None:
@@ -45,7 +45,9 @@ def _entry(topo, r, default_q2: float | None, rank: int | None = None) -> dict:
 
 
 def run(args) -> int:
-    from aoizora import _core, compiled_program, topology_file, validate
+    from aoizora import _core
+    from aoizora.compile import compiled_program
+    from aoizora.inputs import topology_file, validate
     from aoizora.errors import UserError
 
     text, graph = compiled_program.load(args.hlo)

@@ -16,8 +16,8 @@ DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:4x4"}
 
 
 def register(sub) -> None:
-    from aoizora import executor
-    from aoizora.validate import float_arg, int_arg
+    from aoizora.compile import executor
+    from aoizora.inputs.validate import float_arg, int_arg
 
     p = sub.add_parser("serve", help="latency against throughput and cost over the ways to "
                                      "split a slice into replicas")
@@ -84,9 +84,9 @@ def check_cost(request, by_slice) -> None:
 
 
 def run(args) -> int:
-    from aoizora import executor
-    from aoizora.cache import Cache
-    from aoizora.planner import Settings
+    from aoizora.compile import executor
+    from aoizora.compile.cache import Cache
+    from aoizora.planning.planner import Settings
     from aoizora.serving import frontier, survey
 
     request = request_of(args)

@@ -15,8 +15,8 @@ import json
 import os
 import sys
 
-from aoizora import hardware_file
-from aoizora.validate import float_arg, int_arg
+from aoizora.hardware import hardware_file
+from aoizora.inputs.validate import float_arg, int_arg
 
 
 def register(sub) -> None:
@@ -44,7 +44,7 @@ def register(sub) -> None:
 
 
 def _coords_from_json(path: str) -> list[tuple[int, ...]]:
-    from aoizora import validate
+    from aoizora.inputs import validate
     from aoizora.errors import UserError
 
     try:
@@ -110,7 +110,9 @@ def _simulate(core, graph, topo, device_of, args):
 
 
 def run(args) -> int:
-    from aoizora import _core, compiled_program, topology_file, validate
+    from aoizora import _core
+    from aoizora.compile import compiled_program
+    from aoizora.inputs import topology_file, validate
     from aoizora.errors import UserError
 
     text, graph = compiled_program.load(args.hlo)

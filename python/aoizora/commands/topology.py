@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from aoizora import field_basis, hardware_file
+from aoizora.hardware import field_basis, hardware_file
 
 
 def register(sub) -> None:
@@ -41,7 +41,7 @@ def _figures_from(hardware: str | None, generation: str) -> str:
 
 def _catalog_row(topo) -> dict:
     """name, chips, devices, deviceless (bool) and why_not ("" when it compiles)."""
-    from aoizora.compile_target import compile_target_for
+    from aoizora.compile.compile_target import compile_target_for
     from aoizora.errors import UserError
 
     try:
@@ -54,7 +54,8 @@ def _catalog_row(topo) -> dict:
 
 
 def run(args) -> int:
-    from aoizora import _core, topology_file
+    from aoizora import _core
+    from aoizora.inputs import topology_file
     from aoizora.errors import UserError
 
     if args.list and args.topology:

@@ -9,7 +9,7 @@ import subprocess
 from typing import Any
 
 from aoizora.errors import UserError
-from aoizora.fingerprint import code_fingerprint
+from aoizora.compile.fingerprint import code_fingerprint
 
 
 def _git_commit() -> dict[str, Any]:

@@ -41,7 +41,7 @@ def judge_all(result) -> tuple[dict[str, list], dict[str, Any]]:
     Covers every compiled candidate of `result`; a mesh JAX's default order cannot lay out
     on the slice (NoDefaultOrder, as the planner reports it) has no default pair, and the
     placement figures that compare with it are left out (None) for it."""
-    from aoizora.stage2 import NoDefaultOrder
+    from aoizora.planning.stage2 import NoDefaultOrder
 
     stage2 = result.stage2
     q1_of = {r.candidate.name: r.q1_seconds for r in result.stage1}
@@ -69,7 +69,7 @@ def judge_all(result) -> tuple[dict[str, list], dict[str, Any]]:
 
 
 def _timed_plan(setting: Setting, settings) -> tuple[Any, float]:
-    from aoizora.planner import plan
+    from aoizora.planning.planner import plan
 
     t0 = time.perf_counter()
     r = plan(setting.model, setting.video, setting.frames, setting.topology, settings)
@@ -84,9 +84,9 @@ def evaluate_setting(setting: Setting, *, oracle: bool = False, workers: int | N
     JSON-ready dict. A setting that fits in no memory
     comes back with status "no-fit" and the planner's reason; with oracle, every fitting
     candidate is compiled (for the oracle and recall)."""
-    from aoizora.cache import Cache
+    from aoizora.compile.cache import Cache
     from aoizora.errors import NoFitError
-    from aoizora.planner import Settings
+    from aoizora.planning.planner import Settings
 
     cache = cache if cache is not None else Cache()
     base = {"schema": SCHEMA, "setting": asdict(setting), "key": setting.key, "note": NOTE,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from aoizora.errors import UserError
 from aoizora.measure import local_slice, platform, timing
 from aoizora.measure.sizes import fmt
-from aoizora.measurements import SCHEMA
+from aoizora.hardware.measurements import SCHEMA
 
 # Share of a device's memory a point may use (its input and output buffers).
 _MEMORY_SHARE = 0.8

@@ -55,8 +55,8 @@ def _topology(name: str):
 
 def generation_of(kind: str) -> str:
     """The generation whose shipped profile names this device kind ("TPU v5 lite" -> v5e)."""
-    from aoizora import hardware_file
-    from aoizora.compile_target import DEVICES_PER_CHIP
+    from aoizora.hardware import hardware_file
+    from aoizora.compile.compile_target import DEVICES_PER_CHIP
 
     for gen in DEVICES_PER_CHIP:
         if hardware_file.shipped(gen)["device_kind"] == kind:
@@ -67,7 +67,7 @@ def generation_of(kind: str) -> str:
 
 def _tpu_topology(devs: list) -> str:
     from aoizora import _core
-    from aoizora.placement import device_keys
+    from aoizora.planning.placement import device_keys
 
     gen = generation_of(devs[0].device_kind)
     dims = [max(k[a] for k in device_keys(devs)) + 1 for a in range(3)]
@@ -86,7 +86,7 @@ def _tpu_topology(devs: list) -> str:
 
 
 def local_slice(platform: str, devs: list) -> LocalSlice:
-    from aoizora.placement import devices_by_coords
+    from aoizora.planning.placement import devices_by_coords
 
     if platform == "cpu":
         if len(devs) not in _CPU_STAND_IN:

@@ -68,7 +68,7 @@ class PlanRun:
 
 def model_and_workload(plan):
     """(ModelSpec, Video) of a plan, or (FunctionSpec, None) for a user's function spec."""
-    from aoizora import user_model, validate
+    from aoizora.inputs import user_model, validate
     from aoizora.models.base import FunctionSpec
 
     source = plan.model.get("source")
@@ -88,8 +88,8 @@ def _pairs(plan) -> list:
 
 def _candidate(choice, model, workload, platform: str, label: str, run: PlanRun):
     """The choice's candidate, with the blockwise kernel on CPU devices (said in run)."""
-    from aoizora import kernels
-    from aoizora.strategies import Candidate
+    from aoizora.planning import kernels
+    from aoizora.planning.strategies import Candidate
 
     try:
         c = Candidate.from_dict({"name": choice.candidate, **choice.strategy})
@@ -107,7 +107,7 @@ def _candidate(choice, model, workload, platform: str, label: str, run: PlanRun)
 def _run_pair(row: Row, c, choice, model, workload, devs, repeats: int) -> None:
     from jax.errors import JaxRuntimeError
 
-    from aoizora import compiler
+    from aoizora.compile import compiler
     from aoizora.plan_format import mesh_from_coords
 
     mesh = mesh_from_coords(choice.device_coords, choice.mesh_shape, choice.axis_names, devs,

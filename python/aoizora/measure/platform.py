@@ -35,13 +35,13 @@ def prepare(platform: str, devices: int | None = None) -> None:
         return
     os.environ["JAX_PLATFORMS"] = platform
     flags = os.environ.get("XLA_FLAGS", "")
-    if platform == "cpu" and _COUNT_FLAG not in flags:   # before aoizora.jaxenv sets its own
+    if platform == "cpu" and _COUNT_FLAG not in flags:   # before aoizora.compile.jaxenv sets its own
         n = devices or CPU_DEFAULT_DEVICES
         os.environ["XLA_FLAGS"] = f"{flags} {_COUNT_FLAG}={n}".strip()
 
 
 def devices(platform: str, want: int | None = None, purpose: str = "--devices") -> list:
-    from aoizora import jaxenv  # noqa: F401  (environment before jax)
+    from aoizora.compile import jaxenv  # noqa: F401  (environment before jax)
 
     import jax
 
@@ -65,7 +65,7 @@ def devices(platform: str, want: int | None = None, purpose: str = "--devices") 
 
 
 def provenance(platform: str, devs: list, topology: str) -> dict:
-    from aoizora.jobs import versions
+    from aoizora.compile.jobs import versions
 
     v = versions()
     kind = devs[0].device_kind

@@ -54,7 +54,7 @@ def _kernel(heads: int, sq: int, sk: int, blocks: Blocks, residuals: bool, inter
 def tiling(sq: int, sk: int, blocks: Blocks) -> tuple[Blocks, int, int]:
     """The blocks a call runs with and its lengths padded to multiples of them (the rule
     kernels.py prices: kernels.clamp_blocks)."""
-    from aoizora.kernels import clamp_blocks, round_up
+    from aoizora.planning.kernels import clamp_blocks, round_up
 
     bq, bkv, bkc = clamp_blocks(sq, sk, (blocks.q, blocks.kv, blocks.kv_compute))
     return Blocks(bq, bkv, bkc), round_up(sq, bq), round_up(sk, bkv)

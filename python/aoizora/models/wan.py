@@ -97,7 +97,7 @@ class WanConfig(ModelConfig):
     def pad_multiples(self, kernel: str = "blockwise") -> tuple[int, int]:
         """(whole sequence, per context shard) under an attention kernel (kernels.py): the
         splash kernel tiles shards by 128."""
-        from aoizora.kernels import pad_multiple_for
+        from aoizora.planning.kernels import pad_multiple_for
 
         return self.seq_multiple, pad_multiple_for(kernel, self.shard_multiple)
 

@@ -117,8 +117,8 @@ def price_stages(cfg, workload, stage2, options=None, *, cache=None, workers=Non
 
 def plan_pair(plan: dict):
     """A plan.json's choice as a stage2.Pair: its sharding, placement and simulated step."""
-    from aoizora.stage2 import Pair
-    from aoizora.strategies import Candidate
+    from aoizora.planning.stage2 import Pair
+    from aoizora.planning.strategies import Candidate
 
     c = plan["choice"]
     return Pair(Candidate.from_dict(c["strategy"]), c["placement"], list(c["chip_ids"]),

@@ -61,9 +61,9 @@ def price_options(options, workload, stage2, *, cache=None, workers=None, execut
     """Each (StageOption, stage config) compiled and simulated, every compile in one batch
     (the workers take them in parallel). progress: run_jobs' callback (done, total,
     Outcome)."""
-    from aoizora.batch import run_jobs
-    from aoizora.jobs import Job
-    from aoizora.compile_target import compile_target_for
+    from aoizora.compile.batch import run_jobs
+    from aoizora.compile.jobs import Job
+    from aoizora.compile.compile_target import compile_target_for
 
     target = compile_target_for(stage2.topology, platform)
     kind = "analyze" if target.platform == "tpu" else "compile"
@@ -106,7 +106,7 @@ def best(prices: list[StagePrice]) -> StagePrice | None:
 
 
 def _candidate(price: StagePrice):
-    from aoizora.strategies import Candidate
+    from aoizora.planning.strategies import Candidate
 
     deg = dict(price.mesh)
     return Candidate(price.sharding, data=deg.get("data", 1), fsdp=deg.get("fsdp", 1),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aoizora.strategies import Candidate
+from aoizora.planning.strategies import Candidate
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class _Shapes:
 def layout_of(candidate: Candidate, axes: tuple, shape: tuple, chips, label: str = "") -> Layout:
     """The layout an array of `shape` on logical `axes` gets under `candidate` (its rules,
     mesh axes that do not divide a dim dropped as strategies.Layout drops them)."""
-    from aoizora.strategies import Layout as StrategyLayout
+    from aoizora.planning.strategies import Layout as StrategyLayout
 
     spec = StrategyLayout(candidate, _Shapes(dict(candidate.mesh_axes()))).spec(axes, shape)
     dims = tuple(() if p is None else ((p,) if isinstance(p, str) else tuple(p)) for p in spec)

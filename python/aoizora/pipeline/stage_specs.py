@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import jax
 
 from aoizora.models import clip_image, umt5, wan_vae
-from aoizora.strategies import Candidate
+from aoizora.planning.strategies import Candidate
 
 # The candidate's own logical axes (strategies.Candidate.rules).
 _TARGETS = ("batch", "length", "heads", "mlp", "fsdp")

@@ -25,7 +25,7 @@ import html
 import os
 from typing import Any
 
-from aoizora.placement_ties import tie_sentence
+from aoizora.planning.placement_ties import tie_sentence
 from aoizora.plan_format import Choice, Plan
 from aoizora.report import charts, hardware, tables, uncertainty
 from aoizora.report.slices import scale_svg, slice_svg

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from aoizora import intervals
+from aoizora.planning import intervals
 from aoizora.plan_format import Plan
 
 

@@ -66,7 +66,7 @@ def generations() -> list[str]:
 
 def load(path: str | None = None) -> PriceTable:
     """The table at `path` (None: the shipped one). Raises UserError (module doc)."""
-    from aoizora.validate import no_duplicate_keys, read_text
+    from aoizora.inputs.validate import no_duplicate_keys, read_text
 
     shown = path or SHIPPED
     text = read_text(shown, "--prices", "price table")
@@ -94,7 +94,7 @@ def _table(path: str, d) -> PriceTable:
     known = generations()
     for gen in list(prices) + list(missing):
         if gen not in known:
-            from aoizora.validate import did_you_mean
+            from aoizora.inputs.validate import did_you_mean
 
             hint = did_you_mean(gen, known) or f"the generations are {', '.join(known)}"
             raise ValueError(f"unknown generation {gen!r}: {hint}")

@@ -78,7 +78,7 @@ def enumerate_splits(slice_name: str) -> list[Split]:
     from aoizora import _core
 
     if slice_name not in _core.catalog_names():
-        from aoizora.validate import did_you_mean
+        from aoizora.inputs.validate import did_you_mean
 
         hint = did_you_mean(slice_name, _core.catalog_names()) or "aoizora topology --list"
         raise UserError(f"--topology {slice_name!r}: serve splits catalog slices only "

@@ -75,7 +75,7 @@ class Survey:
 def check(request: Request) -> dict[str, list[splits.Split]]:
     """The workload, the slices and the batches, checked before any work: the splits of
     each slice. UserError (one line) on bad input."""
-    from aoizora import validate
+    from aoizora.inputs import validate
 
     validate.workload(request.model, request.video, request.frames)
     if not request.topologies:
@@ -117,7 +117,7 @@ def _together_runs(by_slice, programs, hardware: str | None,
                    log) -> dict[splits.Split, together.Together]:
     """split -> its replicas simulated together, for every split that could share links and
     whose replica shape has a plan."""
-    from aoizora import topology_file
+    from aoizora.inputs import topology_file
 
     runs: dict[splits.Split, together.Together] = {}
     for name, ss in by_slice.items():
@@ -145,7 +145,7 @@ def plan_replica(request: Request, shape: str, settings,
     """The plan of one replica on the catalog slice `shape`, as serving reads it, and its
     program for simulating replicas together; a plan the planner refuses (nothing fits,
     every candidate failed) is a ReplicaPlan with the reason and no program."""
-    from aoizora.planner import plan
+    from aoizora.planning.planner import plan
 
     try:
         result = plan(request.model, request.video, request.frames, shape, settings, progress)

@@ -1,0 +1,79 @@
+"""A compiled HLO program as `rank` and `simulate` read it: its collective graph, the one
+check that it spans the slice, and its own logical mesh.
+
+    load(path) -> (text, _core.CollectiveGraph): the HLO file checked (validate.hlo_text) and
+        loaded; UserError, one line, when the core cannot read it.
+    check_spans(partitions, topo) -> None: UserError (one line, both numbers) unless the
+        program's partition count is the slice's device count. A placement puts every
+        device of the slice to work, so a smaller program is refused whatever the placement.
+    own_mesh(text, partitions) -> [sizes]: the logical mesh the program was compiled for, read
+        from its shardings (below); [partitions] when they do not tell.
+    mesh_shape(flag_text, text, partitions) -> [sizes]: --mesh when given (checked: positive
+        sizes whose product is `partitions`), else own_mesh. Both commands' default.
+
+The own mesh: each tiled sharding `devices=[tile]<=[N]` (plain iota) splits the devices,
+in order, into blocks at the prefix products of its tile sizes; one with a transposed iota,
+`<=[r0,r1,...]T(...)`, at the prefix products of its reshape sizes (the mesh axes it was
+built from). The mesh is the common refinement of those splits: the coarsest mesh in which
+every sharding is a product of consecutive axes. E.g. `devices=[2,1,4]<=[8]` and
+`devices=[1,4,2]<=[2,4]T(1,0)` give 2x4. Axes of size 1 leave no trace in the HLO and are
+not part of it. Explicit device lists are not read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from aoizora.errors import UserError
+
+_TILED = re.compile(r"devices=\[([\d,]+)\]<=\[([\d,]+)\](T\([\d,]+\))?")
+
+
+def load(path: str, flag: str = "--hlo"):
+    from aoizora import _core
+    from aoizora.inputs import validate
+
+    text = validate.hlo_text(path, flag)
+    try:
+        return text, _core.load_hlo_file(path)
+    except _core.CoreError as e:
+        raise UserError(f"cannot read the HLO: {e}") from None
+
+
+def check_spans(partitions: int, topo) -> None:
+    if partitions != topo.num_devices:
+        raise UserError(f"the HLO was compiled for {partitions} partitions but {topo.name} has "
+                        f"{topo.num_devices} devices: use a slice of {partitions} devices (or "
+                        f"compile the program for {topo.num_devices})")
+
+
+def _splits(sizes: list[int]) -> set[int]:
+    """The prefix products of `sizes` strictly inside (1, product)."""
+    out, p = set(), 1
+    total = math.prod(sizes)
+    for s in sizes:
+        p *= s
+        if 1 < p < total:
+            out.add(p)
+    return out
+
+
+def own_mesh(text: str, partitions: int) -> list[int]:
+    splits: set[int] = set()
+    for tile, reshape, transpose in _TILED.findall(text):
+        sizes = [int(x) for x in (reshape if transpose else tile).split(",")]
+        if math.prod(sizes) == partitions:
+            splits |= _splits(sizes)
+    bounds = sorted(splits) + [partitions]
+    if any(b % a for a, b in zip([1] + bounds, bounds)):   # not one chain of divisors
+        return [partitions]
+    return [b // a for a, b in zip([1] + bounds, bounds)]
+
+
+def mesh_shape(flag_text: str | None, text: str, partitions: int) -> list[int]:
+    from aoizora.inputs import validate
+
+    if flag_text:
+        return validate.mesh_shape(flag_text, "--mesh", partitions)
+    return own_mesh(text, partitions)
