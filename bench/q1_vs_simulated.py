@@ -106,10 +106,10 @@ def rescore(a) -> list[dict]:
     for x in rows:
         with open(os.path.join(a.texts, f"{x['candidate']}.mlir")) as f:
             r = _core.analyze_stablehlo(f.read(), topology=topology)
-        x.update(q1=r["q1_seconds"], compute=r["compute_seconds"],
-                 overlap=r["overlappable_comm_seconds"], barrier=r["barrier_comm_seconds"])
+        x.update(q1=r.q1_seconds, compute=r.compute_seconds,
+                 overlap=r.overlappable_comm_seconds, barrier=r.barrier_comm_seconds)
         for kind, pair in x["comm_gb"].items():
-            pair[0] = r["comm_bytes_by_kind"].get(kind, 0.0) / GB
+            pair[0] = r.comm_bytes_by_kind.get(kind, 0.0) / GB
     return rows
 
 

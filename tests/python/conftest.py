@@ -7,6 +7,27 @@ from pathlib import Path
 import pytest
 
 
+# The tiny plan several modules read (test_planner, test_report): wan-tiny on v5e:2x4, Top-2,
+# one worker, through the TPU backend. Planned once per session; no test may change it.
+TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
+
+
+@pytest.fixture(scope="session")
+def tiny_cache_dir(tmp_path_factory):
+    """The compile cache the tiny plan was planned with (a re-plan from it is all hits)."""
+    return str(tmp_path_factory.mktemp("tiny-cache"))
+
+
+@pytest.fixture(scope="session")
+def tiny_plan(tiny_cache_dir):
+    """planner.plan(**TINY) with top_k=2, one worker and tiny_cache_dir: a PlanResult."""
+    from aoizora.compile.cache import Cache
+    from aoizora.planning import planner
+
+    settings = planner.Settings(top_k=2, workers=1, cache=Cache(tiny_cache_dir))
+    return planner.plan(**TINY, settings=settings)
+
+
 @pytest.fixture(scope="session")
 def ray_executor():
     """A Ray started in this process on 2 CPUs, shared by every test that needs one (Ray

@@ -20,11 +20,12 @@ def seconds(c: C) -> float:
 
 def result(name: str, collectives, compute: float = 0.0, fits: bool = True,
            **degrees) -> stage1.Stage1Result:
-    return stage1.Stage1Result(
-        candidate=strategies.Candidate(name=name, **degrees), q1_seconds=compute,
-        compute_seconds=compute, comm_seconds=0.0, fits=fits,
-        reject_reason="" if fits else "needs more than HBM", param_bytes=0.0,
-        peak_activation_bytes=0.0, collectives=list(collectives))
+    core = _core.Stage1Result()
+    core.q1_seconds = core.compute_seconds = compute
+    core.fits = fits
+    core.reject_reason = "" if fits else "needs more than HBM"
+    core.collectives = list(collectives)
+    return stage1.Stage1Result(strategies.Candidate(name=name, **degrees), core)
 
 
 def test_each_kind_costs_its_alpha_beta_form():
@@ -147,4 +148,4 @@ def test_stage1_records_reach_the_cost_through_the_binding():
     b = 131072 / LINK
     want = r.compute_seconds + 3 * ALPHA + b + 3 / 16 * b + 2 * (1 / 2) * b
     assert baselines.alpa_cost(r, LINK, ALPHA) == pytest.approx(want, rel=1e-12)
-    assert _core.analyze_stablehlo(RING_ALL_TO_ALL)["collectives"][1]["group_size"] == 4
+    assert _core.analyze_stablehlo(RING_ALL_TO_ALL).collectives[1].group_size == 4

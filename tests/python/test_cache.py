@@ -130,7 +130,9 @@ def test_compile_key_fingerprints_every_package_file_and_the_core():
 
     files = fingerprint.package_files()
     names = {os.path.relpath(p, os.path.dirname(aoizora.__file__)) for p in files}
-    for rel in ("cli.py", "planner.py", "stage1.py", "stage2.py", "cache.py", "validate.py",
+    for rel in ("cli.py", os.path.join("planning", "planner.py"),
+                os.path.join("planning", "stage1.py"), os.path.join("planning", "stage2.py"),
+                os.path.join("compile", "cache.py"), os.path.join("inputs", "validate.py"),
                 os.path.join("commands", "plan.py"), os.path.join("models", "wan.py")):
         assert rel in names, rel
     assert os.path.realpath(_core.__file__) in files

@@ -19,18 +19,17 @@ from aoizora.compile.jobs import Outcome
 from aoizora.models import get_model, get_workload, wan
 from aoizora.plan_format import Plan
 
-TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
+from conftest import TINY
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("cache"))
+@pytest.fixture
+def cache_dir(tiny_cache_dir):
+    return tiny_cache_dir
 
 
-@pytest.fixture(scope="module")
-def result(cache_dir):
-    settings = planner.Settings(top_k=2, workers=1, cache=Cache(cache_dir))
-    return planner.plan(**TINY, settings=settings)
+@pytest.fixture
+def result(tiny_plan):
+    return tiny_plan
 
 
 def test_plan_keeps_the_decision_and_says_when_a_baseline_replaced_it(result):

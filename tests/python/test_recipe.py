@@ -11,6 +11,7 @@ def test_a_named_candidate_compiles_for_the_tpu_and_its_split_adds_up():
     text = recipe.compile_candidate("wan-tiny", "tiny", None, "v5e:2x2", "dp2-ag2")
     assert "num_partitions=4" in text and "custom_call_target=\"tpu_custom_call\"" in text
     split = recipe.default_order_split(text, "v5e:2x2", [2, 2])
+    assert "unattributed" not in split["forward_s"]  # the critical path covers the step
     assert split["step_s"] == pytest.approx(sum(split["forward_s"].values()), rel=1e-6)
     assert 0 < split["peak_flops_s"] < split["forward_s"]["compute"]
 

@@ -13,14 +13,12 @@ from types import SimpleNamespace as NS
 import pytest
 
 from aoizora import _core
-from aoizora.planning import planner, step_split
-from aoizora.compile.cache import Cache
+from aoizora.planning import step_split
 from aoizora.planning.placement_ties import tie_sentence
 from aoizora.planning.placement_words import axis_shapes, group_shape, placement_in_words
 from aoizora.plan_format import Choice, Plan
 from aoizora.report import render
 
-TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
 SECTIONS = ("summary", "why", "placement", "timeline", "baselines", "runners-up", "placements")
 
 
@@ -155,16 +153,17 @@ def test_two_core_chips_list_which_logical_devices_share_them():
 
 # ---- the tiny plan end to end -------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    cache = Cache(str(tmp_path_factory.mktemp("cache")))
-    return planner.plan(**TINY, settings=planner.Settings(top_k=2, workers=1, cache=cache))
+@pytest.fixture
+def result(tiny_plan):
+    return tiny_plan
 
 
 def test_plan_records_the_step_split_of_the_plan_and_every_baseline(result):
     plan = result.plan
     for c in [plan.choice, *plan.baselines.values()]:
         s = c.extra["step_split"]
+        # the critical path covers the whole step: no gap filled by "unattributed"
+        assert "unattributed" not in s["forward_s"] and "note" not in s, s
         assert sum(s["forward_s"].values()) == pytest.approx(c.simulated_s, rel=1e-6)
         assert s["blocks"] == 2  # wan-tiny's two blocks
         for kind, seconds in s["block_s"].items():

@@ -59,17 +59,17 @@ def test_probes_match_compiled_hlo_exactly(name):
 
 def test_binding_result_and_dag_nodes():
     shlo, _ = probe_texts()["layers_scan"]
-    r = _core.analyze_stablehlo(shlo, topology=TARGET, nodes=True)
+    r = _core.analyze_stablehlo(shlo, topology=TARGET)
     # 4 layers x (2 matmuls of 2 x 256 x 1024 x 1024 per device): x split over data=2, the
     # hidden dim 4096 over model=4.
-    dots = [n for n in r["nodes"] if n["op"] == "stablehlo.dot_general"]
+    dots = [n for n in r.dag_nodes() if n["op"] == "stablehlo.dot_general"]
     assert sum(n["flops"] * n["repeat"] for n in dots) == 4 * 2 * 2 * 256 * 1024 * 1024
-    comm = [n for n in r["nodes"] if n["kind"] == "comm"]
+    comm = [n for n in r.dag_nodes() if n["kind"] == "comm"]
     assert [(n["comm"], n["axes"], n["repeat"]) for n in comm] == [("all-reduce", ["model"], 4.0)]
-    assert r["fits"] and r["reject_reason"] == ""
-    assert r["q1_seconds"] >= r["compute_seconds"] > 0
+    assert r.fits and r.reject_reason == ""
+    assert r.q1_seconds >= r.compute_seconds > 0
     # v5e figures from the topology catalog: 197 TFLOP/s per chip.
-    assert r["compute_seconds"] >= r["flops"] / 197e12 * 0.999
+    assert r.compute_seconds >= r.flops / 197e12 * 0.999
     with pytest.raises(TypeError):
         _core.analyze_stablehlo(shlo, no_such_option=1)
 
@@ -181,9 +181,9 @@ def test_transpose_of_gathered_kv_is_the_all_gathers_layout():
     layouts = re.findall(r"= bf16\[[\d,]+\]\{([\d,]+):T[^}]*\} all-gather\([^)]*\), channel_id=\d+, "
                          r"replica_groups=\{\{0,1,2,3\}", hlo)
     assert layouts and set(layouts) == {want}, (layouts, want)
-    r = _core.analyze_stablehlo(shlo, topology=TARGET, nodes=True)
+    r = _core.analyze_stablehlo(shlo, topology=TARGET)
     bytes_at = {}
-    for n in r["nodes"]:
+    for n in r.dag_nodes():
         bytes_at[n["line"]] = bytes_at.get(n["line"], 0.0) + n.get("bytes", 0.0)
     assert [bytes_at.get(k, 0.0) for k in of_gather] == [0.0, 0.0]
     # Not every transpose is free: the local Q's (the one just before K's) stays one HBM
@@ -225,7 +225,7 @@ def test_one_mesh_axis_holds_a_tpu7x_chips_cores():
     c = {c.name: c for c in strategies.enumerate_candidates(model, wl, 8)}["dp2-usp2x2"]
     r = _core.analyze_stablehlo(compiler.lower(c, model, wl, target), topology=target)
     ici = 89.22e9  # profiles/tpu7x.json link_bandwidth, bytes/s per directed link
-    rate = {a: r["comm_bytes_by_axis"][a] / r["comm_seconds_by_axis"][a]
+    rate = {a: r.comm_bytes_by_axis[a] / r.comm_seconds_by_axis[a]
             for a in ("ring", "ulysses")}
     # One of them stays on ICI: at most the 4 ICI links a chip's device could use at once.
     assert min(rate.values()) < 4 * ici, rate
@@ -242,8 +242,8 @@ def test_ring_kernel_reads_the_permuted_kv_through_its_reshapes():
     # simulator charged the right slice of each layer's weights); now each permute
     # hides under the kernel of the step before (Q1 29.34 ms).
     shlo, _ = splash_pair("dp2-ring4")
-    r = _core.analyze_stablehlo(shlo, topology=TARGET, nodes=True)
-    nodes = r["nodes"]
+    r = _core.analyze_stablehlo(shlo, topology=TARGET)
+    nodes = r.dag_nodes()
     readers = {}
     for j, n in enumerate(nodes):
         for d in n["deps"]:

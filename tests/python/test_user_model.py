@@ -47,6 +47,7 @@ def _check(plan: dict, platform: str) -> None:
     assert list(plan["baselines"]) == ["alpa-style"]
     split = choice["extra"]["step_split"]
     assert split["blocks"] == 4  # the example's four blocks under lax.scan
+    assert "unattributed" not in split["forward_s"]  # the critical path covers the step
     assert sum(split["forward_s"].values()) == pytest.approx(choice["simulated_s"], rel=1e-6)
 
 

@@ -1,5 +1,5 @@
-// Python view of Stage 1 (stage1/, over shlo/): analyze_stablehlo(text, **options) -> dict, and the
-// Top-K helpers. A dict keeps the result JSON-ready for the planner's report.
+// Python view of Stage 1 (stage1/, over shlo/): analyze_stablehlo(text, **options) ->
+// Stage1Result (bound field for field), and the Top-K helpers.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -18,7 +18,7 @@ namespace aoizora::bind {
 
 namespace {
 
-stage1::Stage1Options options_from(const nb::kwargs& kw, bool* nodes) {
+stage1::Stage1Options options_from(const nb::kwargs& kw) {
   stage1::Stage1Options o;
   for (auto [k, v] : kw) {
     std::string key = nb::cast<std::string>(k);
@@ -36,97 +36,123 @@ stage1::Stage1Options options_from(const nb::kwargs& kw, bool* nodes) {
     } else if (key == "slice_wrap") {
       auto w = nb::cast<std::vector<bool>>(v);
       for (size_t i = 0; i < 3; ++i) o.slice_wrap[i] = i < w.size() ? w[i] : false;
-    } else if (key == "nodes") *nodes = nb::cast<bool>(v);
-    else throw nb::type_error(("analyze_stablehlo: unknown option '" + key + "'").c_str());
+    } else throw nb::type_error(("analyze_stablehlo: unknown option '" + key + "'").c_str());
   }
   return o;
 }
 
-nb::dict to_dict(const stage1::Stage1Result& r, bool with_nodes) {
-  nb::dict d;
-  d["q1_seconds"] = r.q1_seconds;
-  d["compute_seconds"] = r.compute_seconds;
-  d["comm_seconds"] = r.comm_seconds;
-  d["overlappable_comm_seconds"] = r.overlappable_comm_seconds;
-  d["barrier_comm_seconds"] = r.barrier_comm_seconds;
-  d["flops"] = r.flops;
-  d["param_bytes"] = r.param_bytes;
-  d["peak_activation_bytes"] = r.peak_activation_bytes;
-  d["fits"] = r.fits;
-  d["reject_reason"] = r.reject_reason;
-  d["num_devices"] = r.num_devices;
-  d["comm_bytes_by_kind"] = r.comm_bytes_by_kind;
-  d["comm_count_by_kind"] = r.comm_count_by_kind;
-  d["comm_bytes_by_origin"] = r.comm_bytes_by_origin;
-  d["comm_seconds_by_axis"] = r.comm_seconds_by_axis;
-  d["comm_bytes_by_axis"] = r.comm_bytes_by_axis;
-  nb::list collectives;
-  for (const stage1::PredictedCollective& c : r.collectives) {
+// The prediction DAG, one dict per node, for tests and the Stage 1 benches.
+nb::list dag_nodes(const stage1::Stage1Result& r) {
+  nb::list nodes;
+  for (const shlo::DagNode& n : r.dag.nodes) {
     nb::dict x;
-    x["kind"] = c.kind;
-    x["origin"] = c.origin;
-    x["axes"] = c.axes;
-    x["group_size"] = c.group_size;
-    x["bytes"] = c.bytes;
-    x["executions"] = c.executions;
-    collectives.append(x);
-  }
-  d["collectives"] = collectives;
-  d["warnings"] = r.warnings;
-  d["num_nodes"] = r.dag.nodes.size();
-  if (with_nodes) {
-    nb::list nodes;
-    for (const shlo::DagNode& n : r.dag.nodes) {
-      nb::dict x;
-      bool comm = n.kind == shlo::DagNode::Kind::kComm;
-      x["kind"] = comm ? "comm" : "compute";
-      x["op"] = n.op;
-      x["line"] = n.line;
-      x["repeat"] = n.repeat;
-      x["deps"] = n.deps;
-      if (comm) {
-        x["comm"] = std::string(shlo::to_string(n.comm));
-        x["origin"] = std::string(shlo::to_string(n.origin));
-        x["axes"] = n.axes;
-        x["group_size"] = n.group_size;
-        x["operand_bytes"] = n.operand_bytes;
-        x["result_bytes"] = n.result_bytes;
-        x["overlappable"] = n.overlappable;
-      } else {
-        x["flops"] = n.flops;
-        x["bytes"] = n.bytes;
-        x["opaque"] = n.opaque;
-      }
-      nodes.append(x);
+    bool comm = n.kind == shlo::DagNode::Kind::kComm;
+    x["kind"] = comm ? "comm" : "compute";
+    x["op"] = n.op;
+    x["line"] = n.line;
+    x["repeat"] = n.repeat;
+    x["deps"] = n.deps;
+    if (comm) {
+      x["comm"] = std::string(shlo::to_string(n.comm));
+      x["origin"] = std::string(shlo::to_string(n.origin));
+      x["axes"] = n.axes;
+      x["group_size"] = n.group_size;
+      x["operand_bytes"] = n.operand_bytes;
+      x["result_bytes"] = n.result_bytes;
+      x["overlappable"] = n.overlappable;
+    } else {
+      x["flops"] = n.flops;
+      x["bytes"] = n.bytes;
+      x["opaque"] = n.opaque;
     }
-    d["nodes"] = nodes;
+    nodes.append(x);
   }
-  return d;
+  return nodes;
+}
+
+// The result classes, field for field as stage1/candidate_analysis.h declares them (read and
+// write, so tests can build one by hand).
+void bind_results(nb::module_& m) {
+  using stage1::PredictedCollective;
+  nb::class_<PredictedCollective>(m, "PredictedCollective")
+      .def(
+          "__init__",
+          [](PredictedCollective* c, std::string kind, std::vector<std::string> axes,
+             int64_t group_size, double bytes, double executions, std::string origin) {
+            new (c) PredictedCollective{std::move(kind), std::move(origin), std::move(axes),
+                                        group_size, bytes, executions};
+          },
+          nb::arg("kind"), nb::arg("axes"), nb::arg("group_size"), nb::arg("bytes"),
+          nb::arg("executions") = 1.0, nb::arg("origin") = "explicit")
+      .def_rw("kind", &PredictedCollective::kind)
+      .def_rw("origin", &PredictedCollective::origin)
+      .def_rw("axes", &PredictedCollective::axes)
+      .def_rw("group_size", &PredictedCollective::group_size)
+      .def_rw("bytes", &PredictedCollective::bytes)
+      .def_rw("executions", &PredictedCollective::executions)
+      .def(
+          "__eq__",
+          [](const PredictedCollective& a, const PredictedCollective& b) {
+            return a.kind == b.kind && a.origin == b.origin && a.axes == b.axes &&
+                   a.group_size == b.group_size && a.bytes == b.bytes &&
+                   a.executions == b.executions;
+          },
+          nb::is_operator())
+      .def("__repr__", [](const PredictedCollective& c) {
+        std::string axes;
+        for (const std::string& a : c.axes) axes += (axes.empty() ? "" : ",") + a;
+        return "PredictedCollective(" + c.kind + ", axes=" + axes + ", group_size=" +
+               std::to_string(c.group_size) + ", bytes=" + std::to_string(c.bytes) +
+               ", executions=" + std::to_string(c.executions) + ", " + c.origin + ")";
+      });
+  using stage1::Stage1Result;
+  nb::class_<Stage1Result>(m, "Stage1Result")
+      .def(nb::init<>())
+      .def_rw("q1_seconds", &Stage1Result::q1_seconds)
+      .def_rw("compute_seconds", &Stage1Result::compute_seconds)
+      .def_rw("comm_seconds", &Stage1Result::comm_seconds)
+      .def_rw("overlappable_comm_seconds", &Stage1Result::overlappable_comm_seconds)
+      .def_rw("barrier_comm_seconds", &Stage1Result::barrier_comm_seconds)
+      .def_rw("flops", &Stage1Result::flops)
+      .def_rw("param_bytes", &Stage1Result::param_bytes)
+      .def_rw("peak_activation_bytes", &Stage1Result::peak_activation_bytes)
+      .def_rw("fits", &Stage1Result::fits)
+      .def_rw("reject_reason", &Stage1Result::reject_reason)
+      .def_rw("num_devices", &Stage1Result::num_devices)
+      .def_rw("comm_bytes_by_kind", &Stage1Result::comm_bytes_by_kind)
+      .def_rw("comm_count_by_kind", &Stage1Result::comm_count_by_kind)
+      .def_rw("comm_bytes_by_origin", &Stage1Result::comm_bytes_by_origin)
+      .def_rw("comm_seconds_by_axis", &Stage1Result::comm_seconds_by_axis)
+      .def_rw("comm_bytes_by_axis", &Stage1Result::comm_bytes_by_axis)
+      .def_rw("collectives", &Stage1Result::collectives)
+      .def_rw("warnings", &Stage1Result::warnings)
+      .def_prop_ro("num_nodes", [](const Stage1Result& r) { return r.dag.nodes.size(); })
+      .def("dag_nodes", &dag_nodes, "The prediction DAG: one dict per node, in order.");
 }
 
 }  // namespace
 
 void bind_stage1(nb::module_& m) {
+  bind_results(m);
   m.def(
       "analyze_stablehlo",
       [](std::string_view text, nb::kwargs kw) {
-        bool nodes = false;
-        stage1::Stage1Options o = options_from(kw, &nodes);
+        stage1::Stage1Options o = options_from(kw);
         std::string owned(text);
         Result<stage1::Stage1Result> r = Error{};
         {
           nb::gil_scoped_release release;
           r = stage1::analyze_stablehlo(owned, o);
         }
-        return to_dict(unwrap(std::move(r)), nodes);
+        return unwrap(std::move(r));
       },
       nb::arg("text"), nb::arg("kwargs"),
-      "Stage 1 on StableHLO text: Q1 (seconds), memory per device, predicted communication\n"
-      "(by kind, axis and origin, and 'collectives': one dict per distinct collective with\n"
-      "kind, origin, axes, group_size, bytes (V per device) and executions).\n"
+      "Stage 1 on StableHLO text -> Stage1Result: Q1 (seconds), memory per device, predicted\n"
+      "communication (by kind, axis and origin, and 'collectives': one PredictedCollective per\n"
+      "distinct collective), the prediction DAG (dag_nodes()).\n"
       "Options: topology ('v5e:4x4', sets chip figures, dims, wrap), peak_flops, hbm_bandwidth,\n"
-      "hbm_bytes, link_bandwidth, alpha, hardware (a profile file), slice_dims, slice_wrap, hbm_usable_fraction,\n"
-      "nodes (include the prediction DAG). Raises CoreError with line:column on bad text.");
+      "hbm_bytes, link_bandwidth, alpha, hardware (a profile file), slice_dims, slice_wrap,\n"
+      "hbm_usable_fraction. Raises CoreError with line:column on bad text.");
   m.def(
       "splash_kernel_cost",
       [](double batch_heads, double q_len, double kv_len, double head_dim, double head_dim_v,

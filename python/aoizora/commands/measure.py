@@ -1,4 +1,4 @@
-"""`aoizora measure`, for the user who has a TPU (issue 14 part 4):
+"""`aoizora measure`, for the user who has a TPU:
 
     aoizora measure collectives -o m.json [--platform tpu|cpu] [--devices N] [--kinds ...]
         [--sizes 1KiB..64MiB] [--repeats R] [--json]

@@ -1,4 +1,4 @@
-"""Fitting a hardware profile to measured collective times (issue 14 part 3): least squares
+"""Fitting a hardware profile to measured collective times: least squares
 on log time, with the simulator as the model.
 
     fit(measurements, base, generation, base_label, date) -> Fit
@@ -31,7 +31,7 @@ from aoizora.hardware import fit_parameters
 from aoizora.errors import UserError
 
 # After the fit, a point off by more than this fraction is reported as inconsistent with the
-# others under the model (issue 14's acceptance bound), never fitted away.
+# others under the model (the acceptance bound), never fitted away.
 INCONSISTENT = 0.15
 SIGNIFICANT = 4   # digits a fitted figure keeps
 

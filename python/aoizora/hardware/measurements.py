@@ -1,6 +1,6 @@
 """Published collective measurements of real TPUs (calibration/published.json, schema
 aoizora.measurements/1): the points a hardware profile is checked against and, later,
-fitted to (issue 14).
+fitted to.
 
     load(path=PUBLISHED) -> list[Point], in file order; ValueError naming the point and the
         field on a malformed file.

@@ -1,4 +1,4 @@
-"""`aoizora measure`: timing collectives and planned programs on real devices (issue 14 part 4).
+"""`aoizora measure`: timing collectives and planned programs on real devices.
 
     platform.py       which devices run (a TPU slice, or CPU devices as a harness check) and
                       the provenance every measurement carries

@@ -31,50 +31,35 @@ from aoizora import _core
 DEFAULT_K = 4
 # Q1 rank (0-based) of the sharding that won after Stage 2 and the simulator, with every
 # fitting sharding compiled (`aoizora eval --grid paper --oracle`), on the fit half of the
-# grid only (recall is reported on the other half), Wan 2.1 1.3B, commit e1bc0de:
-#   480p 21f on v5e:2x2, v5e:2x4, v5e:4x4; 720p 21f on v5e:2x2, v5e:2x4  (docs/results)
+# grid only (recall is reported on the other half), Wan 2.1 1.3B:
+#   480p 21f on v5e:2x2, v5e:2x4, v5e:4x4; 720p 21f on v5e:2x2, v5e:2x4 (docs/results/README.md:
+#   the code they were measured with and the held-out half)
 MEASURED_WINNER_RANKS: tuple[int, ...] = (0, 2, 0, 1, 5)
 
 KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
 
-@dataclass(frozen=True)
-class PredictedCollective:
-    """One collective Stage 1 predicts (stage1::PredictedCollective; identical ones merged).
-
-    bytes is V, per device, for one execution: the whole buffer the collective works on
-    (all-gather: its gathered result; reduce-scatter: its unscattered operand; all-reduce,
-    all-to-all, collective-permute: the operand). group_size is the real group (a sub-axis
-    "x:(1)2" counts 2, a group over several axes their product; a permute's pair is 2)."""
-    kind: str
-    axes: tuple[str, ...]
-    group_size: int
-    bytes: float
-    executions: float = 1.0
-    origin: str = "explicit"
+# One collective Stage 1 predicts (identical ones merged): kind, axes, group_size (the real
+# group: a sub-axis "x:(1)2" counts 2, a group over several axes their product; a permute's
+# pair is 2), bytes (V per device for one execution: all-gather's gathered result,
+# reduce-scatter's unscattered operand, the operand otherwise), executions, origin. Bound
+# field for field from stage1/candidate_analysis.h.
+PredictedCollective = _core.PredictedCollective
 
 
 @dataclass
 class Stage1Result:
+    """A candidate's Stage 1 analysis. Every figure is the C++ result's (`core`, a
+    _core.Stage1Result: the fields of stage1/candidate_analysis.h, read as attributes of
+    this object); the candidate and its Q1 rank are added here."""
     candidate: Any                      # strategies.Candidate
-    q1_seconds: float
-    compute_seconds: float
-    comm_seconds: float
-    fits: bool
-    reject_reason: str
-    param_bytes: float
-    peak_activation_bytes: float
-    comm_bytes_by_kind: dict[str, float] = field(default_factory=dict)
-    comm_count_by_kind: dict[str, float] = field(default_factory=dict)
-    comm_bytes_by_axis: dict[str, float] = field(default_factory=dict)
-    overlappable_comm_seconds: float = 0.0
-    barrier_comm_seconds: float = 0.0
-    flops: float = 0.0
-    comm_bytes_by_origin: dict[str, float] = field(default_factory=dict)
-    comm_seconds_by_axis: dict[str, float] = field(default_factory=dict)
-    collectives: list[PredictedCollective] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    core: Any = field(default_factory=_core.Stage1Result)
     rank: int = -1                      # set by analyze_all
+
+    def __getattr__(self, name: str):
+        if name in ("candidate", "core", "rank") or name.startswith("__"):
+            raise AttributeError(name)  # not set yet (copy, unpickle): no recursion
+        return getattr(self.core, name)
 
     @property
     def memory_bytes(self) -> float:
@@ -96,23 +81,7 @@ def analyze(candidate, stablehlo: str, topology: str | None = None, **options) -
     """Raises ValueError (aoizora._core.CoreError) with line:column on unreadable text."""
     if topology:
         options["topology"] = topology
-    r = _core.analyze_stablehlo(stablehlo, **options)
-    return Stage1Result(
-        candidate=candidate, q1_seconds=r["q1_seconds"], compute_seconds=r["compute_seconds"],
-        comm_seconds=r["comm_seconds"], fits=r["fits"], reject_reason=r["reject_reason"],
-        param_bytes=r["param_bytes"], peak_activation_bytes=r["peak_activation_bytes"],
-        comm_bytes_by_kind=dict(r["comm_bytes_by_kind"]),
-        comm_count_by_kind=dict(r["comm_count_by_kind"]),
-        comm_bytes_by_axis=dict(r["comm_bytes_by_axis"]),
-        overlappable_comm_seconds=r["overlappable_comm_seconds"],
-        barrier_comm_seconds=r["barrier_comm_seconds"], flops=r["flops"],
-        comm_bytes_by_origin=dict(r["comm_bytes_by_origin"]),
-        comm_seconds_by_axis=dict(r["comm_seconds_by_axis"]),
-        collectives=[PredictedCollective(kind=c["kind"], axes=tuple(c["axes"]),
-                                         group_size=int(c["group_size"]), bytes=c["bytes"],
-                                         executions=c["executions"], origin=c["origin"])
-                     for c in r["collectives"]],
-        warnings=list(r["warnings"]))
+    return Stage1Result(candidate, _core.analyze_stablehlo(stablehlo, **options))
 
 
 def analyze_all(items: Iterable[tuple[Any, str]], topology: str | None = None,
