@@ -173,6 +173,31 @@ def test_the_pick_keeps_the_bound_and_follows_the_objective():
     assert frontier.pick(ROWS, 2.0, "throughput").row is A    # the bound is inclusive
 
 
+def test_the_chart_draws_each_slice_with_its_own_frontier_and_skips_unpriced_rows(tmp_path):
+    from aoizora.serving import chart
+
+    other = Row("v6e:2x4", "1 x 2x4", 1, 8, 1, 1.0, 3000.0, None)   # no price: left panel only
+    path = tmp_path / "frontier.png"
+    drawn = chart.draw(ROWS + [other], str(path), "test")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(drawn) == {"v5e:4x4", "v6e:2x4"}       # SHARED (not priced) is not drawn
+    v5e = {p[3]: p for p in drawn["v5e:4x4"]}
+    assert list(v5e) == ["fast", "a", "big", "wide", "dominated"]   # by latency
+    # The frontiers are over every slice given: v6e's 1 s, 3,000 videos an hour beats FAST,
+    # A and BIG on throughput; on cost it has no price, so v5e's own cost frontier stands.
+    assert [name for name, p in v5e.items() if p[4]] == ["wide"]
+    assert [name for name, p in v5e.items() if p[5]] == ["fast", "a", "wide"]
+    assert drawn["v6e:2x4"] == [(1.0, 3000.0, None, "1 x 2x4", True, False)]
+
+
+def test_the_chart_reads_back_the_rows_of_serve_json():
+    from dataclasses import asdict
+
+    from aoizora.serving import chart
+
+    assert chart.rows_from_json({"rows": [asdict(r) for r in ROWS]}) == ROWS
+
+
 def test_a_bound_nothing_meets_says_what_the_fastest_takes():
     p = frontier.pick(ROWS, 1.0, "throughput")
     assert p.row is None
@@ -235,6 +260,7 @@ def _serve(*args) -> subprocess.CompletedProcess:
     (["--objective", "cost", "--latency-bound", "3", "--topology", "tpu7x:2x2x1"],
      "--objective cost: the price table"),
     (["--model", "wan-tiny", "--video", "tiny", "--frames", "21"], "--frames 21"),
+    (["--chart", "/proc"], "--chart /proc: is a folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
     r = _serve(*args)

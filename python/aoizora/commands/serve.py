@@ -50,6 +50,8 @@ def register(sub) -> None:
                    help="compile for each replica's TPU via libtpu (default), or CPU devices")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--json", action="store_true", help="print the rows and the pick as JSON")
+    p.add_argument("--chart", metavar="PNG",
+                   help="also draw the frontiers of every slice on one chart (matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(run=run)
 
@@ -89,7 +91,10 @@ def run(args) -> int:
     from aoizora.planning.planner import Settings
     from aoizora.serving import frontier, survey
 
+    from aoizora.inputs import validate
+
     request = request_of(args)
+    validate.output_files({"--chart": args.chart})
     by_slice = survey.check(request)
     if args.objective == "cost" and args.latency_bound is not None:
         check_cost(request, by_slice)
@@ -103,6 +108,12 @@ def run(args) -> int:
         jobs_on.close()
     chosen = (frontier.pick(result.rows, args.latency_bound, args.objective)
               if args.latency_bound is not None else None)
+    if args.chart:
+        from aoizora.serving import chart
+
+        chart.draw(result.rows, args.chart, f"serve {request.model}, {request.video}"
+                   + (f", {request.frames} frames" if request.frames else ""))
+        log(f"wrote {args.chart}")
     if args.json:
         print(json.dumps(as_json(result, chosen, args), indent=1))
     else:
