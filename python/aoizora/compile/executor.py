@@ -40,6 +40,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
+from aoizora.compile import compile_flags
 from aoizora.errors import UserError, one_line
 from aoizora.compile.jobs import Job, Outcome, run_job, versions
 
@@ -99,7 +100,11 @@ class LocalExecutor:
     the Top-K's analyses, the baselines', the stages around the loop), so the pool and its
     workers live until close(). One pool per calling thread (plan-many plans in threads, each
     as if alone), sized to the most workers a batch asked for; a batch keeps at most its own
-    `workers` jobs in flight. A pool broken by a dying worker, or stopped, is not kept."""
+    `workers` jobs in flight. A pool broken by a dying worker, or stopped, is not kept.
+
+    libtpu reads its flags (LIBTPU_INIT_ARGS) once, when it loads into a worker: a job under
+    compiler flags (Job.flags) runs in a pool whose workers were started with them, one kept
+    pool per flag set; this process's own environment never gets them."""
 
     description = "local processes"
     remote = False   # runs a model this process loaded from a user's file? (run_jobs)
@@ -109,7 +114,8 @@ class LocalExecutor:
         started at idle priority, starves while anything else keeps the cores busy."""
         self.work = work
         self.room_ahead = room_ahead
-        self._kept: dict[tuple[int, bool], _Pool] = {}   # (thread, background) -> its pool
+        # (thread, background, flags) -> its pool
+        self._kept: dict[tuple[int, bool, tuple[str, ...]], _Pool] = {}
         self._lock = threading.Lock()
 
     def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
@@ -121,18 +127,24 @@ class LocalExecutor:
         own (a dead worker breaks the whole pool: every job in flight comes back)."""
         if workers is None:
             workers = max(1, min(len(jobs), (os.cpu_count() or 2) // 2))
-        batch = functools.partial(self._batch, jobs, done=done, background=background, stop=stop)
-        died = batch(range(len(jobs)), workers, fresh_process)
-        for i, why in died:
-            if batch([i], 1, True):
-                done(i, _died(jobs[i], f"most likely out of memory: {why}", True))
+        by_flags: dict[tuple[str, ...], list[int]] = {}
+        for i, job in enumerate(jobs):
+            by_flags.setdefault(job.flags, []).append(i)
+        for flags, indices in by_flags.items():   # one pool per flag set, one set at a time
+            batch = functools.partial(self._batch, jobs, done=done, background=background,
+                                      stop=stop, flags=flags)
+            died = batch(indices, workers, fresh_process)
+            for i, why in died:
+                if batch([i], 1, True):
+                    done(i, _died(jobs[i], f"most likely out of memory: {why}", True))
 
     def _batch(self, jobs, indices, workers: int, fresh_process: bool, *, done: Done,
-               background: bool, stop: threading.Event | None) -> list[tuple[int, str]]:
-        """Runs jobs[indices], at most `workers` at once; returns (index, reason) of those
-        whose worker died."""
-        pool = (_Pool(workers, background, fresh_process) if fresh_process
-                else self._pool(workers, background))
+               background: bool, stop: threading.Event | None,
+               flags: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+        """Runs jobs[indices] (all under `flags`), at most `workers` at once; returns
+        (index, reason) of those whose worker died."""
+        pool = (_Pool(workers, background, fresh_process, flags) if fresh_process
+                else self._pool(workers, background, flags))
         queued, running, died = list(indices), {}, []
         try:
             while queued or running:
@@ -160,15 +172,15 @@ class LocalExecutor:
             pool.executor.shutdown()
         return sorted(died)
 
-    def _pool(self, workers: int, background: bool) -> "_Pool":
-        """This thread's kept pool, replaced by a larger one when a batch asks for more
-        workers than it has (its workers are idle between this thread's batches)."""
-        key = (threading.get_ident(), background)
+    def _pool(self, workers: int, background: bool, flags: tuple[str, ...] = ()) -> "_Pool":
+        """This thread's kept pool for `flags`, replaced by a larger one when a batch asks
+        for more workers than it has (its workers are idle between this thread's batches)."""
+        key = (threading.get_ident(), background, flags)
         with self._lock:
             pool = self._kept.get(key)
             if pool is not None and pool.workers >= workers:
                 return pool
-            self._kept[key] = _Pool(workers, background, False)
+            self._kept[key] = _Pool(workers, background, False, flags)
         if pool is not None:
             pool.executor.shutdown()
         return self._kept[key]
@@ -193,14 +205,15 @@ class _Pool:
     """A ProcessPoolExecutor of spawned workers, with the multiprocessing children that were
     there before it (kill() spares them) and why it broke, if it did."""
 
-    def __init__(self, workers: int, background: bool, fresh_process: bool):
+    def __init__(self, workers: int, background: bool, fresh_process: bool,
+                 flags: tuple[str, ...] = ()):
         self.workers = workers
         self.broken = ""
         self.futures: set = set()
         self.others = set(multiprocessing.active_children())
         self.executor = cf.ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_signals, initargs=(background,),
+            initializer=_worker_start, initargs=(background, flags),
             max_tasks_per_child=1 if fresh_process else None)
 
     def submit(self, work, job) -> cf.Future:
@@ -238,16 +251,19 @@ def _ready(running: dict, stop: threading.Event | None) -> set:
 _NO_LIBTPU_HANDLERS = "--install_signal_handlers=false"
 
 
-def _worker_signals(background: bool = False) -> None:
+def _worker_start(background: bool = False, flags: tuple[str, ...] = ()) -> None:
     """Workers leave Ctrl-C to the parent, which stops them (no traceback from each), and die
     quietly on SIGTERM (its default action: libtpu is told to install no handlers, before it
     loads in this process); a background worker runs at idle priority (its compile children
-    inherit it). Only the worker's environment changes: the cache key (jobs.job_key)
-    reads the parent's."""
+    inherit it). `flags`, the compiler flags of the pool's jobs, join LIBTPU_INIT_ARGS
+    before libtpu loads (the analysis children of optimized_hlo.py inherit them). Only the
+    worker's environment changes: the cache key (jobs.job_key) reads the parent's and the
+    job's flags."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    flags = os.environ.get("LIBTPU_INIT_ARGS", "")
-    if "install_signal_handlers" not in flags:
-        os.environ["LIBTPU_INIT_ARGS"] = f"{flags} {_NO_LIBTPU_HANDLERS}".strip()
+    libtpu = os.environ.get("LIBTPU_INIT_ARGS", "")
+    if "install_signal_handlers" not in libtpu:
+        libtpu = f"{libtpu} {_NO_LIBTPU_HANDLERS}"
+    os.environ["LIBTPU_INIT_ARGS"] = compile_flags.env_value(libtpu, flags)
     if background:
         os.nice(19)
 
@@ -343,6 +359,9 @@ class RayExecutor:
         refs = {}
         for i, job in enumerate(jobs):
             opts = {"num_cpus": 1 if job.kind == "lower" else self.compile_cpus}
+            if job.flags:  # Ray starts workers of their own for this environment
+                opts["runtime_env"] = {"env_vars": {"LIBTPU_INIT_ARGS": compile_flags.env_value(
+                    os.environ.get("LIBTPU_INIT_ARGS", ""), job.flags)}}
             if fresh_process:
                 opts["max_calls"] = 1
             refs[self._task.options(**opts).remote(self.work, job)] = i

@@ -1,7 +1,9 @@
 """A job: one candidate to lower, compile or analyse for one target, and its outcome.
 
-    Job(kind, candidate, model, workload, target, order=None)    kind "lower" | "compile" |
-                                                                "analyze" (TPU targets)
+    Job(kind, candidate, model, workload, target, order=None, flags=())
+                                    kind "lower" | "compile" | "analyze" (TPU targets);
+                                    flags: libtpu flags (compile_flags.py) the compile runs
+                                    under, in the environment of the worker process
     run_job(job) -> Outcome         in this process, no cache; an expected failure
                                     (CompileError) is an Outcome with .error
                                     (.out_of_memory when it ran out of memory); a bug
@@ -42,6 +44,9 @@ class Job:
     workload: Any
     target: str               # "v5e:2x4", "cpu:8", ...
     order: tuple | None = None  # chip coords in mesh order (the placement); None: target order
+    # libtpu flags ("--xla_...=v") of the worker's LIBTPU_INIT_ARGS: libtpu reads them once
+    # per process, so executor.py runs the job in a worker started with them.
+    flags: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -91,12 +96,15 @@ def job_key(job: Job) -> dict[str, Any]:
             "candidate": job.candidate.key(), "target": job.target,
             "order": None if order is None else [list(c) for c in order][:job.candidate.n_chips],
             "versions": versions(), "code": code_fingerprint(), "xla_flags": os.environ.get(
-                "XLA_FLAGS", ""), "libtpu_flags": os.environ.get("LIBTPU_INIT_ARGS", "")}
+                "XLA_FLAGS", ""), "libtpu_flags": os.environ.get("LIBTPU_INIT_ARGS", ""),
+            # Lowering is jax's alone: libtpu's flags change only compiled programs.
+            "compile_flags": [] if job.kind == "lower" else list(job.flags)}
 
 
 def run_job(job: Job) -> Outcome:
     """One job in this process (no cache). A CompileError becomes an Outcome; any other
     exception is a bug and propagates."""
+    _check_flags(job)
     t = time.perf_counter()
     _reset_peak_rss()
     try:
@@ -110,6 +118,17 @@ def run_job(job: Job) -> Outcome:
     out.seconds = time.perf_counter() - t
     out.peak_rss_mb = _peak_rss_mb()
     return out
+
+
+def _check_flags(job: Job) -> None:
+    """A job under flags runs only in a process whose libtpu was started with them: run
+    elsewhere (this process, a worker of another set), its program would be another's under
+    its key. A bug of the caller, not of the job: RuntimeError."""
+    have = os.environ.get("LIBTPU_INIT_ARGS", "").split()
+    missing = [f for f in job.flags if f not in have]
+    if missing and job.kind != "lower":
+        raise RuntimeError(f"{job.name}: run in a process without its libtpu flags "
+                           f"{' '.join(missing)} (executor.py starts workers with them)")
 
 
 def _reset_peak_rss() -> None:

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from aoizora.errors import CompileError, CompilerOutOfMemory
+from aoizora.errors import CompileError, CompilerOutOfMemory, UserError
 
 MODULE = "jit_step"            # compiler.build's jitted step
 _DONE = "after_optimizations.txt"
@@ -57,6 +57,8 @@ _HBM_LINE = "// aoizora.hbm_bytes="
 # whole even while the rest of the report is being written. (The next file, _MEMORY_NEXT,
 # comes ~0.05 s later on v5e but 12.6 s later for the Wan 1.3B on TPU7x: waiting for it lost
 # every TPU7x figure to the grace below.)
+# What libtpu prints (then exits) for a LIBTPU_INIT_ARGS flag it does not know.
+_UNKNOWN_FLAG = re.compile(r"Unknown command line flag '([^']+)'")
 _HBM_TOTAL = re.compile(r"Memory Space: default \(color=0\)\s*\nTotal bytes: (\d+) \(")
 # What the fork server imports once for every child: the main module (else each child would
 # import it again, as multiprocessing children do), then jaxenv (it sets the environment
@@ -153,6 +155,12 @@ def _child_failure(candidate, exitcode: int, folder: str) -> CompileError:
     exception the child did not expect is a bug in aoizora: RuntimeError with the child's
     traceback."""
     said = _read(folder, "error.json")
+    unknown = _UNKNOWN_FLAG.search(_read(folder, "stderr.txt"))
+    if unknown:  # libtpu exits at start on a flag it does not know: the flags are wrong
+        from importlib import metadata
+
+        raise UserError(f"libtpu {metadata.version('libtpu')} does not know the compiler "
+                        f"flag {unknown.group(1)!r} (LIBTPU_INIT_ARGS)")
     if exitcode == 3 and said:
         err = json.loads(said)
         cls = CompilerOutOfMemory if err["out_of_memory"] else CompileError
