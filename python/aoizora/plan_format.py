@@ -75,6 +75,10 @@ class Plan:
     # ("point" or "robust"), the figure ranked by, the candidates tied with the plan; each
     # choice's extra["interval"] holds its own. {} in plans made before intervals.
     uncertainty: dict[str, Any] = field(default_factory=dict)
+    # The compiler flags (planning/flag_search.py): the mode, the chosen set with its
+    # source, and with --flags search each (sharding, flags) program's simulated figures.
+    # {} in plans made before flags were a choice (compiled without any).
+    flags: dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
 
     def seconds_per_video(self, tag: str | None = None) -> float | None:
@@ -116,6 +120,7 @@ class Plan:
             planning=d.get("planning", {}),
             video=d.get("video", {}),
             uncertainty=d.get("uncertainty", {}),
+            flags=d.get("flags", {}),
         )
 
     def save(self, path: str) -> None:

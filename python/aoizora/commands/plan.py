@@ -64,6 +64,15 @@ def add_workload_args(p) -> None:
     p.add_argument("--verify-baselines", action="store_true",
                    help="on TPU targets, compile the plan's and the baselines' shardings in "
                         "full (20-60 s each here)")
+    p.add_argument("--flags", choices=("none", "published", "search"), default="none",
+                   help="libtpu compiler flags (LIBTPU_INIT_ARGS): none (default: the programs "
+                        "as MaxDiffusion's own flags-free run compiles them), published "
+                        "(MaxDiffusion's set for the slice's generation), or search (the best "
+                        "shardings compiled again under each flag set, ranked by the "
+                        "simulator; docs/planner.md, 'Compiler flags')")
+    p.add_argument("--flag-budget", type=int_arg("--flag-budget", 1, 1000), default=None,
+                   metavar="N", help="--flags search: compiles under flags at most "
+                                     "(default 16)")
     p.add_argument("--no-run-ahead", action="store_true",
                    help="on a Ray cluster of 8 or more CPUs, start the existing "
                         "deployments' compiles after the decision, not with the plan "
@@ -132,7 +141,8 @@ def run_planner(args):
                             verify=args.verify, verify_baselines=args.verify_baselines,
                             run_ahead=not args.no_run_ahead, executor=jobs_on,
                             video=not args.no_video, steps=args.steps,
-                            robust=bool(args.robust))
+                            robust=bool(args.robust), flags=args.flags,
+                            **({"flag_budget": args.flag_budget} if args.flag_budget else {}))
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:
                 progress.note(f"jobs run on {jobs_on.description}")
@@ -196,6 +206,10 @@ def run(args) -> int:
     print_choice(plan)
     print_comparison(plan)
     print_video(plan)
+    from aoizora.planning import flag_search
+
+    for line in flag_search.lines(plan.flags):
+        print(line)
     if plan.planning.get("programs", "").startswith("optimized HLO"):
         only = plan.planning.get("analysed_only", {})
         print(f"through the TPU backend (compiled in full): "

@@ -25,8 +25,8 @@ from typing import Any
 
 from aoizora.compile import jaxenv  # noqa: F401
 from aoizora import _core
-from aoizora.compile import optimized_hlo
-from aoizora.planning import baselines, kernels, stage1, strategies
+from aoizora.compile import compile_flags, optimized_hlo
+from aoizora.planning import baselines, flag_search, kernels, stage1, strategies
 from aoizora.compile.batch import run_jobs
 from aoizora.compile.cache import Cache
 from aoizora.compile.compile_target import CompileTarget, compile_target_for
@@ -76,6 +76,9 @@ class Settings:
     steps: int | None = None          # denoising steps; None: the model's MaxDiffusion config
     robust: bool = False              # the plan: the lowest high end of its interval (the best
                                       # worst case, intervals.py), not the best point figure
+    flags: str = "none"               # compiler flags: "none", "published" (MaxDiffusion's set
+                                      # for the generation) or "search" (flag_search.py)
+    flag_budget: int = flag_search.FLAG_BUDGET  # --flags search: compiles under flags at most
 
 
 class Progress:
@@ -147,6 +150,11 @@ class _Run:
     predicted: dict[str, str] = field(default_factory=dict)
     ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
     video_why: str = ""               # why seconds per video was not priced (_video_model)
+    flag_set: Any = None              # the compiler flags every transformer job runs under
+
+    def job(self, kind: str, c) -> Job:
+        """A job of the transformer's step for this plan's target, under its flags."""
+        return Job(kind, c, self.cfg, self.wl, self.target.spec, flags=self.flag_set.flags)
 
     @property
     def analysis_kind(self) -> str:
@@ -184,6 +192,8 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
     run = _Run(settings, progress, cfg, wl, stage2,
                compile_target_for(stage2.topology, settings.compile_target))
     _check_compilable(run.target, topology)
+    run.flag_set = flag_search.plan_flags(settings.flags, stage2.topology.spec["generation"],
+                                          run.target.platform, runs_in_process(cfg))
     progress.note(f"compiling for {_describe_target(run.target)}")
     candidates = _enumerate(run, name)
     run.ahead = _run_ahead(run, candidates)
@@ -227,8 +237,7 @@ def _run_ahead(run: _Run, candidates: list) -> Prefetch:
     deployed = [c for c in candidates if c.baselines]
     kinds = [run.analysis_kind] + (["compile"] if run.analysis_kind == "analyze"
                                    and run.settings.verify_baselines else [])
-    return Prefetch.start([Job(k, c, run.cfg, run.wl, run.target.spec)
-                          for k in kinds for c in deployed],
+    return Prefetch.start([run.job(k, c) for k in kinds for c in deployed],
                           run.settings.cache, run.settings.executor)
 
 
@@ -564,9 +573,31 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                             _pooled(pool, base_pairs)[0]),
     )
     _intervals(run, the_plan, simulated, video)
+    _flags(run, the_plan, best, simulated)
     return PlanResult(the_plan, simulated, choice.extra["placements"], run.skipped,
                       graphs[best.candidate.name], stage2.topology, stage1=s1, ranked=ranked,
                       graphs=graphs, stage2=stage2)
+
+
+def _flags(run: _Run, the_plan: Plan, best: Pair, simulated: list[Pair]) -> None:
+    """plan.json's "flags": the mode, the chosen set, and with --flags search the search
+    (flag_search.py); the compile target's libtpu_init_args carry the chosen flags, so that
+    --emit maxdiffusion runs the plan under them."""
+    chosen, searched = run.flag_set, None
+    if run.settings.flags == "search":
+        t0 = time.perf_counter()
+        chosen, searched = flag_search.search(
+            run.stage2, best, simulated, run.stage2.topology.spec["generation"],
+            make_job=lambda c, flags: Job(run.analysis_kind, c, run.cfg, run.wl,
+                                          run.target.spec, flags=flags),
+            run_batch=lambda name, jobs: _run(run.progress, name, run.settings, jobs),
+            budget=run.settings.flag_budget)
+        run.lap("flag search", t0)
+    the_plan.flags = flag_search.record(run.settings.flags, chosen, searched)
+    target = the_plan.topology.get("compile_target", {})
+    if target.get("platform") == "tpu":
+        target["libtpu_init_args"] = compile_flags.env_value(
+            target.get("libtpu_init_args", ""), chosen.flags)
 
 
 def _chosen(run: _Run, best: Pair, ranked: list[Pair]) -> Choice:
@@ -654,8 +685,8 @@ def _compile(run: _Run, name: str, todo: list, full: list = ()) -> None:
         return
     run.tried.update(c.name for c in todo)
     t0 = time.perf_counter()
-    jobs = ([Job(run.analysis_kind, c, run.cfg, run.wl, run.target.spec) for c in todo]
-            + [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in full])
+    jobs = ([run.job(run.analysis_kind, c) for c in todo]
+            + [run.job("compile", c) for c in full])
     workers = run.settings.workers
     if workers is None and run.analysis_kind == "analyze" and not run.settings.executor:
         workers = max(1, min(len(jobs), os.cpu_count() or 1))
@@ -708,7 +739,7 @@ def _verify(run: _Run, name: str, todo: list) -> None:
         return
     t0 = time.perf_counter()
     outcomes = _run(run.progress, name, run.settings,
-                    [Job("compile", c, run.cfg, run.wl, run.target.spec) for c in todo],
+                    [run.job("compile", c) for c in todo],
                     ahead=run.ahead)
     run.outcomes += outcomes
     _verified(run, todo, outcomes)

@@ -1,0 +1,200 @@
+"""Compiler flags as a choice of the plan (`aoizora plan --flags none|published|search`).
+
+    none       every program compiled without flags beyond jaxenv's (the default)
+    published  every transformer program compiled under MaxDiffusion's published set for
+               the slice's generation (compile_flags.published)
+    search     after the plan is chosen, the best few shardings (FLAG_SHARDINGS) are compiled
+               again under each set of compile_flags.search_sets: none, the published set,
+               each of its flags alone, at most `budget` compiles (the sets left out are
+               listed). Each (sharding, flags) program gets Stage 2's best placement by Q2
+               and is simulated there and on the plan's own placement; a set whose program
+               is the same as none's (flag_effects: "identical" or "attributes only") is
+               reported as such and not ranked. The plan's flags are the ranked set with the
+               fewest simulated seconds for the plan's sharding on the plan's placement
+               (none unless one is strictly faster); the best (sharding, placement, flags)
+               triple is recorded beside it, adopted only when it is the plan's sharding
+               and placement.
+
+    record(mode, chosen, search=None) -> dict       plan.json's "flags"
+    search(...) -> (chosen FlagSet, search record)
+
+Every figure is simulated on the model of the chip, never measured. The stages around the
+loop (text encoder, VAE) are compiled without flags in every mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from aoizora import _core
+from aoizora.compile import compile_flags
+from aoizora.compile.compile_flags import FlagSet
+from aoizora.compile.jobs import Job
+from aoizora.planning import flag_effects
+from aoizora.planning.stage2 import Pair, Stage2, UnknownTripCount
+
+MODES = ("none", "published", "search")
+FLAG_SHARDINGS = 2          # the best few shardings the search compiles under each set
+FLAG_BUDGET = 16            # compiles under flags at most (none's are the plan's, cached)
+
+
+def plan_flags(mode: str, generation: str, platform: str, in_process: bool) -> FlagSet:
+    """The set every transformer job of a plan runs under: MaxDiffusion's published one
+    for "published", none otherwise (search starts from none). UserError, before any work,
+    for a mode not in MODES, a CPU target (libtpu's flags are the TPU compiler's) or a model
+    that compiles in this process (flags need a worker started with them)."""
+    from aoizora.errors import UserError
+
+    if mode not in MODES:
+        raise UserError(f"--flags {mode!r}: use one of {', '.join(MODES)}")
+    if mode != "none" and platform != "tpu":
+        raise UserError(f"--flags {mode}: libtpu's flags change TPU programs only; this plan "
+                        "compiles for CPU devices (--compile-target cpu)")
+    if mode != "none" and in_process:
+        raise UserError(f"--flags {mode}: your model compiles in this process, and libtpu "
+                        "takes its flags only in a worker started with them: use --flags none")
+    return compile_flags.published(generation) if mode == "published" \
+        else compile_flags.lookup(compile_flags.NONE)
+
+
+def record(mode: str, chosen: FlagSet, search: dict | None = None) -> dict[str, Any]:
+    out = {"mode": mode, "chosen": chosen.to_dict(), "kind": "simulated",
+           "not_flagged": "the stages around the loop (text encoder, VAE): compiled "
+                          "without flags in every mode"}
+    if search is not None:
+        out["search"] = search
+    return out
+
+
+def _exposed(pair: Pair) -> float:
+    """Seconds of the simulated step no compute hides (step_split: every kind but
+    compute)."""
+    return sum(s for k, s in pair.split["forward_s"].items() if k != "compute")
+
+
+def _figures(stage2: Stage2, pair: Pair, graph) -> dict[str, Any]:
+    stage2.simulate(pair, graph)
+    return {"placement": pair.placement, "chip_ids": list(pair.device_of), "q2_s": pair.q2,
+            "simulated_s": pair.simulated, "exposed_comm_s": _exposed(pair)}
+
+
+def _row(stage2: Stage2, c, s: FlagSet, text: str, graph, plan_devices, base) -> dict:
+    """One (sharding, flags) program: its best placement and the plan's, simulated."""
+    summary = flag_effects.summary(text, graph)
+    best = stage2.rank(c, graph)[0]
+    row = {"candidate": c.name, "flag_set": s.name, "flags": list(s.flags),
+           "source": s.source, "summary": summary,
+           "changes": flag_effects.changes(base, summary) if base else None,
+           "best": _figures(stage2, best, graph)}
+    if plan_devices is not None:
+        q2 = _core.evaluate_q2(graph, stage2.topology, plan_devices).seconds
+        row["plan_placement"] = _figures(stage2, Pair(c, "plan", plan_devices, q2), graph)
+    row["ranked"] = s.name == compile_flags.NONE or row["changes"]["program"] == "changed"
+    return row
+
+
+def _budgeted(shardings: list, sets: list[FlagSet], budget: int):
+    """(shardings, sets, left out): sets kept whole for the first sharding, the others
+    added while the budget lasts; the sets that fit under it for none."""
+    flagged = [s for s in sets if s.flags]
+    per = max(1, min(len(flagged), budget))
+    kept = [sets[0]] + flagged[:per]
+    n = max(1, min(len(shardings), budget // max(1, per)))
+    return shardings[:n], kept, [s.name for s in flagged[per:]]
+
+
+def search(stage2: Stage2, best: Pair, simulated: list[Pair], generation: str, *,
+           make_job: Callable[..., Job], run_batch: Callable[[str, list[Job]], list],
+           budget: int = FLAG_BUDGET, shardings: int = FLAG_SHARDINGS):
+    """(chosen FlagSet, the search record). make_job(candidate, flags) gives a sharding's
+    analysis job under flags; run_batch(name, jobs) runs them (cached) in job order."""
+    order = [best.candidate] + [p.candidate for p in simulated
+                                if p.candidate.name != best.candidate.name]
+    distinct = list({c.name: c for c in order}.values())[:shardings]
+    cands, sets, left_out = _budgeted(distinct, compile_flags.search_sets(generation), budget)
+    jobs = [make_job(c, s.flags) for c in cands for s in sets]
+    outs = run_batch("compile the best shardings under each flag set", jobs)
+    rows, failed = [], []
+    for i, c in enumerate(cands):
+        plan_devices = list(best.device_of) if c.name == best.candidate.name else None
+        base = None
+        for j, s in enumerate(sets):
+            out = outs[i * len(sets) + j]
+            try:
+                if not out.ok:
+                    raise ValueError(out.error)
+                graph = Stage2.load(out.text)
+            except (ValueError, UnknownTripCount) as e:
+                failed.append(f"{c.name} under {s.name}: {e}")
+                continue
+            row = _row(stage2, c, s, out.text, graph, plan_devices, base)
+            base = base or row["summary"]
+            rows.append(row)
+    chosen = _chosen(rows, best)
+    ranked = sorted((r for r in rows if r["ranked"]), key=lambda r: r["best"]["simulated_s"])
+    top = ranked[0] if ranked else None
+    return chosen, {
+        "budget": {"max_compiles": budget, "shardings": [c.name for c in cands],
+                   "flag_sets": [s.name for s in sets], "compiles": len(jobs),
+                   "left_out": left_out},
+        "rows": rows, "failed": failed,
+        "best_triple": None if top is None else {
+            "candidate": top["candidate"], "flag_set": top["flag_set"], **top["best"],
+            "adopted": (top["candidate"] == best.candidate.name
+                        and top["best"]["chip_ids"] == list(best.device_of)
+                        and top["flag_set"] == chosen.name)}}
+
+
+def _chosen(rows: list[dict], best: Pair) -> FlagSet:
+    """The ranked set with the fewest simulated seconds for the plan's sharding on the
+    plan's placement; none unless one is strictly faster."""
+    mine = [r for r in rows if r["candidate"] == best.candidate.name and r["ranked"]
+            and "plan_placement" in r]
+    none = next((r for r in mine if r["flag_set"] == compile_flags.NONE), None)
+    if none is None:
+        return compile_flags.lookup(compile_flags.NONE)
+    top = min(mine, key=lambda r: (r["plan_placement"]["simulated_s"], r["flag_set"] != "none"))
+    if top["plan_placement"]["simulated_s"] < none["plan_placement"]["simulated_s"]:
+        return compile_flags.lookup(top["flag_set"])
+    return compile_flags.lookup(compile_flags.NONE)
+
+
+def table(flags: dict) -> list[dict[str, Any]]:
+    """The search's rows as the report and the terminal show them: per (sharding, flag set)
+    the simulated step and exposed communication on the plan's placement (or, for another
+    sharding, its own best), and what the flags changed in the program. [] without a
+    search."""
+    out = []
+    for r in flags.get("search", {}).get("rows", []):
+        at = r.get("plan_placement") or r["best"]
+        out.append({"candidate": r["candidate"], "flag_set": r["flag_set"],
+                    "placement": "plan's" if "plan_placement" in r else "its best",
+                    "simulated_s": at["simulated_s"], "exposed_comm_s": at["exposed_comm_s"],
+                    "changed": "(base)" if r["changes"] is None else r["changes"]["words"],
+                    "ranked": r["ranked"]})
+    return out
+
+
+def lines(flags: dict) -> list[str]:
+    """plan.json's "flags" in words, for the terminal."""
+    if not flags:
+        return []
+    c = flags["chosen"]
+    out = [f"compiler flags ({flags['mode']}): {c['name']}"
+           + (f" = {' '.join(c['flags'])}" if c["flags"] else "")]
+    s = flags.get("search")
+    if s:
+        b = s["budget"]
+        out.append(f"  searched {len(b['flag_sets'])} flag sets x {len(b['shardings'])} "
+                   f"shardings ({b['compiles']} compiles, at most {b['max_compiles']})"
+                   + (f"; left out: {', '.join(b['left_out'])}" if b["left_out"] else ""))
+        for r in table(flags):
+            out.append(f"  {r['candidate']:<16} {r['flag_set']:<48} "
+                       f"{r['simulated_s'] * 1e3:9.3f} ms  exposed "
+                       f"{r['exposed_comm_s'] * 1e3:8.3f} ms  {r['changed']}")
+        t = s.get("best_triple")
+        if t and not t["adopted"]:
+            out.append(f"  the best triple, {t['candidate']} @ {t['placement']} under "
+                       f"{t['flag_set']} ({t['simulated_s'] * 1e3:.3f} ms simulated), is "
+                       "not the plan's sharding and placement: reported, not adopted")
+    return out
