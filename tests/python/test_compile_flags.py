@@ -138,3 +138,27 @@ def test_libtpu_unknown_flag_is_one_line(wan13b):
     finally:
         executor.close()
     assert "\n" not in str(e.value)
+
+
+def test_published_flags_reach_the_emitted_command_and_the_report():
+    """A plan under MaxDiffusion's published set carries it in plan.json, in
+    LIBTPU_INIT_ARGS of the emitted MaxDiffusion command, and in the report."""
+    import json
+
+    from aoizora import maxdiffusion
+    from aoizora.plan_format import Plan
+    from aoizora.report import render
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "results",
+                        "maxdiffusion", "wan-1.3b_v5e-2x4_480p-21f.plan.json")
+    with open(path) as f:
+        plan = Plan.from_dict(json.load(f))
+    assert 'id="flags"' in render(plan)   # an older plan: the section says it lacks them
+    pub = compile_flags.published("v5e")
+    flag_search.apply(plan, "published", pub)
+    plan = Plan.from_dict(json.loads(json.dumps(plan.to_dict())))
+    assert plan.flags["chosen"]["name"] == "maxdiffusion-wan"
+    doc = maxdiffusion.to_maxdiffusion(plan, list(plan.choice.chip_ids))
+    assert all(f in doc["maxdiffusion"]["command"] for f in pub.flags)
+    assert "--xla_tpu_scoped_vmem_limit_kib=65536" in doc["maxdiffusion"]["libtpu_init_args"]
+    assert "maxdiffusion-wan" in render(plan).split('id="flags"')[1]

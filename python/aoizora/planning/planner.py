@@ -25,7 +25,7 @@ from typing import Any
 
 from aoizora.compile import jaxenv  # noqa: F401
 from aoizora import _core
-from aoizora.compile import compile_flags, optimized_hlo
+from aoizora.compile import optimized_hlo
 from aoizora.planning import baselines, flag_search, kernels, stage1, strategies
 from aoizora.compile.batch import run_jobs
 from aoizora.compile.cache import Cache
@@ -593,11 +593,7 @@ def _flags(run: _Run, the_plan: Plan, best: Pair, simulated: list[Pair]) -> None
             run_batch=lambda name, jobs: _run(run.progress, name, run.settings, jobs),
             budget=run.settings.flag_budget)
         run.lap("flag search", t0)
-    the_plan.flags = flag_search.record(run.settings.flags, chosen, searched)
-    target = the_plan.topology.get("compile_target", {})
-    if target.get("platform") == "tpu":
-        target["libtpu_init_args"] = compile_flags.env_value(
-            target.get("libtpu_init_args", ""), chosen.flags)
+    flag_search.apply(the_plan, run.settings.flags, chosen, searched)
 
 
 def _chosen(run: _Run, best: Pair, ranked: list[Pair]) -> Choice:

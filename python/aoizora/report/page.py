@@ -15,6 +15,8 @@ test looks for:
     uncertainty  each compared figure's interval from the error bands and the ties
                (report/uncertainty.py; none for a plan made before intervals)
     baselines, runners-up, placements   the figures as tables
+    flags      the compiler flags the plan runs under; with --flags search each flag set's
+               simulated step and exposed communication, and what it changed (report/flags.py)
 
 A section whose data the plan does not hold (a plan written before it existed) says so.
 """
@@ -27,7 +29,7 @@ from typing import Any
 
 from aoizora.planning.placement_ties import tie_sentence
 from aoizora.plan_format import Choice, Plan
-from aoizora.report import charts, hardware, tables, uncertainty
+from aoizora.report import charts, flags, hardware, tables, uncertainty
 from aoizora.report.slices import scale_svg, slice_svg
 
 STYLE = """
@@ -263,6 +265,7 @@ def render(plan: Plan, trace: str | None = None) -> str:
 {_placement(plan)}
 {_timeline(plan, trace)}
 {_tables(plan)}
+{flags.section(plan, _missing)}
 {hardware.section(plan, _missing)}
 </body></html>
 """
