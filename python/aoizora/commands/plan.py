@@ -193,7 +193,7 @@ def run(args) -> int:
     if args.emit:  # a model MaxDiffusion has no config for is refused before planning
         from aoizora import maxdiffusion
 
-        maxdiffusion.config_of(args.model)
+        maxdiffusion.config_of(args.model or DEFAULTS["model"])
     result = run_planner(args)
     plan = result.plan
     _write_outputs(args, result)

@@ -25,7 +25,8 @@ from typing import Any
 
 from aoizora.compile import jaxenv  # noqa: F401
 from aoizora import _core
-from aoizora.compile import optimized_hlo
+from aoizora.compile import compile_flags, optimized_hlo
+from aoizora.compile.compile_flags import FlagSet
 from aoizora.planning import baselines, flag_search, kernels, stage1, strategies
 from aoizora.compile.batch import run_jobs
 from aoizora.compile.cache import Cache
@@ -150,7 +151,8 @@ class _Run:
     predicted: dict[str, str] = field(default_factory=dict)
     ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
     video_why: str = ""               # why seconds per video was not priced (_video_model)
-    flag_set: Any = None              # the compiler flags every transformer job runs under
+    # The compiler flags every transformer job runs under (flag_search.plan_flags).
+    flag_set: FlagSet = field(default_factory=lambda: compile_flags.lookup(compile_flags.NONE))
 
     def job(self, kind: str, c) -> Job:
         """A job of the transformer's step for this plan's target, under its flags."""
