@@ -595,6 +595,8 @@ def _flags(run: _Run, the_plan: Plan, best: Pair, simulated: list[Pair]) -> None
             run_batch=lambda name, jobs: _run(run.progress, name, run.settings, jobs),
             budget=run.settings.flag_budget)
         run.lap("flag search", t0)
+        run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
+        the_plan.planning["seconds"] = run.timings["total"]
     flag_search.apply(the_plan, run.settings.flags, chosen, searched)
 
 
