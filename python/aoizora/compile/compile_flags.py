@@ -14,7 +14,8 @@ Each set carries its source (file and commit of MaxDiffusion), read from compile
 
     lookup(name) -> FlagSet           UserError (one line, the names offered) for a bad name
     published(generation) -> FlagSet  MaxDiffusion's set for that chip generation
-    search_sets(generation) -> list   none, the published set, then each of its flags alone
+    search_sets(generation) -> list   none, the published set, each of its flags alone,
+                                      then the rest of the catalogue
     env_value(base, flags) -> str     LIBTPU_INIT_ARGS for a worker: base, then the flags
 
 libtpu reads LIBTPU_INIT_ARGS once, when it loads into a process: a program compiled under a
@@ -91,10 +92,14 @@ def published(generation: str) -> FlagSet:
 
 
 def search_sets(generation: str) -> list[FlagSet]:
-    """What --flags search compiles, in this order: none, the published set of the
-    generation, then each of its flags alone."""
+    """What --flags search compiles, in this order (a budget keeps a prefix): none, the
+    published set of the generation, each of its flags alone, then the other published
+    sets and each of their flags alone (a flag tuned for one generation may still change
+    another's program)."""
     pub = published(generation)
-    return [catalogue()[NONE], pub] + [catalogue()[flag_name(f)] for f in pub.flags]
+    first = [catalogue()[NONE], pub] + [catalogue()[flag_name(f)] for f in pub.flags]
+    names = {s.name for s in first}
+    return first + [s for s in catalogue().values() if s.name not in names]
 
 
 def env_value(base: str, flags: tuple[str, ...]) -> str:

@@ -5,8 +5,8 @@
                the slice's generation (compile_flags.published)
     search     after the plan is chosen, the best few shardings (FLAG_SHARDINGS) are compiled
                again under each set of compile_flags.search_sets: none, the published set,
-               each of its flags alone, at most `budget` compiles (the sets left out are
-               listed). Each (sharding, flags) program gets Stage 2's best placement by Q2
+               each of its flags alone, then the rest of the catalogue, at most `budget`
+               compiles (the sets left out are listed). Each (sharding, flags) program gets Stage 2's best placement by Q2
                and is simulated there and on the plan's own placement; a set whose program
                is the same as none's (flag_effects: "identical" or "attributes only") is
                reported as such and not ranked. The plan's flags are the ranked set with the
