@@ -167,6 +167,26 @@ def check(d) -> None:
     _check_failed_baselines(planning.get("baselines_failed", {}))
     _check_video(d.get("video", {}))
     _check_uncertainty(d.get("uncertainty", {}))
+    _check_flags(d.get("flags", {}))
+
+
+def _check_flags(f) -> None:
+    """flags (optional; plans before flags were a choice have none): the mode and the
+    chosen set, its flags a list of strings (what --emit maxdiffusion puts in
+    LIBTPU_INIT_ARGS)."""
+    if not isinstance(f, dict):
+        raise ValueError("'flags' must be an object")
+    if not f:
+        return
+    if f.get("mode") not in ("none", "published", "search"):
+        raise ValueError(f"flags.mode must be none, published or search, found "
+                         f"{f.get('mode')!r}")
+    chosen = f.get("chosen")
+    if not (isinstance(chosen, dict) and isinstance(chosen.get("name"), str)
+            and isinstance(chosen.get("flags"), list)
+            and all(isinstance(x, str) and x.startswith("--") for x in chosen["flags"])):
+        raise ValueError("flags.chosen must be an object with a 'name' and 'flags', a list "
+                         "of '--flag=value' strings")
 
 
 def _check_uncertainty(u) -> None:

@@ -163,3 +163,14 @@ def test_published_flags_reach_the_emitted_command_and_the_report():
     assert all(f in doc["maxdiffusion"]["command"] for f in pub.flags)
     assert "--xla_tpu_scoped_vmem_limit_kib=65536" in doc["maxdiffusion"]["libtpu_init_args"]
     assert "maxdiffusion-wan" in render(plan).split('id="flags"')[1]
+
+
+def test_plan_schema_checks_the_flags_record():
+    from aoizora import plan_schema
+
+    plan_schema._check_flags({})
+    plan_schema._check_flags(flag_search.record("published", compile_flags.published("v6e")))
+    with pytest.raises(ValueError, match="flags.chosen"):
+        plan_schema._check_flags({"mode": "none", "chosen": {"name": "x", "flags": ["x=1"]}})
+    with pytest.raises(ValueError, match="flags.mode"):
+        plan_schema._check_flags({"mode": "fast", "chosen": {}})
