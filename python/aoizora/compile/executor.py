@@ -103,8 +103,9 @@ class LocalExecutor:
     `workers` jobs in flight. A pool broken by a dying worker, or stopped, is not kept.
 
     libtpu reads its flags (LIBTPU_INIT_ARGS) once, when it loads into a worker: a job under
-    compiler flags (Job.flags) runs in a pool whose workers were started with them, one kept
-    pool per flag set; this process's own environment never gets them."""
+    compiler flags (Job.flags) runs in a pool whose workers were started with them (the
+    kept pool is per flag set: a batch under other flags replaces it); this process's own
+    environment never gets them."""
 
     description = "local processes"
     remote = False   # runs a model this process loaded from a user's file? (run_jobs)
@@ -174,15 +175,21 @@ class LocalExecutor:
 
     def _pool(self, workers: int, background: bool, flags: tuple[str, ...] = ()) -> "_Pool":
         """This thread's kept pool for `flags`, replaced by a larger one when a batch asks
-        for more workers than it has (its workers are idle between this thread's batches)."""
-        key = (threading.get_ident(), background, flags)
+        for more workers than it has (its workers are idle between this thread's batches).
+        A thread keeps one pool per priority: a batch under other flags ends the one kept
+        (a flag search runs dozens of sets one after another: their idle workers, a few
+        hundred MB each, would otherwise stay until close())."""
+        thread = threading.get_ident()
+        key = (thread, background, flags)
         with self._lock:
             pool = self._kept.get(key)
             if pool is not None and pool.workers >= workers:
                 return pool
+            old = [p for k, p in self._kept.items() if k[:2] == (thread, background)]
+            self._kept = {k: p for k, p in self._kept.items() if k[:2] != (thread, background)}
             self._kept[key] = _Pool(workers, background, False, flags)
-        if pool is not None:
-            pool.executor.shutdown()
+        for p in old:
+            p.executor.shutdown()
         return self._kept[key]
 
     def _forget(self, pool: "_Pool") -> None:

@@ -330,7 +330,7 @@ def _stage1(run: _Run, candidates: list, no_fit: str) -> tuple[list, list]:
     t0 = time.perf_counter()
     # Tracing and lowering run on one core each; XLA's TPU compile uses two.
     lowered = _run(run.progress, "lower to StableHLO", run.settings,
-                   [Job("lower", c, run.cfg, run.wl, run.target.spec) for c in candidates],
+                   [run.job("lower", c) for c in candidates],
                    workers=run.settings.workers or os.cpu_count() or 1)
     run.outcomes += lowered
     run.lap("lower", t0)
