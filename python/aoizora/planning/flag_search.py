@@ -6,8 +6,9 @@
     search     after the plan is chosen, the best few shardings (FLAG_SHARDINGS) are compiled
                again under each set of compile_flags.search_sets: none, the published set,
                each of its flags alone, then the rest of the catalogue, at most `budget`
-               compiles (the sets left out are listed). Each (sharding, flags) program gets Stage 2's best placement by Q2
-               and is simulated there and on the plan's own placement; a set whose program
+               compiles (the sets left out are listed). Each (sharding, flags) program gets
+               Stage 2's best placement by Q2 and is simulated there and on the plan's own
+               placement; a set whose program
                is the same as none's (flag_effects: "identical" or "attributes only") is
                reported as such and not ranked. The plan's flags are the ranked set with the
                fewest simulated seconds for the plan's sharding on the plan's placement
