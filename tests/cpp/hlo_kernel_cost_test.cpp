@@ -60,7 +60,10 @@ TEST(HloKernelCost, SplashRingFixtureIsPricedFromShapesAndBlocks) {
   }
 }
 
-TEST(HloKernelCost, SimulatorComputeOfAKernelIsTheKernelModelsRoofline) {
+// The simulator prices a kernel op per grid step (compute/splash_kernel.h) with the blocks
+// the HLO records: 8 heads x 1024 / 256 q blocks x 1024 / 512 kv blocks = 64 steps, each at
+// least its two matmuls; more than the whole-op roofline, which has no step cost.
+TEST(HloKernelCost, SimulatorPricesAKernelPerGridStepOfItsBlocks) {
   auto g = collective_graph_from_file(fixture_path());
   ASSERT_TRUE(g.ok()) << g.error().to_string();
   auto spec = topo::chip_spec("v5e");
@@ -73,10 +76,15 @@ TEST(HloKernelCost, SimulatorComputeOfAKernelIsTheKernelModelsRoofline) {
       EXPECT_FALSE(op.opaque);
       EXPECT_DOUBLE_EQ(op.flops, kFlops);
       EXPECT_DOUBLE_EQ(op.bytes, kBytes);
-      const double want = std::max(kFlops / spec->core_peak_flops(),
-                                   kBytes / spec->core_hbm_bandwidth());
-      EXPECT_DOUBLE_EQ(cost::op_seconds(op, *spec), want);
-      EXPECT_GT(want, 0);
+      ASSERT_TRUE(op.kernel.has_value());
+      EXPECT_EQ(op.kernel->block_kv, 512);
+      EXPECT_EQ(op.kernel->block_kv_compute, 256);
+      const compute::SplashTime t = compute::splash_time(*op.kernel, *spec);
+      EXPECT_DOUBLE_EQ(t.steps, 64);
+      const double roofline = std::max(kFlops / spec->core_peak_flops(),
+                                       kBytes / spec->core_hbm_bandwidth());
+      EXPECT_DOUBLE_EQ(cost::op_seconds(op, *spec), t.seconds);
+      EXPECT_GT(t.seconds, roofline + 64 * spec->grid_step_seconds * 0.99);
     }
   EXPECT_EQ(kernels, 2);
 }

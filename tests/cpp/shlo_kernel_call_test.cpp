@@ -36,6 +36,7 @@ TEST(ShloKernelCall, SplashCallIsPricedFromItsShapesAndBlockSizes) {
   EXPECT_EQ(c->q_len, 256);
   EXPECT_EQ(c->kv_len, 512);
   EXPECT_EQ(c->block_q, 128);  // not block_q_dkv's null
+  EXPECT_EQ(c->block_kv, 256);  // priced per grid step of these blocks (compute/splash_kernel.h)
   EXPECT_DOUBLE_EQ(compute::splash_flops(*c), 2.0 * 8 * 256 * 512 * (16 + 16));
   double io = 0;
   for (const TensorType& t : types) io += t.bytes();

@@ -76,6 +76,59 @@ def test_block_search_beats_the_default_where_512_is_hbm_bound():
         assert kernels.price_blocks(shape, t, v6e).seconds >= best.seconds
 
 
+# A made-up device of round figures (one core): the two tests below price by hand.
+_ROUND = kernels.DeviceFigures(peak_flops=1e12, hbm_bandwidth=1e12, mxu_size=128,
+                               vector_ops_per_second=1e12, transcendentals_per_second=1e12,
+                               grid_step_seconds=1e-6)
+
+
+def test_the_step_cost_separates_two_padding_free_blocks_the_roofline_priced_alike():
+    """1 head, 1024 x 1024 keys, 128-dim: 512s pad nothing and neither does one 1024 block.
+    Both do 2 x 2 x 1024^2 x 128 = 536.870912 MFLOP of MXU work, 536.870912 us here, which
+    bounds each (the old whole-call roofline priced them alike and kept the 512 default).
+    512s take 4 grid steps of 134.217728 us + 1 us, plus the first K/V block's DMA
+    (1,572,864 B / 4 = 0.393216 us); one 1024 block takes 1 step + 1 us + its DMA
+    (1,048,576 B: 1.048576 us). The search now picks the single step."""
+    shape = kernels.KernelShape(heads=1, q_len=1024, kv_len=1024, head_dim=128)
+    small = kernels.price_blocks(shape, (512, 512, 512), _ROUND)
+    whole = kernels.price_blocks(shape, (1024, 1024, 512), _ROUND)
+    assert (small.q_pad, whole.q_pad, small.steps, whole.steps) == (1024, 1024, 4, 1)
+    assert small.seconds == pytest.approx(4 * (134.217728e-6 + 1e-6) + 0.393216e-6, rel=1e-12)
+    assert whole.seconds == pytest.approx(536.870912e-6 + 1e-6 + 1.048576e-6, rel=1e-12)
+    assert small.bound == whole.bound == "mxu"
+    best, _ = kernels.choose_blocks(shape, _ROUND)
+    assert best.blocks == (1024, 1024, 512)   # ties with 1024 / 1024: nearer the default
+
+
+def test_the_softmax_rescale_separates_compute_blocks_on_a_slow_vector_unit():
+    """The same call on a VPU of 1e10 ops/s: 1024^2 scores x 7 ops plus,
+    per 512-key sub-tile, 1024 rows x 128 x 2 rescale ops: 7,864,320 ops (786.432 us) with
+    block_kv_compute 512, 7,602,176 (760.2176 us) with 1024; above the MXU's 536.87 us, so
+    the VPU bounds both and the search takes the whole block as one sub-tile."""
+    slow = dataclasses.replace(_ROUND, vector_ops_per_second=1e10)
+    shape = kernels.KernelShape(heads=1, q_len=1024, kv_len=1024, head_dim=128)
+    two = kernels.price_blocks(shape, (1024, 1024, 512), slow)
+    one = kernels.price_blocks(shape, (1024, 1024, 1024), slow)
+    assert two.seconds == pytest.approx(786.432e-6 + 1e-6 + 1.048576e-6, rel=1e-12)
+    assert one.seconds == pytest.approx(760.2176e-6 + 1e-6 + 1.048576e-6, rel=1e-12)
+    assert one.bound == two.bound == "vpu/eup"
+    assert kernels.choose_blocks(shape, slow)[0].blocks == (1024, 1024, 1024)
+
+
+def test_a_candidate_and_the_report_say_what_bounds_its_kernel():
+    from aoizora.plan_format import Choice
+    from aoizora.report.tables import kernel_text
+
+    cfg, w = _MODEL_720P
+    c = {c.name: c for c in S.enumerate_candidates(cfg, w, 8)}["dp2-uly4w"]
+    k = kernels.with_kernel(c, cfg, w, "tpu", "v6e:2x4", blocks=(512, 512, 512))
+    assert k.kernel_bound in kernels.BOUNDS
+    assert kernels.describe(k)["bound"] == k.kernel_bound
+    assert k.key() == kernels.with_kernel(c, cfg, w, "tpu", "v5e:2x4", blocks=(512, 512, 512)).key()
+    choice = Choice(k.name, [8], ["c"], k.to_dict(), "jax-default", [])
+    assert kernel_text(choice).startswith("splash q 512, kv 512 / 512; bound by ")
+
+
 def test_padding_costs_flops_and_vmem_caps_the_blocks():
     shape = kernels.KernelShape(heads=20, q_len=37888, kv_len=37888, head_dim=128)
     dev = kernels.DeviceFigures.of_topology("tpu7x:2x2x1")

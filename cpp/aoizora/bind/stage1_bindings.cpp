@@ -156,7 +156,8 @@ void bind_stage1(nb::module_& m) {
   m.def(
       "splash_kernel_cost",
       [](double batch_heads, double q_len, double kv_len, double head_dim, double head_dim_v,
-         double block_q, double dtype_bytes, int mxu_size) {
+         double block_q, double block_kv, double block_kv_compute, double dtype_bytes,
+         const nb::dict& chip) {
         // Operands q [BH, Sq, D], k [BH, Skv, D], v [BH, Skv, Dv], result o [BH, Sq, Dv]:
         // the shapes one kernel call sees (the block search prices its candidates with the
         // formula Stage 1 and the compiled-HLO model use).
@@ -167,22 +168,47 @@ void bind_stage1(nb::module_& m) {
         c.head_dim = head_dim;
         c.head_dim_v = head_dim_v;
         c.block_q = block_q;
+        c.block_kv = block_kv;
+        c.block_kv_compute = block_kv_compute;
         c.kv_bytes = batch_heads * kv_len * (head_dim + head_dim_v) * dtype_bytes;
         c.io_bytes = c.kv_bytes + batch_heads * q_len * (head_dim + head_dim_v) * dtype_bytes;
+        topo::ChipSpec spec;  // one TensorCore's figures, as the dict gives them
+        const auto figure = [&](const char* key, double fallback) {
+          return chip.contains(key) ? nb::cast<double>(chip[key]) : fallback;
+        };
+        spec.peak_flops = figure("peak_flops", 0);
+        spec.hbm_bandwidth = figure("hbm_bandwidth", 0);
+        spec.mxu_size = static_cast<int>(figure("mxu_size", 128));
+        spec.mxu_efficiency = figure("mxu_efficiency", 1);
+        spec.vector_ops_per_second = figure("vector_ops_per_second", 0);
+        spec.transcendentals_per_second = figure("transcendentals_per_second", 0);
+        spec.grid_step_seconds = figure("grid_step_seconds", 0);
+        const compute::SplashTime t = compute::splash_time(c, spec);
         nb::dict d;
         double mxu = 0;
-        for (const compute::Matmul& mm : compute::splash_matmuls(c)) mxu += compute::mxu_flops(mm, mxu_size);
+        for (const compute::Matmul& mm : compute::splash_matmuls(c))
+          mxu += compute::mxu_flops(mm, spec.mxu_size);
         d["flops"] = compute::splash_flops(c);
         d["mxu_flops"] = mxu;
         d["bytes"] = compute::splash_bytes(c);
+        d["seconds"] = t.seconds;
+        d["steps"] = t.steps;
+        d["step_dma"] = t.dma;
+        d["step_mxu"] = t.mxu;
+        d["step_vector"] = t.vector;
+        d["step_overhead"] = t.overhead;
+        d["bound"] = compute::kernel_bound_name(t.bound);
         return d;
       },
       nb::arg("batch_heads"), nb::arg("q_len"), nb::arg("kv_len"), nb::arg("head_dim"),
-      nb::arg("head_dim_v"), nb::arg("block_q"), nb::arg("dtype_bytes") = 2,
-      nb::arg("mxu_size") = 128,
-      "FLOPs, MXU FLOPs (its matmuls padded to an MXU of mxu_size, compute/mxu.h) and HBM bytes\n"
-      "of one splash-attention forward call (compute/splash_kernel.h) on lengths already padded\n"
-      "to the blocks.");
+      nb::arg("head_dim_v"), nb::arg("block_q"), nb::arg("block_kv") = 0,
+      nb::arg("block_kv_compute") = 0, nb::arg("dtype_bytes") = 2, nb::arg("chip") = nb::dict(),
+      "One splash-attention forward call (compute/splash_kernel.h) on lengths already padded\n"
+      "to the blocks: flops, mxu_flops (padded to the MXU), HBM bytes, and its time on one\n"
+      "TensorCore whose figures `chip` gives (peak_flops, hbm_bandwidth per core, mxu_size,\n"
+      "mxu_efficiency, vector_ops_per_second, transcendentals_per_second, grid_step_seconds):\n"
+      "seconds, steps, each resource's seconds per grid step (step_dma, step_mxu, step_vector,\n"
+      "step_overhead) and the bound ('mxu', 'vpu/eup', 'hbm-dma' or 'step-overhead').");
   m.def("select_top_k", &stage1::select_top_k, nb::arg("q1"), nb::arg("k"),
         "Indices of the k lowest finite, non-negative Q1 values (stable); k <= 0 keeps all.");
   m.def("k_from_recall", &stage1::k_from_recall, nb::arg("winner_ranks"), nb::arg("min_k") = 1,

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "aoizora/compute/mxu.h"
+#include "aoizora/compute/splash_kernel.h"
 
 namespace aoizora::cost {
 
@@ -80,6 +81,7 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
 }
 
 double compute_seconds(const shlo::DagNode& n, const Q1Params& p) {
+  if (n.kernel) return compute::splash_time(*n.kernel, p.chip).seconds;  // per grid step
   return compute::compute_seconds(n.flops, n.bytes, n.matmuls, p.chip);
 }
 

@@ -5,12 +5,14 @@
 
 #include "aoizora/cost/algorithm.h"
 #include "aoizora/compute/mxu.h"
+#include "aoizora/compute/splash_kernel.h"
 
 namespace aoizora::cost {
 
 double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
   if (op.kind != hlo::OpKind::kCompute) return 0;
   // One partition runs on one device: a core's share of the chip (topo/chip_spec.h).
+  if (op.kernel) return compute::splash_time(*op.kernel, spec).seconds;  // per grid step
   return compute::compute_seconds(op.flops, op.bytes, op.matmuls, spec);
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,7 @@
 
 #include "aoizora/base/status.h"
 #include "aoizora/compute/mxu.h"
+#include "aoizora/compute/splash_kernel.h"
 
 namespace aoizora::hlo {
 
@@ -81,6 +83,7 @@ struct ScheduledOp {
   double bytes = 0;        // HBM bytes read + written, per device
   bool opaque = false;     // a custom-call whose cost was estimated from its shapes
   std::vector<compute::Matmul> matmuls;  // the matmuls among its flops (compute/mxu.h prices them)
+  std::optional<compute::SplashCall> kernel;  // a Pallas attention kernel (compute/splash_kernel.h)
   int collective = -1;     // index into CollectiveGraph::collectives for collective ops
   // Every collective this op performs or completes (a fusion may wrap several); when not
   // empty, collectives.front() == collective.

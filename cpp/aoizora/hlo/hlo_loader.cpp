@@ -170,6 +170,7 @@ class Builder {
       op.bytes = cost.bytes;
       op.opaque = cost.opaque;
       op.matmuls = std::move(cost.matmuls);
+      op.kernel = cost.kernel;
     }
     for (int k : ins.operands) {
       if (k < 0) continue;

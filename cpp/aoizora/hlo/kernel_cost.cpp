@@ -78,11 +78,14 @@ std::optional<KernelCost> attention_kernel_cost(const Computation& comp, const I
   call.head_dim = static_cast<double>(k.head_dim);
   call.head_dim_v = static_cast<double>(k.head_dim_v);
   call.block_q = static_cast<double>(k.block_q);
+  call.block_kv = static_cast<double>(k.block_kv);
+  call.block_kv_compute = static_cast<double>(k.block_kv_compute);
   call.kv_bytes = static_cast<double>(kk.byte_size() + v.byte_size());
   call.io_bytes = operand_bytes + static_cast<double>(ins.shape.byte_size());
   k.flops = compute::splash_flops(call);
   k.matmuls = compute::splash_matmuls(call);
   k.bytes = compute::splash_bytes(call);
+  k.call = call;
   return k;
 }
 

@@ -16,6 +16,7 @@
 // K/V once per q block:
 //   flops = 2 B H Sq Skv (D + Dv)                       (QK^T and PV; multiply-add = 2)
 //   bytes = every operand once + (Sq / block_q - 1) (K + V bytes) + every result once
+// and its time per grid step (K/V DMA, MXU, VPU/EUP, fixed cost) by compute/splash_kernel.h.
 // The derivation and its limits are in docs/simulator.md ("Pallas kernels").
 #pragma once
 
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "aoizora/compute/mxu.h"
+#include "aoizora/compute/splash_kernel.h"
 
 #include "aoizora/hlo/hlo_module.h"
 
@@ -38,6 +40,7 @@ struct KernelCost {
   double flops = 0;             // per device, one execution
   std::vector<compute::Matmul> matmuls;  // its two matmuls, as the MXU runs them (compute/mxu.h)
   double bytes = 0;             // HBM bytes read + written, per device, one execution
+  compute::SplashCall call;     // its shapes and blocks: compute::splash_time prices it
 };
 
 // The splash kernel's name when `ins` is one ("splash_mha_fwd"), else an empty view.

@@ -290,6 +290,7 @@ OpCost CostModel::cost(int c, int i) {
   if (ins.opcode == "custom-call") {
     if (auto kernel = attention_kernel_cost(comp, ins)) {  // a modelled Pallas kernel
       r.bytes = kernel->bytes;
+      r.kernel = kernel->call;
       r.opaque = false;
       return r;
     }

@@ -16,7 +16,10 @@
 #include <limits>
 #include <vector>
 
+#include <optional>
+
 #include "aoizora/compute/mxu.h"
+#include "aoizora/compute/splash_kernel.h"
 #include "aoizora/hlo/hlo_module.h"
 
 namespace aoizora::hlo {
@@ -29,6 +32,8 @@ struct OpCost {
   bool opaque = false;
   // The matmuls among its flops, as the MXU runs them (compute/mxu.h pads them to the tile).
   std::vector<compute::Matmul> matmuls;
+  // A Pallas attention kernel, priced per grid step (compute/splash_kernel.h); else empty.
+  std::optional<compute::SplashCall> kernel;
 };
 
 // The operands and root-tuple outputs (inclusive index ranges) that an instruction really

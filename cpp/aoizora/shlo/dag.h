@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "aoizora/compute/mxu.h"
+#include "aoizora/compute/splash_kernel.h"
 
 #include "aoizora/shlo/sharding.h"
 
@@ -43,6 +45,7 @@ struct DagNode {
   double bytes = 0;          // HBM bytes read + written (fused elementwise chains count once)
   bool opaque = false;       // a custom-call whose FLOPs are unknown
   std::vector<compute::Matmul> matmuls;  // the matmuls among its flops (compute/mxu.h prices them)
+  std::optional<compute::SplashCall> kernel;  // a Pallas attention kernel (compute/splash_kernel.h)
   // Communication (per device, the hlo::Collective convention).
   CommKind comm = CommKind::kAllReduce;
   CommOrigin origin = CommOrigin::kExplicit;

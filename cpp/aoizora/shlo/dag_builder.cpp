@@ -258,12 +258,14 @@ Status Builder::visit(const Op& op, std::string_view n, double repeat) {
     }
     if (n == "reduce") flops = static_cast<double>(type(op.operands[0]).num_elements());
     if (!is_elementwise(n) && n != "dot_general" && n != "reduce") flops = 0;
-    if (auto call = splash_call(op, [&](int v) -> const TensorType& { return type(v); })) {
+    auto call = splash_call(op, [&](int v) -> const TensorType& { return type(v); });
+    if (call) {
       flops = compute::splash_flops(*call);  // a Pallas attention kernel (shlo/kernel_call.h)
       bytes = compute::splash_bytes(*call);
       matmuls = compute::splash_matmuls(*call);
     }
     int node = compute(op, repeat, flops, bytes, false, std::move(matmuls));
+    if (call && node >= 0) dag_.nodes[static_cast<size_t>(node)].kernel = call;
     // A free op (a reshape, a bitcast) has no node: its results carry the latest of its
     // operands' nodes, so what reads them still depends on what produced them (a ring step's
     // kernel reads the K/V a permute received through reshapes).

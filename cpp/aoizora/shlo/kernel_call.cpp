@@ -30,6 +30,8 @@ std::optional<compute::SplashCall> splash_call(const Op& op,
   c.kv_len = static_cast<double>(k[n - 2]);
   c.head_dim_v = static_cast<double>(v[n - 1]);
   c.block_q = static_cast<double>(compute::kernel_block_size(op.attrs, "block_q"));
+  c.block_kv = static_cast<double>(compute::kernel_block_size(op.attrs, "block_kv"));
+  c.block_kv_compute = static_cast<double>(compute::kernel_block_size(op.attrs, "block_kv_compute"));
   c.kv_bytes = qkv[1]->bytes() + qkv[2]->bytes();
   return c;
 }

@@ -54,6 +54,11 @@ struct ChipSpec {
   int mxu_size = 128;            // MXU tile edge: matmul dims pad to it (compute/mxu.h)
   double mxu_efficiency = 1.0;   // fraction of the padded peak a matmul reaches (compute/mxu.h)
   double dma_fixed_seconds = 0;  // fixed cost of one remote DMA; unused yet (0 = not modelled)
+  // The Pallas kernel's structure (compute/splash_kernel.h). Per chip like peak_flops (its
+  // TensorCores together), shared out by the core_* accessors; 0 = that work costs nothing.
+  double vector_ops_per_second = 0;       // f32 VPU element-ops/s
+  double transcendentals_per_second = 0;  // EUP results/s (exp, reciprocal, ...)
+  double grid_step_seconds = 0;           // fixed cost of one Pallas grid step, one core
   CollectiveLatency collective_latency;
   GroupAlgorithms algorithms;
   // TensorCores per chip, each a JAX device: 1, or 2 on TPU7x. The per-chip figures above
@@ -64,6 +69,10 @@ struct ChipSpec {
   double core_peak_flops() const { return peak_flops / cores_per_chip; }
   double core_hbm_bytes() const { return hbm_bytes / cores_per_chip; }
   double core_hbm_bandwidth() const { return hbm_bandwidth / cores_per_chip; }
+  double core_vector_ops_per_second() const { return vector_ops_per_second / cores_per_chip; }
+  double core_transcendentals_per_second() const {
+    return transcendentals_per_second / cores_per_chip;
+  }
   bool operator==(const ChipSpec&) const = default;
 };
 

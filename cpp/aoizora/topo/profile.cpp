@@ -55,6 +55,9 @@ constexpr Figure kFigures[] = {
     {"link_bandwidth", &ChipSpec::link_bandwidth, false},
     {"hop_latency", &ChipSpec::hop_latency, true},
     {"dma_fixed_seconds", &ChipSpec::dma_fixed_seconds, true},
+    {"vector_ops_per_second", &ChipSpec::vector_ops_per_second, false},
+    {"transcendentals_per_second", &ChipSpec::transcendentals_per_second, false},
+    {"grid_step_seconds", &ChipSpec::grid_step_seconds, true},
 };
 
 const std::set<std::string>& top_keys() {

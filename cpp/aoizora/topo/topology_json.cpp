@@ -121,6 +121,10 @@ Result<Topology> read_topology(const std::string& text, const std::string& name)
     spec.hbm_bandwidth = number_or(s, "hbm_bandwidth", spec.hbm_bandwidth);
     spec.link_bandwidth = number_or(s, "link_bandwidth", spec.link_bandwidth);
     spec.hop_latency = number_or(s, "hop_latency", spec.hop_latency);
+    spec.vector_ops_per_second = number_or(s, "vector_ops_per_second", spec.vector_ops_per_second);
+    spec.transcendentals_per_second =
+        number_or(s, "transcendentals_per_second", spec.transcendentals_per_second);
+    spec.grid_step_seconds = number_or(s, "grid_step_seconds", spec.grid_step_seconds);
     // Two TensorCores per chip need the link between them (topo/topology.h).
     spec.cores_per_chip = static_cast<int>(number_or(s, "cores_per_chip", spec.cores_per_chip));
     if (const json::Value* l = s->find("intra_chip_link"); l != nullptr && l->is_object())

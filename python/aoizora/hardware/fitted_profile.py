@@ -86,8 +86,9 @@ def document(fit, measurements_file: str, measured_on: str | None = None,
             + ("" if any(p.kind not in WHOLE_PROGRAMS for p in fit.points if p.used) else
                "the link and latency figures (no collective point among the points: a whole "
                "program's time cannot tell a slower link from slower matmuls), ")
-            + "peak FLOP/s and HBM bandwidth (the vendor's figures) and dma_fixed_seconds "
-            "(the simulator does not read it)." + "".join(f" Note: {n}." for n in fit.notes
+            + "peak FLOP/s and HBM bandwidth (the vendor's figures), the attention kernel's "
+            "vector, EUP and grid-step figures (nominal, each by its stated rule) and "
+            "dma_fixed_seconds (the simulator does not read it)." + "".join(f" Note: {n}." for n in fit.notes
                                            if "kept at the base value" not in n))
     note += _derived_note(doc)
     if harness_check:

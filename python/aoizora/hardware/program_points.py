@@ -2,7 +2,9 @@
 calibration point is and how the simulator prices it. Two kinds, by the entry's "kind":
 
 - "program" (the default): one compiled program, e.g. one denoising step of a model;
-  "seconds" (or "seconds_per_denoising_step") is one run of it.
+  "seconds" (or "seconds_per_denoising_step") is one run of it. "kernel_blocks" (optional,
+  [block_q, block_kv, block_kv_compute]): the splash kernel's blocks in the timed run where
+  the program compiled with others; its kernels are priced at them (with_blocks).
 - "video": one video end to end as a deployment times it; "seconds" is the whole. It is
   the text encoder, "steps" runs of the transformer step, the VAE decode and the reshards
   between them. The step is the entry's own "hlo" and "mesh"; each stage in "stages" is
@@ -30,6 +32,7 @@ import functools
 import gzip
 import math
 import os
+import re
 from dataclasses import dataclass
 
 STAGES = ("text_encoder", "vae_decode")   # a video's stages, in the order they run
@@ -57,22 +60,43 @@ def slice_of(what: str, topology: str, generation: str):
 
 
 @functools.lru_cache(maxsize=8)
-def _graph(path: str):
-    """The collective graph of a compiled HLO file, read once (a fit simulates it often)."""
+def _graph(path: str, blocks: tuple = ()):
+    """The collective graph of a compiled HLO file, read once (a fit simulates it often);
+    with `blocks`, its splash kernels record those blocks instead (with_blocks)."""
     from aoizora import _core
 
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
-        return _core.load_hlo(f.read())
+        return _core.load_hlo(with_blocks(f.read(), blocks))
 
 
-def _simulate(hlo: str, topology: str, mesh: tuple, hardware: str | None) -> float:
-    """Seconds of one run of the program in `hlo` on `topology`, JAX's default order."""
+_BLOCK_KEYS = ("block_q", "block_kv", "block_kv_compute")
+
+
+def with_blocks(text: str, blocks: tuple) -> str:
+    """HLO text whose splash kernels' recorded block sizes (kernel_metadata: \\"block_q\\": 512,
+    ...) are `blocks` (block_q, block_kv, block_kv_compute), so the kernel model
+    (compute/splash_kernel.h) prices its grid steps at the blocks the timed run used; the
+    text itself when `blocks` is empty. Raises ValueError when the text records none."""
+    if not blocks:
+        return text
+    out = text
+    for key, value in zip(_BLOCK_KEYS, blocks):
+        out, n = re.subn(r'(\\"' + key + r'\\": )\d+', r"\g<1>" + str(int(value)), out)
+        if n == 0:
+            raise ValueError(f"the program records no splash kernel {key} to set to {value}")
+    return out
+
+
+def _simulate(hlo: str, topology: str, mesh: tuple, hardware: str | None,
+              blocks: tuple = ()) -> float:
+    """Seconds of one run of the program in `hlo` on `topology`, JAX's default order, its
+    kernels at `blocks` when given."""
     from aoizora import _core
 
     topo = _core.make_topology(topology, hardware or "")
     placement = _core.default_placement(topo, list(mesh))
-    return _core.simulate(_graph(hlo), topo, list(placement.device_of)).step_seconds
+    return _core.simulate(_graph(hlo, blocks), topo, list(placement.device_of)).step_seconds
 
 
 @dataclass(frozen=True)
@@ -87,6 +111,10 @@ class Program:
     topology: str = ""       # the slice it ran on
     mesh: tuple = ()         # its logical mesh shape, placed in JAX's default device order
     source: str = ""
+    # The splash kernel's (block_q, block_kv, block_kv_compute) in the timed run, where the
+    # program had to compile with others (TPU7x-8's published blocks exceed the scoped VMEM):
+    # its kernels are priced at these. Empty: the program's own.
+    blocks: tuple = ()
 
     # What calibrate's tables show of a point.
     kind = "program"
@@ -94,7 +122,7 @@ class Program:
     approximate = False
 
     def simulate(self, hardware: str | None = None) -> float:
-        return _simulate(self.hlo, self.topology, self.mesh, hardware)
+        return _simulate(self.hlo, self.topology, self.mesh, hardware, self.blocks)
 
     def programs(self) -> list[tuple[str, str, tuple]]:
         """(entry key, hlo, mesh) of every compiled program the point simulates."""
@@ -217,7 +245,14 @@ def parse(d, folder: str) -> Program:
                 held_out=held_out_reason(d.get("held_out")),
                 topology=str(d.get("topology", "")), mesh=tuple(mesh),
                 source=str(d.get("source", "")))
-    return _video(d, base, folder) if kind == "video" else Program(**base)
+    if kind == "video":
+        return _video(d, base, folder)
+    blocks = d.get("kernel_blocks", [])
+    if not (isinstance(blocks, list) and len(blocks) in (0, 3)
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in blocks)):
+        raise ValueError(f"program {d['id']}: 'kernel_blocks' must be [block_q, block_kv, "
+                         "block_kv_compute], positive whole numbers")
+    return Program(**base, blocks=tuple(blocks))
 
 
 def check(p: Program) -> None:

@@ -4,7 +4,9 @@
     kernel_for(form, platform) -> a context form's kernel ("ring" on "tpu" -> "tokamax_ring")
     attention_shapes(candidate, model, workload) -> KernelShape   (what one kernel call sees)
     choose_blocks(shape, device) -> (BlockCost, legal count)   (the block-size search)
-    with_kernel(candidate, model, workload, platform, device) -> Candidate  (kernel, blocks)
+    price_blocks(shape, blocks, device) -> BlockCost   (seconds, steps, the bounding resource)
+    with_kernel(candidate, model, workload, platform, device) -> Candidate  (kernel, blocks,
+        kernel_bound)
         raises KernelUnsupported with a one-line reason when a shard cannot run the kernel
 
 On TPU targets every candidate runs the Pallas splash-attention kernel
@@ -26,13 +28,19 @@ of the MXU tile that covers the length in exactly k blocks (the least padding fo
 and 512, 1024, 2048 and 4096; block_kv_compute is 512 or block_kv. A triple is legal when an
 upper bound of the kernel's scoped VMEM (vmem_bytes) fits the limit we compile with
 (scoped_vmem_bytes, set in jaxenv). Each legal triple is priced with the kernel model Stage 1
-and the simulator use (compute/splash_kernel.h through _core.splash_kernel_cost: FLOPs on the
-padded lengths, K/V streamed once per query block) at the device's roofline; the cheapest
-wins, ties to the blocks nearest the default (512 each), then to the smaller score tile (the
-cheaper to compile). The model has no per-grid-step overhead, so among blocks that pad
-nothing and stay compute-bound it is indifferent: it rewards less padding and, where a small
-block_q leaves the kernel HBM-bound, larger query blocks. MaxDiffusion's default is 512 for
-each block (`flash_block_sizes` in base_wan_14b.yml); its published tuned profiles are in
+and the simulator use (compute/splash_kernel.h through _core.splash_kernel_cost) on the
+padded lengths, per grid step (one q block x one kv block): the DMA of its K/V block at HBM
+bandwidth, its two matmuls padded to the MXU at peak x mxu_efficiency, the online softmax's
+VPU ops (7 per score, and 2 per accumulator element per block_kv_compute sub-tile: the
+rescale) and EUP exps at the profile's vector figures; the step costs the largest of the
+three (the next block's DMA overlaps this block's compute) plus the profile's fixed
+grid_step_seconds, and the call the sum over its steps. So the search now has reasons
+beyond padding: fewer steps (larger blocks) pay fewer fixed costs, a larger
+block_kv_compute rescales the accumulator less often, and a small block_q is HBM-bound.
+Each candidate records which resource bounds its calls (BOUNDS; Candidate.kernel_bound).
+The cheapest wins, ties to the blocks nearest the default (512 each), then to the smaller
+score tile (the cheaper to compile). MaxDiffusion's default is 512 for each block
+(`flash_block_sizes` in base_wan_14b.yml); its published tuned profiles are in
 PUBLISHED_BLOCKS.
 """
 
@@ -164,22 +172,35 @@ def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int
     return block_q * per_q_row + block_kv * per_kv_row + 4 * block_q * block_kv
 
 
+# What can bound a kernel call (compute/splash_kernel.h): the MXU, the online softmax on
+# the VPU/EUP, the K/V DMA against HBM, or the fixed cost per grid step.
+BOUNDS = ("mxu", "vpu/eup", "hbm-dma", "step-overhead")
+
+
 @dataclass(frozen=True)
 class DeviceFigures:
     """What the block search needs of one device (one TensorCore): peak FLOP/s, HBM
-    bandwidth, the MXU tile edge and the fraction of the padded peak a matmul reaches."""
+    bandwidth, the MXU tile edge, the fraction of the padded peak a matmul reaches, the
+    VPU's f32 element-ops/s, the EUP's results/s and the fixed seconds of one grid step
+    (0: that work costs nothing)."""
 
     peak_flops: float
     hbm_bandwidth: float
     mxu_size: int
     mxu_efficiency: float = 1.0
+    vector_ops_per_second: float = 0.0
+    transcendentals_per_second: float = 0.0
+    grid_step_seconds: float = 0.0
 
     @classmethod
     def of(cls, spec: dict) -> "DeviceFigures":
         """From a topology's chip figures (Topology.spec), shared out between its cores."""
         cores = spec.get("cores_per_chip", 1)
         return cls(spec["peak_flops"] / cores, spec["hbm_bandwidth"] / cores,
-                   int(spec.get("mxu_size", LANE)), float(spec.get("mxu_efficiency", 1.0)))
+                   int(spec.get("mxu_size", LANE)), float(spec.get("mxu_efficiency", 1.0)),
+                   spec.get("vector_ops_per_second", 0.0) / cores,
+                   spec.get("transcendentals_per_second", 0.0) / cores,
+                   float(spec.get("grid_step_seconds", 0.0)))
 
     @classmethod
     def of_topology(cls, name: str) -> "DeviceFigures":
@@ -192,7 +213,8 @@ class DeviceFigures:
 @dataclass(frozen=True)
 class BlockCost:
     """One block triple priced on one call shape: padded lengths, the kernel model's FLOPs,
-    HBM bytes and seconds for all `calls` of one sample on one device, its scoped VMEM."""
+    HBM bytes and seconds for all `calls` of one sample on one device, its scoped VMEM, its
+    grid steps per call and the resource that bounds each step (one of BOUNDS)."""
 
     block_q: int
     block_kv: int
@@ -203,6 +225,8 @@ class BlockCost:
     bytes: float
     seconds: float
     vmem: int
+    steps: int = 0
+    bound: str = ""
 
     @property
     def blocks(self) -> tuple[int, int, int]:
@@ -223,18 +247,18 @@ def clamp_blocks(q_len: int, kv_len: int,
 
 def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
                  device: DeviceFigures) -> BlockCost:
-    """The kernel model's cost of `blocks` on `shape` (lengths padded to the blocks)."""
+    """The kernel model's cost of `blocks` on `shape` (lengths padded to the blocks), per
+    grid step as Stage 1 and the simulator price it, and the resource that bounds it."""
     from aoizora import _core
 
     bq, bkv, bkc = clamp_blocks(shape.q_len, shape.kv_len, blocks)
     q_pad, kv_pad = round_up(shape.q_len, bq), round_up(shape.kv_len, bkv)
+    # The per-grid-step model Stage 1 and the simulator price the kernel with.
     c = _core.splash_kernel_cost(shape.heads, q_pad, kv_pad, shape.head_dim, shape.head_dim,
-                                 bq, 2, device.mxu_size)
-    # As the simulator prices it (compute/mxu.h): matmuls padded to the MXU, at its efficiency.
-    seconds = shape.calls * max(c["mxu_flops"] / (device.peak_flops * device.mxu_efficiency),
-                                c["bytes"] / device.hbm_bandwidth)
+                                 bq, bkv, bkc, 2, dataclasses.asdict(device))
     return BlockCost(bq, bkv, bkc, q_pad, kv_pad, shape.calls * c["flops"],
-                     shape.calls * c["bytes"], seconds, vmem_bytes(bq, bkv, bkc, shape.head_dim))
+                     shape.calls * c["bytes"], shape.calls * c["seconds"],
+                     vmem_bytes(bq, bkv, bkc, shape.head_dim), int(c["steps"]), c["bound"])
 
 
 def legal_triples(shape: KernelShape, align: int):
@@ -255,13 +279,11 @@ def _from_default(blocks: tuple[int, int, int]) -> float:
 
 
 def choose_blocks(shape: KernelShape, device: DeviceFigures) -> tuple[BlockCost, int]:
-    """The cheapest legal block triple for `shape` by the kernel model, and how many were
-    legal. Among triples the model prices alike (compute-bound, the same padding) the one
+    """The cheapest legal block triple for `shape` by the kernel model (per grid step:
+    price_blocks), and how many were legal. Among triples the model prices alike the one
     nearest MaxDiffusion's default (512 each, in powers of two) wins, then the smaller score
-    tile: the model has no cost per grid step, so it has no reason to leave the production
-    default there, and large tiles compile slowly (Mosaic, libtpu 0.0.42.1, one call:
-    512 x 512 3.6 s, 4096 x 512 23 s, 9472 x 512 80 s). Raises KernelUnsupported when none
-    fits VMEM."""
+    tile: large tiles compile slowly (Mosaic, libtpu 0.0.42.1, one call: 512 x 512 3.6 s,
+    4096 x 512 23 s, 9472 x 512 80 s). Raises KernelUnsupported when none fits VMEM."""
     align = max(LANE, device.mxu_size)
     priced = [price_blocks(shape, t, device) for t in legal_triples(shape, align)]
     if not priced:
@@ -295,18 +317,19 @@ def with_kernel(candidate, model, workload, platform: str,
     if shape.q_len % LANE or shape.kv_len % LANE:
         raise KernelUnsupported(f"{candidate.name}: {kernel} needs sequence lengths that are "
                                 f"multiples of {LANE}, got q {shape.q_len}, kv {shape.kv_len}")
+    if isinstance(device, str):
+        device = DeviceFigures.of_topology(device)
     if blocks is None:
         if device is None:
             raise ValueError("with_kernel on a TPU target needs the device figures")
-        if isinstance(device, str):
-            device = DeviceFigures.of_topology(device)
         try:
             blocks = choose_blocks(shape, device)[0].blocks
         except KernelUnsupported as e:
             raise KernelUnsupported(f"{candidate.name}: {e}") from None
     bq, bkv, bkc = clamp_blocks(shape.q_len, shape.kv_len, blocks)
+    bound = price_blocks(shape, (bq, bkv, bkc), device).bound if device is not None else ""
     return dataclasses.replace(candidate, kernel=kernel, block_q=bq, block_kv=bkv,
-                               block_kv_compute=bkc)
+                               block_kv_compute=bkc, kernel_bound=bound)
 
 
 def describe(candidate) -> dict:
@@ -315,6 +338,7 @@ def describe(candidate) -> dict:
     if candidate.kernel in SPLASH_KERNELS:
         out["block_sizes"] = {"block_q": candidate.block_q, "block_kv": candidate.block_kv,
                               "block_kv_compute": candidate.block_kv_compute}
+        out["bound"] = candidate.kernel_bound
     return out
 
 

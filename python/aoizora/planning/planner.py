@@ -316,7 +316,9 @@ def _published_recipes(run: _Run, bare, searched, generation: str) -> list:
             tags_of.setdefault(blocks, []).append(tag)
     out = []
     for blocks, tags in tags_of.items():
-        recipe = kernels.with_kernel(bare, run.cfg, run.wl, run.target.platform, blocks=blocks)
+        recipe = kernels.with_kernel(bare, run.cfg, run.wl, run.target.platform,
+                                     kernels.DeviceFigures.of(run.stage2.topology.spec),
+                                     blocks=blocks)
         b = (recipe.block_q, recipe.block_kv, recipe.block_kv_compute)
         if b != (searched.block_q, searched.block_kv, searched.block_kv_compute):
             out.append(replace(recipe, name=f"{bare.name}-b{b[0]}x{b[1]}x{b[2]}",

@@ -76,6 +76,10 @@ class Candidate:
     block_q: int = 0
     block_kv: int = 0
     block_kv_compute: int = 0
+    # What bounds one call of the splash kernel at these blocks by the kernel model
+    # (kernels.BOUNDS: "mxu", "vpu/eup", "hbm-dma", "step-overhead"); "" for blockwise. It
+    # describes the program, it does not change it: not part of key().
+    kernel_bound: str = field(default="", compare=False)
 
     @property
     def ring(self) -> int:
@@ -151,7 +155,7 @@ class Candidate:
     def key(self) -> dict[str, Any]:
         """What changes the program (the name and baseline tags do not)."""
         d = dataclasses.asdict(self)
-        d.pop("name"), d.pop("baselines")
+        d.pop("name"), d.pop("baselines"), d.pop("kernel_bound")
         return d
 
 

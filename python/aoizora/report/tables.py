@@ -2,7 +2,7 @@
 predicted (Q1, Q2) or simulated, never measured.
 
     choice_rows([(label, Choice)], best_simulated_s) -> rows of the comparison tables
-    kernel_text(Choice) -> the attention kernel and its block sizes
+    kernel_text(Choice) -> the attention kernel, its block sizes and what bounds its calls
     axis_rows(Choice) -> where each mesh axis runs (groups on chips, shape on the slice)
     shared_chip_rows(Choice) -> on two-core chips: which logical devices share each chip
     placement_rows(placements) -> the chosen sharding's placements by Q2
@@ -36,12 +36,19 @@ def mesh_text(c: Choice) -> str:
     return f"{'x'.join(map(str, c.mesh_shape))} ({', '.join(c.axis_names)})"
 
 
+# What bounds a kernel call (kernels.BOUNDS), as the report says it.
+BOUND_WORDS = {"mxu": "MXU", "vpu/eup": "VPU/EUP", "hbm-dma": "HBM DMA",
+               "step-overhead": "per-step overhead"}
+
+
 def kernel_text(c: Choice) -> str:
     """The attention kernel and its block sizes (block_q, block_kv / block_kv_compute)."""
     s = c.strategy
     if s.get("kernel") != "splash":
         return s.get("kernel", "-")
-    return f"splash q {s['block_q']}, kv {s['block_kv']} / {s['block_kv_compute']}"
+    text = f"splash q {s['block_q']}, kv {s['block_kv']} / {s['block_kv_compute']}"
+    bound = s.get("kernel_bound")
+    return f"{text}; bound by {BOUND_WORDS.get(bound, bound)}" if bound else text
 
 
 def placement_cell(c: Choice) -> str:

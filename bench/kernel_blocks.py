@@ -1,0 +1,57 @@
+"""The splash kernel's block search for Wan 2.1 T2V 14B at 720p 81 frames, on the attention
+shape of the sharding the shipped plans chose (docs/results/v6e, docs/results/tpu7x): the
+blocks choose_blocks picks, the resource that bounds them, and MaxDiffusion's hand-tuned
+blocks (kernels.PUBLISHED_BLOCKS) and default (512s) priced by the same kernel model.
+Every time is predicted by the model (compute/splash_kernel.h), not measured.
+
+    PYTHONPATH=python:build/py/pyroot .venv/bin/python bench/kernel_blocks.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+
+from aoizora import kernels                       # noqa: E402
+from aoizora import strategies as S               # noqa: E402
+from aoizora.models import get_model, get_workload  # noqa: E402
+
+# (slice, the plan's chosen sharding, MaxDiffusion's tuned profile for that slice)
+CASES = (("v6e:2x4", "dp2-uly4w", ("v6e", 8, "maxdiffusion-data2-ulysses")),
+         ("tpu7x:2x2x1", "dp2-usp2x2", ("tpu7x", 8, "maxdiffusion-data2-ulysses2-ring")))
+
+
+def rows():
+    cfg, w = get_model("wan2.1-t2v-14b"), get_workload("720p", 81)
+    by_name = {c.name: c for c in S.enumerate_candidates(cfg, w, 8)}
+    for topology, name, tuned_key in CASES:
+        device = kernels.DeviceFigures.of_topology(topology)
+        shape = kernels.attention_shapes(by_name[name], cfg, w)
+        best, legal = kernels.choose_blocks(shape, device)
+        priced = [("searched", best),
+                  ("MaxDiffusion tuned", kernels.price_blocks(
+                      shape, kernels.PUBLISHED_BLOCKS[tuned_key], device)),
+                  ("MaxDiffusion default", kernels.price_blocks(shape, (512,) * 3, device))]
+        yield topology, name, shape, legal, priced
+
+
+def main() -> None:
+    print("predicted by the kernel model (compute/splash_kernel.h), not measured")
+    print("| slice | sharding: one call | blocks | grid steps / call | bound | "
+          "kernel ms, one layer | vs searched |")
+    print("|---|---|---|---|---|---|---|")
+    for topology, name, shape, legal, priced in rows():
+        call = (f"{name}: {shape.heads} heads x {shape.q_len} x {shape.kv_len}"
+                + (f", {shape.calls} calls" if shape.calls > 1 else ""))
+        base = priced[0][1].seconds
+        for label, c in priced:
+            b = "/".join(map(str, c.blocks))
+            print(f"| {topology} | {call} | {label} {b} | {c.steps} | {c.bound} | "
+                  f"{c.seconds * 1e3:.2f} | {c.seconds / base:.3f}x |")
+        print(f"<!-- {topology}: {legal} legal triples -->")
+
+
+if __name__ == "__main__":
+    main()
