@@ -176,8 +176,11 @@ def test_candidate_with_kernel_round_trips_through_its_dict(tiny):
     cfg, w, by = tiny
     c = kernels.with_kernel(by["dp2-ring4"], cfg, w, "tpu", "v5e:2x4")
     assert S.Candidate.from_dict(c.to_dict()) == c
+    assert S.Candidate.from_dict(c.to_dict()).kernel_bound == c.kernel_bound
+    # The tiny model's calls are a few small steps: the fixed cost per step bounds them.
     assert kernels.describe(c) == {"kernel": "tokamax_ring", "block_sizes": {
-        "block_q": c.block_q, "block_kv": c.block_kv, "block_kv_compute": c.block_kv_compute}}
+        "block_q": c.block_q, "block_kv": c.block_kv, "block_kv_compute": c.block_kv_compute},
+        "bound": "step-overhead"}
 
 
 # Every context form (and none) compiled for the TPU holds the kernel, once per call.
@@ -280,26 +283,30 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
         "maxdiffusion-default"
 
 
-def test_search_leaves_the_default_only_for_a_modelled_gain():
-    """v6e-8, 720p 81f, Ulysses 4 (75,776 tokens a call): on v6e's 256-wide MXU Q K^T's
-    128-deep contraction pads to 256, so 512-query blocks do 768 MXU FLOP per K/V byte,
-    above v6e's 560: compute-bound, and the default stays (a 128-wide MXU would move
-    block_q up: the test above). MaxDiffusion's tuned 9472 / 1024 / 512 prices the same in
-    the model (it has no cost per grid step) and runs as its own candidate. On TPU7x too
-    512-query blocks are compute-bound: the default stays."""
+def test_search_finds_maxdiffusions_v6e_blocks_and_says_what_bounds_tpu7x():
+    """v6e-8, 720p 81f, Ulysses 4 (10 heads x 75,776 tokens a call): the per-step model picks
+    MaxDiffusion's hand-tuned 9472 / 1024 / 512 itself (MXU-bound at v6e's fitted
+    efficiency), so no separate recipe candidate is needed; the default 512s take
+    10 x 148 x 148 = 219,040 grid steps, at least 219,040 x 0.35 us = 76.7 ms more than the
+    MXU work. On TPU7x, whose MXU per step is faster, the 512s are bound by that fixed cost
+    itself, and the search leaves them for an MXU-bound triple (docs/results/kernel_blocks.md)."""
     out = _planned("v6e:2x4")
     c = out["dp2-uly4w"]
-    assert (c.block_q, c.block_kv, c.block_kv_compute) == (512, 512, 512)
-    tuned = out["dp2-uly4w-b9472x1024x512"]
-    assert tuned.baselines == ("maxdiffusion-data2-ulysses",)
+    assert (c.block_q, c.block_kv, c.block_kv_compute) == kernels.PUBLISHED_BLOCKS[
+        ("v6e", 8, "maxdiffusion-data2-ulysses")]
+    assert c.kernel_bound == "mxu" and "maxdiffusion-data2-ulysses" in c.baselines
+    assert "dp2-uly4w-b9472x1024x512" not in out
     shape = kernels.attention_shapes(c, *_MODEL_720P)
     v6e = kernels.DeviceFigures.of_topology("v6e:2x4")
     default = kernels.price_blocks(shape, (512, 512, 512), v6e)
-    assert default.bytes < default.flops * 1.5 / v6e.peak_flops * v6e.hbm_bandwidth  # compute
-    assert kernels.price_blocks(shape, (9472, 1024, 512), v6e).seconds == \
-        pytest.approx(default.seconds)
+    tuned = kernels.price_blocks(shape, (9472, 1024, 512), v6e)
+    assert default.steps == 219040 and tuned.steps == 10 * 8 * 74
+    assert default.seconds - tuned.seconds > 219040 * 0.35e-6
     seven = _planned("tpu7x:2x2x1")["dp2-uly4w"]
-    assert (seven.block_q, seven.block_kv, seven.block_kv_compute) == (512, 512, 512)
+    assert seven.kernel_bound == "mxu"
+    assert (seven.block_q, seven.block_kv, seven.block_kv_compute) != (512, 512, 512)
+    tpu7x = kernels.DeviceFigures.of_topology("tpu7x:2x2x1")
+    assert kernels.price_blocks(shape, (512, 512, 512), tpu7x).bound == "step-overhead"
 
 
 def test_a_block_kv_clamped_to_its_length_keeps_a_compute_block_that_divides_it():
