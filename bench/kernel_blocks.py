@@ -9,6 +9,7 @@ Every time is predicted by the model (compute/splash_kernel.h), not measured.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -37,18 +38,30 @@ def rows():
         yield topology, name, shape, legal, priced
 
 
+def step_us(shape, c, device) -> str:
+    """One grid step's MXU / VPU-EUP / DMA / fixed seconds, in us (compute/splash_kernel.h)."""
+    from aoizora import _core
+
+    d = _core.splash_kernel_cost(shape.heads, c.q_pad, c.kv_pad, shape.head_dim,
+                                 shape.head_dim, *c.blocks, 2, dataclasses.asdict(device))
+    return " / ".join(f"{d[k] * 1e6:.3f}" for k in
+                      ("step_mxu", "step_vector", "step_dma", "step_overhead"))
+
+
 def main() -> None:
     print("predicted by the kernel model (compute/splash_kernel.h), not measured")
-    print("| slice | sharding: one call | blocks | grid steps / call | bound | "
-          "kernel ms, one layer | vs searched |")
-    print("|---|---|---|---|---|---|---|")
+    print("| slice | sharding: one call | blocks | grid steps / call | per step, us: MXU / "
+          "VPU-EUP / DMA / fixed | bound | kernel ms, one layer | vs searched |")
+    print("|---|---|---|---|---|---|---|---|")
     for topology, name, shape, legal, priced in rows():
         call = (f"{name}: {shape.heads} heads x {shape.q_len} x {shape.kv_len}"
                 + (f", {shape.calls} calls" if shape.calls > 1 else ""))
         base = priced[0][1].seconds
+        device = kernels.DeviceFigures.of_topology(topology)
         for label, c in priced:
             b = "/".join(map(str, c.blocks))
-            print(f"| {topology} | {call} | {label} {b} | {c.steps} | {c.bound} | "
+            print(f"| {topology} | {call} | {label} {b} | {c.steps} | "
+                  f"{step_us(shape, c, device)} | {c.bound} | "
                   f"{c.seconds * 1e3:.2f} | {c.seconds / base:.3f}x |")
         print(f"<!-- {topology}: {legal} legal triples -->")
 
