@@ -67,7 +67,8 @@ def test_block_search_beats_the_default_where_512_is_hbm_bound():
                               mxu_efficiency=1.0)
     best, legal = kernels.choose_blocks(shape, v6e)
     default = kernels.price_blocks(shape, (512, 512, 512), v6e)
-    assert legal > 100 and best.q_pad == best.kv_pad == 75776          # pads nothing
+    # Pads under 1 %: fewer grid steps may pay for a little padding (2816 x 4736 here).
+    assert legal > 100 and best.q_pad * best.kv_pad <= 1.01 * 75776**2
     assert default.bytes > default.flops / v6e.peak_flops * v6e.hbm_bandwidth   # HBM-bound
     assert best.seconds < 0.92 * default.seconds
     assert best.vmem <= kernels.scoped_vmem_bytes()
@@ -287,8 +288,8 @@ def test_search_finds_maxdiffusions_v6e_blocks_and_says_what_bounds_tpu7x():
     """v6e-8, 720p 81f, Ulysses 4 (10 heads x 75,776 tokens a call): the per-step model picks
     MaxDiffusion's hand-tuned 9472 / 1024 / 512 itself (MXU-bound at v6e's fitted
     efficiency), so no separate recipe candidate is needed; the default 512s take
-    10 x 148 x 148 = 219,040 grid steps, at least 219,040 x 0.35 us = 76.7 ms more than the
-    MXU work. On TPU7x, whose MXU per step is faster, the 512s are bound by that fixed cost
+    10 x 148 x 148 = 219,040 grid steps against 5,920, (219,040 - 5,920) x 0.35 us = 74.6 ms
+    more. On TPU7x, whose MXU per step is faster, the 512s are bound by that fixed cost
     itself, and the search leaves them for an MXU-bound triple (docs/results/kernel_blocks.md)."""
     out = _planned("v6e:2x4")
     c = out["dp2-uly4w"]
@@ -301,7 +302,8 @@ def test_search_finds_maxdiffusions_v6e_blocks_and_says_what_bounds_tpu7x():
     default = kernels.price_blocks(shape, (512, 512, 512), v6e)
     tuned = kernels.price_blocks(shape, (9472, 1024, 512), v6e)
     assert default.steps == 219040 and tuned.steps == 10 * 8 * 74
-    assert default.seconds - tuned.seconds > 219040 * 0.35e-6
+    # Both MXU-bound with the same padded matmuls: the difference is the extra steps' cost.
+    assert default.seconds - tuned.seconds == pytest.approx((219040 - 5920) * 0.35e-6, rel=0.01)
     seven = _planned("tpu7x:2x2x1")["dp2-uly4w"]
     assert seven.kernel_bound == "mxu"
     assert (seven.block_q, seven.block_kv, seven.block_kv_compute) != (512, 512, 512)
