@@ -15,8 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from aoizora import kernels                       # noqa: E402
-from aoizora import strategies as S               # noqa: E402
+from aoizora.planning import kernels              # noqa: E402
+from aoizora.planning import strategies as S      # noqa: E402
 from aoizora.models import get_model, get_workload  # noqa: E402
 
 # (slice, the plan's chosen sharding, MaxDiffusion's tuned profile for that slice)
