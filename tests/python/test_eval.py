@@ -130,7 +130,11 @@ def test_recall_rank_follows_stage1_order(evaluated, planned):
     assert s1["top_k"] == names[:s1["k"]]
     assert s1["winner_q1_rank"] == names.index(s1["winner"])
     assert s1["in_top_k"] == (s1["winner_q1_rank"] < s1["k"])
-    assert s1["legal"] == len(KEEP)
+    # Every candidate of the subset, plus a MaxDiffusion recipe wherever its published blocks
+    # differ from the searched ones (planner._published_recipes), each lowered once.
+    recipes = [x.candidate.name for x in planned.stage1 if x.candidate.name not in KEEP]
+    assert all("-b" in n and n.split("-b")[0] in KEEP for n in recipes), recipes
+    assert s1["legal"] == len(KEEP) + len(recipes) == len(planned.stage1)
     assert s1["top_k_best"] in s1["top_k"]
     assert s1["top_k_loss"] >= 0.0
     assert (s1["top_k_loss"] == 0.0) == (s1["top_k_best_s"] == s1["winner_simulated_s"])
