@@ -48,7 +48,7 @@ def compiled(wan13b, tmp_path_factory):
     executor = LocalExecutor()
     try:
         outs = run_jobs(jobs, workers=2, cache=cache, executor=executor)
-        pools = list(executor._kept)
+        pools = [p.flags for p in executor._kept.values()]
     finally:
         executor.close()
     assert all(o.ok for o in outs), [o.error for o in outs]
@@ -95,7 +95,7 @@ def test_workers_are_kept_per_flag_set(compiled):
     """The batch ran each flag set in a pool of its own; the one kept after it is the last
     set's (a thread keeps one), and this process never had the flags."""
     *_, pools = compiled
-    assert [flags for _, _, flags in pools] == [SYNC_ALL_GATHER]
+    assert pools == [SYNC_ALL_GATHER]
     assert "--xla_enable_async_all_gather" not in os.environ.get("LIBTPU_INIT_ARGS", "")
 
 

@@ -115,8 +115,8 @@ class LocalExecutor:
         started at idle priority, starves while anything else keeps the cores busy."""
         self.work = work
         self.room_ahead = room_ahead
-        # (thread, background, flags) -> its pool
-        self._kept: dict[tuple[int, bool, tuple[str, ...]], _Pool] = {}
+        # (thread, background) -> its pool (under the flags of that thread's last batch)
+        self._kept: dict[tuple[int, bool], _Pool] = {}
         self._lock = threading.Lock()
 
     def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
@@ -179,18 +179,15 @@ class LocalExecutor:
         A thread keeps one pool per priority: a batch under other flags ends the one kept
         (a flag search runs dozens of sets one after another: their idle workers, a few
         hundred MB each, would otherwise stay until close())."""
-        thread = threading.get_ident()
-        key = (thread, background, flags)
+        key = (threading.get_ident(), background)
         with self._lock:
-            pool = self._kept.get(key)
-            if pool is not None and pool.workers >= workers:
-                return pool
-            old = [p for k, p in self._kept.items() if k[:2] == (thread, background)]
-            self._kept = {k: p for k, p in self._kept.items() if k[:2] != (thread, background)}
-            self._kept[key] = _Pool(workers, background, False, flags)
-        for p in old:
-            p.executor.shutdown()
-        return self._kept[key]
+            old = self._kept.get(key)
+            if old is not None and old.flags == flags and old.workers >= workers:
+                return old
+            pool = self._kept[key] = _Pool(workers, background, False, flags)
+        if old is not None:
+            old.executor.shutdown()
+        return pool
 
     def _forget(self, pool: "_Pool") -> None:
         with self._lock:
@@ -215,6 +212,7 @@ class _Pool:
     def __init__(self, workers: int, background: bool, fresh_process: bool,
                  flags: tuple[str, ...] = ()):
         self.workers = workers
+        self.flags = flags
         self.broken = ""
         self.futures: set = set()
         self.others = set(multiprocessing.active_children())
