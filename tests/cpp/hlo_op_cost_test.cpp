@@ -77,6 +77,58 @@ TEST(HloOpCost, FusionThatSlicesItsOperandReadsOnlyTheSlice) {
   EXPECT_DOUBLE_EQ(g.total_bytes(), 1024 + 4 + 1024 + 1024);
 }
 
+// TPU7x's compiled layer loop re-tiles the stacked weights (a nested fusion that is one
+// layout-only copy, T(16,128) -> T(8,128)) and then slices one layer out: the fusion still
+// reads one layer, not the stack. A copy that changes the dims is a real transpose-like read
+// of the whole operand and is charged whole.
+TEST(HloOpCost, SliceBehindALayoutCopyReadsOnlyTheSlice) {
+  const std::string retile = R"(
+%retile (in: bf16[30,256,256]) -> bf16[30,256,256] {
+  %in = bf16[30,256,256]{2,1,0:T(16,128)(2,1)} parameter(0)
+  ROOT %c = bf16[30,256,256]{2,1,0:T(8,128)(2,1)} copy(%in)
+}
+
+%layer (stack: bf16[30,256,256], i: s32[]) -> bf16[256,256,1] {
+  %stack = bf16[30,256,256]{2,1,0:T(16,128)(2,1)} parameter(0)
+  %r = bf16[30,256,256]{2,1,0:T(8,128)(2,1)} fusion(%stack), kind=kLoop, calls=%retile
+  %i = s32[] parameter(1)
+  %z = s32[] constant(0)
+  %s = bf16[1,256,256]{2,1,0:T(8,128)(2,1)} dynamic-slice(%r, %i, %z, %z), dynamic_slice_sizes={1,256,256}
+  ROOT %b = bf16[256,256,1]{1,0,2:T(8,128)(2,1)} bitcast(%s)
+}
+)";
+  const std::string entry = R"((stack: bf16[30,256,256], i: s32[]) -> bf16[256,256,1] {
+  %stack = bf16[30,256,256]{2,1,0:T(16,128)(2,1)} parameter(0)
+  %i = s32[] parameter(1)
+  ROOT %f = bf16[256,256,1]{1,0,2:T(8,128)(2,1)} fusion(%stack, %i), kind=kLoop, calls=%layer
+})";
+  const double layer = 256 * 256 * 2;
+  // Reads one layer of the stack and the index; writes one layer.
+  EXPECT_DOUBLE_EQ(load(retile, entry).total_bytes(), layer + 4 + layer);
+
+  // The same slice behind a copy that transposes (the dims change): the whole stack is read.
+  const std::string transpose = R"(
+%transpose (in: bf16[30,256,256]) -> bf16[256,30,256] {
+  %in = bf16[30,256,256]{2,1,0} parameter(0)
+  ROOT %c = bf16[256,30,256]{2,1,0} copy(%in)
+}
+
+%rows (stack: bf16[30,256,256], i: s32[]) -> bf16[1,30,256] {
+  %stack = bf16[30,256,256]{2,1,0} parameter(0)
+  %r = bf16[256,30,256]{2,1,0} fusion(%stack), kind=kLoop, calls=%transpose
+  %i = s32[] parameter(1)
+  %z = s32[] constant(0)
+  ROOT %s = bf16[1,30,256]{2,1,0} dynamic-slice(%r, %i, %z, %z), dynamic_slice_sizes={1,30,256}
+}
+)";
+  const std::string entry_rows = R"((stack: bf16[30,256,256], i: s32[]) -> bf16[1,30,256] {
+  %stack = bf16[30,256,256]{2,1,0} parameter(0)
+  %i = s32[] parameter(1)
+  ROOT %f = bf16[1,30,256]{2,1,0} fusion(%stack, %i), kind=kLoop, calls=%rows
+})";
+  EXPECT_DOUBLE_EQ(load(transpose, entry_rows).total_bytes(), 30 * layer + 4 + 30 * 256 * 2);
+}
+
 TEST(HloOpCost, InPlaceDynamicUpdateSliceWritesOnlyTheUpdate) {
   CollectiveGraph g = load(R"(
 %upd (buf: f32[16,256], row: f32[1,256], i: s32[]) -> f32[16,256] {

@@ -319,6 +319,22 @@ OpCost CostModel::cost(int c, int i) {
   return r;
 }
 
+bool CostModel::is_layout_copy(const Computation& comp, const Instruction& u) const {
+  auto same_array = [](const Shape& a, const Shape& b) {
+    return a.is_array() && a.type == b.type && a.dims == b.dims;
+  };
+  if (u.opcode == "copy")
+    return u.operands.size() == 1 && u.operands[0] >= 0 &&
+           same_array(u.shape, comp.instructions[u.operands[0]].shape);
+  if (u.opcode != "fusion" || u.called.empty() || u.operands.size() != 1) return false;
+  const Computation& body = m_.computations[u.called[0]];
+  if (body.root < 0) return false;
+  const Instruction& root = body.instructions[body.root];
+  return root.opcode == "copy" && root.operands.size() == 1 && root.operands[0] >= 0 &&
+         body.instructions[root.operands[0]].opcode == "parameter" &&
+         same_array(root.shape, body.instructions[root.operands[0]].shape);
+}
+
 double CostModel::read_bytes(int c, int target, int depth) {
   const Computation& comp = m_.computations[c];
   const double full = static_cast<double>(comp.instructions[target].shape.byte_size());
@@ -335,7 +351,8 @@ double CostModel::read_bytes(int c, int target, int depth) {
         sliced += static_cast<double>(u.shape.byte_size());
       } else if (k == 0 && op == "dynamic-update-slice") {
         // Updated in place: the buffer is not read, only the update written (written_bytes).
-      } else if (op == "bitcast" || op == "get-tuple-element") {
+      } else if (op == "bitcast" || op == "get-tuple-element" ||
+                 (k == 0 && is_layout_copy(comp, u))) {
         sliced += read_bytes(c, static_cast<int>(j), depth + 1);
       } else if (op == "fusion" && !u.called.empty()) {
         const int param = parameter_index(m_.computations[u.called[0]], k);

@@ -6,7 +6,7 @@
 // their called computation. Bytes are HBM bytes read + written (operands + result) of the
 // instruction as scheduled; for a fusion only its boundary counts, and, as in XLA, an operand
 // the fusion only slices (dynamic-slice, slice, gather, also through nested fusions and
-// bitcasts) costs the slices it reads, and an in-place dynamic-update-slice neither reads nor
+// bitcasts and layout-only copies) costs the slices it reads, and an in-place dynamic-update-slice neither reads nor
 // rewrites its buffer: only the update is written. A TPU continuation fusion (compute that
 // runs while an async collective is in flight) counts only its original operands and outputs,
 // named by its backend_config; the collective's buffers only pass through it.
@@ -65,6 +65,11 @@ class CostModel {
   std::vector<compute::Matmul> matmuls(int computation, int instruction);
   // Bytes computation `c` reads through instruction `ins` (a parameter or a bitcast of one).
   double read_bytes(int c, int ins, int depth);
+  // A copy that only changes the layout (same element type and dims), or a fusion that is
+  // nothing but one. In a fusion it maps each output element to one input element, so a
+  // consumer that slices it reads only the slice, as through a bitcast. TPU7x's compiled
+  // layer loops re-tile a stacked weight (T(16,128) -> T(8,128)) before slicing a layer out.
+  bool is_layout_copy(const Computation& comp, const Instruction& u) const;
   // Bytes a fusion computation writes: its root, or only the update of an in-place
   // dynamic-update-slice root (also inside a root tuple).
   double written_bytes(int c, const Shape& result, const Window& window = {});
