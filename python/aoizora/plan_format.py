@@ -10,6 +10,7 @@ model of the chip generation; none is measured.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
@@ -103,7 +104,8 @@ class Plan:
 
     # ---- JSON ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """plan.json's content: strict JSON (an interval's unbounded high end is null)."""
+        d = _unbounded(asdict(self), math.inf, None)
         d["note"] = ("latencies are predicted (q1_s, q2_s) or simulated (simulated_s) on the "
                      f"model of {self.topology.get('generation', 'the chip')}; none is measured")
         return d
@@ -112,6 +114,7 @@ class Plan:
     def from_dict(cls, d: dict[str, Any]) -> "Plan":
         if d.get("schema") != SCHEMA:
             raise UserError(f"not an AoiZora plan of schema {SCHEMA}: found {d.get('schema')!r}")
+        d = _unbounded(d, None, math.inf)
         return cls(
             model=d["model"], workload=d["workload"], topology=d["topology"],
             choice=Choice(**d["choice"]),
@@ -124,7 +127,12 @@ class Plan:
         )
 
     def save(self, path: str) -> None:
-        write_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n")
+        write_atomic(path, self.to_json() + "\n")
+
+    def to_json(self) -> str:
+        """The plan as strict JSON text: a NaN or infinity anywhere is an error, not a
+        token other readers refuse."""
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
 
     @classmethod
     def load(cls, path: str) -> "Plan":
@@ -169,6 +177,22 @@ class Plan:
         inputs = tuple(layout.sharding(a, x.shape) for a, x in
                        zip(model.input_axes(workload), model.abstract_inputs(workload)))
         return params, inputs
+
+
+def _unbounded(value, old, new):
+    """`value` with every interval's high end (intervals.py: a dict with low_s and high_s)
+    that is `old` replaced by `new`. A high end is infinite when an error band is 100 % or
+    more (the part may be any slower); JSON has no infinity, so plan.json writes null."""
+    if isinstance(value, list):
+        return [_unbounded(v, old, new) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _unbounded(v, old, new) for k, v in value.items()}
+    if "low_s" in out and "high_s" in out:
+        high = out["high_s"]
+        if (high is None) if old is None else high == old:
+            out["high_s"] = new
+    return out
 
 
 def mesh_from_coords(device_coords, mesh_shape, axis_names, devices=None, chip_ids=None):

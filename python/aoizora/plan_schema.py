@@ -63,14 +63,16 @@ def check_choice(c, where: str) -> None:
 
 
 def _check_interval(iv, where: str) -> None:
-    """An interval (intervals.py): null, or low_s <= point_s <= high_s, seconds >= 0."""
+    """An interval (intervals.py): null, or low_s <= point_s <= high_s, seconds >= 0; high_s
+    null when unbounded (plan.json holds no infinity)."""
     if iv is None:
         return
     if not isinstance(iv, dict) or not all(
-            _is_number(iv.get(k)) or (k == "high_s" and iv.get(k) == math.inf)
+            _is_number(iv.get(k)) or (k == "high_s" and iv.get(k) in (None, math.inf))
             for k in ("low_s", "point_s", "high_s")):
         raise ValueError(f"{where} must be an object with numbers low_s, point_s, high_s")
-    if not 0 <= iv["low_s"] <= iv["point_s"] <= iv["high_s"]:
+    high = math.inf if iv["high_s"] is None else iv["high_s"]   # inf: a plan of older code
+    if not 0 <= iv["low_s"] <= iv["point_s"] <= high:
         raise ValueError(f"{where}: low_s {iv['low_s']} <= point_s {iv['point_s']} <= high_s "
                          f"{iv['high_s']} does not hold")
 

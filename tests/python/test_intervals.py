@@ -6,6 +6,7 @@ not is not; plan.json, the CLI table and the report carry both."""
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 
@@ -153,3 +154,26 @@ def test_the_report_shows_intervals_and_ties():
     assert "tie; differs most in communication" in usp and "tie" not in slow
     old = Plan.from_dict({k: v for k, v in p.to_dict().items() if k != "uncertainty"})
     assert uncertainty.section(old) == ""
+
+
+def test_an_unbounded_high_end_is_null_in_plan_json_and_infinite_again_when_read(tmp_path):
+    """A band of 100 % or more leaves a part any slower: the high end is infinite in memory,
+    null in plan.json (strict JSON: no `Infinity` token that jq or a browser refuses), and
+    infinite again when the plan is read; the schema takes the null."""
+    wide = error_bands.Bands("v6e", error_bands.Band(1.2, error_bands.OWN, "ag"),
+                             error_bands.Band(0.1, error_bands.OWN, "step"))
+    p = Plan(model={"name": "m"}, workload={"video": "tiny", "frames": 9},
+             topology={"name": "v6e:2x4", "generation": "v6e"}, choice=_choice("plan", 1.0, 0.2),
+             baselines={"slow": _choice("slow", 1.0, 0.3, 1)})
+    intervals.annotate(p, wide, intervals.POINT)
+    assert p.choice.extra["interval"]["forward"]["high_s"] == float("inf")
+    path = tmp_path / "plan.json"
+    p.save(str(path))
+    text = path.read_text()
+    d = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in plan.json"))
+    assert d["choice"]["extra"]["interval"]["forward"]["high_s"] is None
+    assert d["uncertainty"]["ties"][0]["high_s"] is None       # the tie's interval too
+    plan_schema.check(d)
+    again = Plan.load(str(path))
+    assert again.choice.extra["interval"]["forward"]["high_s"] == float("inf")
+    assert [t["name"] for t in intervals.ties(again)] == ["slow"]

@@ -3,7 +3,6 @@ and optionally the HTML report and a Perfetto trace of the chosen plan."""
 
 from __future__ import annotations
 
-import json
 import os
 
 # The terminal summary lives in plan_summary; compare and the tests read these from here too.
@@ -162,7 +161,7 @@ def _write_outputs(args, result) -> None:
     plan = result.plan
     try:
         with Batch() as batch:
-            batch.write(args.out, json.dumps(plan.to_dict(), indent=2) + "\n")
+            batch.write(args.out, plan.to_json() + "\n")
             if args.report:
                 trace = (os.path.relpath(os.path.abspath(args.trace),
                                          os.path.dirname(os.path.abspath(args.report)))
@@ -198,7 +197,7 @@ def run(args) -> int:
     plan = result.plan
     _write_outputs(args, result)
     if args.json:
-        print(json.dumps(plan.to_dict(), indent=2))
+        print(plan.to_json())
         return 0
     target = plan.topology.get("compile_target", {})
     if target.get("platform") == "cpu":

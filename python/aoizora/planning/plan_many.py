@@ -122,7 +122,7 @@ def _finish(r: Request, outcome, path: str, want: dict, why: str) -> Row:
     d = outcome.plan.to_dict()
     d["planning"]["plan_many"] = want
     try:
-        write_atomic(path, json.dumps(d, indent=2) + "\n")
+        write_atomic(path, json.dumps(d, indent=2, allow_nan=False) + "\n")
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror}") from None
     return row_of(r, "planned", path, d, why)
