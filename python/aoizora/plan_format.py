@@ -169,11 +169,11 @@ class Plan:
 
         # The leaves are tuples of axis names, as compiler.build reads them: a model's
         # parameters may be a tuple of trees (the resident experts of Wan 2.2 A14B).
-        from aoizora.compile.compiler import _is_axes
+        from aoizora.compile.compiler import is_axes
 
         layout = self.layout(model, devices)
         params = jax.tree.map(lambda a, x: layout.sharding(a, x.shape), model.param_axes(),
-                              model.abstract_params(), is_leaf=_is_axes)
+                              model.abstract_params(), is_leaf=is_axes)
         inputs = tuple(layout.sharding(a, x.shape) for a, x in
                        zip(model.input_axes(workload), model.abstract_inputs(workload)))
         return params, inputs

@@ -66,7 +66,8 @@ def resolve_devices(devices, order=None) -> list:
         raise CompileError(f"no device at {e.args[0]} in this target") from None
 
 
-def _is_axes(a) -> bool:
+def is_axes(a) -> bool:
+    """A leaf of a model's axes tree: a tuple of mesh-axis names or None, one per dim."""
     return isinstance(a, tuple) and all(x is None or isinstance(x, str) for x in a)
 
 
@@ -82,13 +83,13 @@ def build(candidate: Candidate, model, workload, devices, *, order=None):
                                                   sharding=layout.sharding(a, s.shape))
         args = tuple(jax.tree.map(shard, arg, axes, is_leaf=lambda x: isinstance(
             x, jax.ShapeDtypeStruct)) for arg, axes in zip(model.args, model.arg_axes))
-        out = jax.tree.map(lambda a: layout.sharding(a), model.out_axes, is_leaf=_is_axes)
+        out = jax.tree.map(lambda a: layout.sharding(a), model.out_axes, is_leaf=is_axes)
         return jax.jit(model.fn, out_shardings=out), args
     layout = layout_for(candidate, mesh, model)
     params = model.abstract_params()
     p_args = jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=layout.sharding(a, s.shape)),
-        model.param_axes(), params, is_leaf=_is_axes)
+        model.param_axes(), params, is_leaf=is_axes)
     inputs = tuple(jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=layout.sharding(a, s.shape))
                    for s, a in zip(model.abstract_inputs(workload), model.input_axes(workload)))
     out_sharding = layout.sharding(model.output_axes(workload))

@@ -31,7 +31,7 @@ import sysconfig
 import traceback
 from typing import Any
 
-from aoizora.errors import UserError
+from aoizora.errors import UserError, one_line
 from aoizora.models.base import FunctionSpec
 
 # Logical axis names (models/base.py): those a Layout maps to mesh axes, and "layers", the
@@ -64,8 +64,8 @@ def _where(e: BaseException) -> str:
 
 
 def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}{_where(e)}"
+    """errors.one_line with where in the user's own code it was raised."""
+    return f"{one_line(e)}{_where(e)}"
 
 
 def _import(ref: str, target: str):
