@@ -118,7 +118,7 @@ def test_the_softmax_rescale_separates_compute_blocks_on_a_slow_vector_unit():
 
 def test_a_candidate_and_the_report_say_what_bounds_its_kernel():
     from aoizora.plan_format import Choice
-    from aoizora.report.tables import kernel_text
+    from aoizora.report.tables import BOUND_WORDS, kernel_text
 
     cfg, w = _MODEL_720P
     c = {c.name: c for c in S.enumerate_candidates(cfg, w, 8)}["dp2-uly4w"]
@@ -128,6 +128,13 @@ def test_a_candidate_and_the_report_say_what_bounds_its_kernel():
     assert k.key() == kernels.with_kernel(c, cfg, w, "tpu", "v5e:2x4", blocks=(512, 512, 512)).key()
     choice = Choice(k.name, [8], ["c"], k.to_dict(), "jax-default", [])
     assert kernel_text(choice).startswith("splash q 512, kv 512 / 512; bound by ")
+    # tokamax's ring kernel runs the splash kernel at every step: its blocks and bound too.
+    ring = kernels.with_kernel({c.name: c for c in S.enumerate_candidates(cfg, w, 8)}["dp2-ring4w"],
+                               cfg, w, "tpu", "v6e:2x4")
+    assert ring.kernel == "tokamax_ring" and ring.kernel_bound in kernels.BOUNDS
+    assert kernel_text(Choice(ring.name, [8], ["c"], ring.to_dict(), "jax-default", [])) == (
+        f"tokamax ring, splash per step, q {ring.block_q}, kv {ring.block_kv} / "
+        f"{ring.block_kv_compute}; bound by {BOUND_WORDS[ring.kernel_bound]}")
 
 
 def test_padding_costs_flops_and_vmem_caps_the_blocks():

@@ -41,12 +41,18 @@ BOUND_WORDS = {"mxu": "MXU", "vpu/eup": "VPU/EUP", "hbm-dma": "HBM DMA",
                "step-overhead": "per-step overhead"}
 
 
+# The kernels with splash blocks (planning/kernels.SPLASH_KERNELS), as the report names them:
+# tokamax's ring runs the splash forward kernel at every ring step.
+KERNEL_WORDS = {"splash": "splash", "tokamax_ring": "tokamax ring, splash per step,"}
+
+
 def kernel_text(c: Choice) -> str:
     """The attention kernel and its block sizes (block_q, block_kv / block_kv_compute)."""
     s = c.strategy
-    if s.get("kernel") != "splash":
+    if s.get("kernel") not in KERNEL_WORDS or "block_q" not in s:
         return s.get("kernel", "-")
-    text = f"splash q {s['block_q']}, kv {s['block_kv']} / {s['block_kv_compute']}"
+    text = (f"{KERNEL_WORDS[s['kernel']]} q {s['block_q']}, kv {s['block_kv']} / "
+            f"{s['block_kv_compute']}")
     bound = s.get("kernel_bound")
     return f"{text}; bound by {BOUND_WORDS.get(bound, bound)}" if bound else text
 
