@@ -55,10 +55,10 @@ def compare(candidates, model, workload, target, log=print):
         real = {k: 0.0 for k in KINDS}
         for col in graph.collectives:
             real[col.kind] = real.get(col.kind, 0.0) + col.operand_bytes * col.repeat
-        row = {"name": c.name, "pred": {k: pred.comm_bytes_by_kind.get(k, 0.0) for k in KINDS},
-               "real": real, "q1": pred.q1_seconds, "fits": pred.fits,
-               "compute": pred.compute_seconds, "barrier": pred.barrier_comm_seconds,
-               "exposed": pred.q1_seconds - pred.compute_seconds - pred.barrier_comm_seconds,
+        row = {"name": c.name, "pred": {k: pred.comm_bytes_by_kind.get(k, 0.0) for k in KINDS},
+               "real": real, "q1": pred.q1_seconds, "fits": pred.fits,
+               "compute": pred.compute_seconds, "barrier": pred.barrier_comm_seconds,
+               "exposed": pred.q1_seconds - pred.compute_seconds - pred.barrier_comm_seconds,
                "lower_s": t1 - t0, "compile_s": t2 - t1}
         rows.append(row)
         log(f"{c.name:18s} " + "  ".join(
