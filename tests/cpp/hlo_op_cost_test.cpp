@@ -129,6 +129,20 @@ TEST(HloOpCost, SliceBehindALayoutCopyReadsOnlyTheSlice) {
   EXPECT_DOUBLE_EQ(load(transpose, entry_rows).total_bytes(), 30 * layer + 4 + 30 * 256 * 2);
 }
 
+// AllocateBuffer (what the TPU compiler makes of a broadcast that is overwritten whole, e.g.
+// a ring kernel's accumulators) reserves memory: it moves no bytes, unlike another custom
+// call of the same shape, which is charged its result.
+TEST(HloOpCost, AllocateBufferMovesNoBytes) {
+  const std::string entry = R"(() -> f32[4,12,608,128] {
+  ROOT %a = f32[4,12,608,128]{3,2,1,0} custom-call(), custom_call_target="AllocateBuffer"
+})";
+  CollectiveGraph g = load("", entry);
+  EXPECT_DOUBLE_EQ(g.total_bytes(), 0);
+  std::string other = entry;
+  other.replace(other.find("AllocateBuffer"), 14, "SomethingElse");
+  EXPECT_DOUBLE_EQ(load("", other).total_bytes(), 4.0 * 4 * 12 * 608 * 128);
+}
+
 TEST(HloOpCost, InPlaceDynamicUpdateSliceWritesOnlyTheUpdate) {
   CollectiveGraph g = load(R"(
 %upd (buf: f32[16,256], row: f32[1,256], i: s32[]) -> f32[16,256] {

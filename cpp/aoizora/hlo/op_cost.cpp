@@ -288,6 +288,14 @@ OpCost CostModel::cost(int c, int i) {
   const bool async_start = ins.opcode == "async-start";
   r.opaque = ins.opcode == "custom-call" || (async_start && ins.async_wrapped == "custom-call");
   if (ins.opcode == "custom-call") {
+    // The TPU compiler's AllocateBuffer only reserves a buffer that later ops write whole
+    // (a broadcast it found overwritten): no HBM traffic and no compute of its own.
+    if (ins.attr("custom_call_target") == "\"AllocateBuffer\"") {
+      r.flops = 0;
+      r.matmuls.clear();
+      r.opaque = false;
+      return r;
+    }
     if (auto kernel = attention_kernel_cost(comp, ins)) {  // a modelled Pallas kernel
       r.bytes = kernel->bytes;
       r.kernel = kernel->call;
