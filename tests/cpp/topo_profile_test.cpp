@@ -169,9 +169,11 @@ TEST(HardwareProfile, FittedProfilesDifferFromNominalOnlyInTheirFittedAndDerived
         ADD_FAILURE() << g << ": unexpected fitted parameter " << name;
       }
     }
-    // Derived figures (provenance.basis: v6e's fixed costs, from v5e's fit) too.
+    // Derived figures (provenance.basis: v6e's fixed costs, from v5e's fit, and its hop
+    // latency, from v4's) too.
     for (const auto& [name, b] : pr.basis) {
       if (b.basis != "derived") continue;
+      if (name == "hop_latency") shipped.hop_latency = nominal->spec.hop_latency;
       CollectiveLatency& to = shipped.collective_latency;
       const CollectiveLatency& from = nominal->spec.collective_latency;
       for (auto [kind, field] : {std::pair{"all-gather", &CollectiveLatency::all_gather},
@@ -192,6 +194,19 @@ TEST(HardwareProfile, UnknownFieldIsAnErrorNamingIt) {
   EXPECT_NE(e.find("unknown field 'link_bandwith'"), std::string::npos) << e;
   const std::string nested = error_of(v5e_with("\"all-gather\"", "\"allgather\""));
   EXPECT_NE(nested.find("collective_latency.allgather"), std::string::npos) << nested;
+}
+
+// An older profile's dma_fixed_seconds, a figure no model read, wherever it is named: one
+// line saying to delete it, not the plain unknown-field error.
+TEST(HardwareProfile, RetiredDmaFixedSecondsIsAnErrorSayingToDeleteIt) {
+  const std::string top = error_of(v5e_with("\"hop_latency\": ", "\"dma_fixed_seconds\": 0, \"hop_latency\": "));
+  EXPECT_NE(top.find("'dma_fixed_seconds' is no longer a hardware-profile field"), std::string::npos) << top;
+  EXPECT_NE(top.find("delete it"), std::string::npos) << top;
+  EXPECT_EQ(top.find('\n'), std::string::npos) << top;
+  const std::string source = error_of(v5e_with("\"sources\": {", "\"sources\": {\"dma_fixed_seconds\": \"0\", "));
+  EXPECT_NE(source.find("'provenance.sources.dma_fixed_seconds' is no longer"), std::string::npos) << source;
+  const std::string basis = error_of(v5e_with("\"basis\": {", "\"basis\": {\"dma_fixed_seconds\": {\"basis\": \"nominal\"}, "));
+  EXPECT_NE(basis.find("'provenance.basis.dma_fixed_seconds' is no longer"), std::string::npos) << basis;
 }
 
 TEST(HardwareProfile, NegativeOrNonFiniteFigureIsAnErrorNamingIt) {

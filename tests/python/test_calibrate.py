@@ -250,6 +250,22 @@ def test_cli_table_prints_every_point_before_and_after(tmp_path, capsys):
     assert json.loads(out.read_text())["provenance"]["fitted"] is True
 
 
+def test_v4_dma_points_one_and_two_hops_apart_fit_the_hop_latency():
+    """Issue 14's v4 remote DMA (1.85 us + K KiB / 43.4 GB/s, +0.92 us per extra hop) as
+    one-pair permutes at one and two hops: the fit separates the hop latency (0.92 us) from
+    the permute's fixed cost (0.93 us), beside the psum points. With every permute one hop,
+    a hop moves each point as the fixed costs do, and it keeps its base."""
+    m = measurements.read(measurements.PUBLISHED)
+    base = json.loads((ROOT / "calibration" / "nominal" / "v4.json").read_text())
+    got = {p.name: p for p in calibrate.fit(m, base, "v4", "nominal", "").parameters}
+    assert got["hop_latency"].fitted
+    assert got["hop_latency"].value == pytest.approx(0.92e-6, rel=0.02)
+    assert got["collective_latency.collective-permute"].value == pytest.approx(0.93e-6, rel=0.03)
+    one_hop = measurements.Measurements([p for p in m.points if "-2hop-" not in p.id])
+    kept = {p.name: p for p in calibrate.fit(one_hop, base, "v4", "nominal", "").parameters}
+    assert not kept["hop_latency"].fitted and kept["hop_latency"].value == 1e-6
+
+
 def _fit_tpu7x(tmp_path, capsys, grid: str) -> dict:
     base = json.loads((ROOT / "calibration" / "nominal" / "tpu7x.json").read_text())
     base["algorithms"]["grid"] = grid

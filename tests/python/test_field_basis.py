@@ -25,13 +25,19 @@ def _nominal(gen: str) -> dict:
     return json.loads((ROOT / "calibration" / "nominal" / f"{gen}.json").read_text())
 
 
-def test_shipped_v6e_has_no_nominal_fixed_cost():
+def test_shipped_v6e_has_no_nominal_fixed_cost_but_the_grid_step():
     v6e = hardware_file.shipped("v6e")
     s = field_basis.summary(v6e)
     assert s["stated"] and s["fitted"] == ["mxu_efficiency"]
-    assert not set(field_basis.FIXED_COSTS) & set(s["nominal"])
+    fixed = {"hop_latency", "grid_step_seconds", *field_basis.FIXED_COSTS}
+    assert fixed & set(s["nominal"]) == {"grid_step_seconds"}    # no public figure
     v5e = hardware_file.shipped("v5e")
-    for d in s["derived"]:
+    derived = {d["field"]: d for d in s["derived"]}
+    assert set(derived) == {"hop_latency", *field_basis.FIXED_COSTS}
+    hop = derived.pop("hop_latency")
+    assert hop["from"] == "v4 hop_latency" and hop["rule"] == derive_fixed_costs.HOP_RULE
+    assert v6e["hop_latency"] == hardware_file.shipped("v4")["hop_latency"]
+    for d in derived.values():
         assert d["from"] == "v5e collective_latency.all-gather" and d["rule"]
         kind = d["field"].split(".", 1)[1]
         assert v6e["collective_latency"][kind] == v5e["collective_latency"]["all-gather"]
@@ -50,8 +56,16 @@ def test_the_rule_takes_the_closest_fitted_generation():
     base = _nominal("v6e")
     assert derive_fixed_costs.closest(base, fitted)["generation"] == "v5e"   # 2-D, one core
     changed = derive_fixed_costs.derive(base, fitted)
-    assert changed == list(field_basis.FIXED_COSTS)
+    assert changed == list(field_basis.FIXED_COSTS) + ["hop_latency"]
     assert len(set(base["collective_latency"].values())) == 1
+    # The hop latency comes from the one generation whose points differ in hops (v4), not
+    # from v5e, which did not fit one; without v4 it stays nominal.
+    assert base["hop_latency"] == fitted[0]["hop_latency"] != 1e-6
+    assert base["provenance"]["basis"]["hop_latency"]["from"] == "v4 hop_latency"
+    base = _nominal("v6e")
+    assert derive_fixed_costs.derive(base, fitted[1:]) == list(field_basis.FIXED_COSTS)
+    assert base["hop_latency"] == 1e-6
+    assert base["provenance"]["basis"]["hop_latency"] == {"basis": "nominal"}
     # Without v5e, the nearest is a 3-D one-core chip with the nearest link bandwidth.
     base = _nominal("v6e")
     src = derive_fixed_costs.closest(base, [f for f in fitted if f["generation"] != "v5e"])
@@ -74,8 +88,8 @@ def test_a_derived_field_without_its_rule_is_refused_in_one_line(tmp_path):
 def test_topology_shows_the_basis(capsys):
     assert cli.main(["topology", "v6e:2x4"]) == 0
     out = capsys.readouterr().out
-    assert ("basis: fitted: mxu_efficiency; derived: all-gather latency, all-reduce latency, "
-            "reduce-scatter latency") in out
+    assert ("basis: fitted: mxu_efficiency; derived: hop_latency from v4 hop_latency; "
+            "all-gather latency, all-reduce latency, reduce-scatter latency") in out
     assert "collective-broadcast latency from v5e collective_latency.all-gather; nominal: " in out
     assert cli.main(["topology", "v6e:2x4", "--json"]) == 0
     basis = json.loads(capsys.readouterr().out)["hardware_basis"]
@@ -87,7 +101,7 @@ def test_a_plan_says_it_rests_on_nominal_figures():
 
     topology = Stage2.for_topology("v6e:2x4").describe()     # what plan.json records
     basis = topology["hardware_basis"]
-    assert "hop_latency" in basis["nominal"]
+    assert "grid_step_seconds" in basis["nominal"] and "hop_latency" not in basis["nominal"]
     plan = types.SimpleNamespace(topology=topology)
     assert "rests on nominal figures" in hardware_line(plan)
     html = hardware.section(plan, page._missing)

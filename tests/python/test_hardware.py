@@ -135,6 +135,9 @@ BAD = [
      "for 'v6e' but topology v5e:2x4 is v5e"),
     ("dup.json", '{"schema": "aoizora.hardware/1", "schema": "x"}', "duplicate key 'schema'"),
     ("broken.json", "{", "not JSON"),
+    # An older profile still carrying dma_fixed_seconds, which no model read: what to do.
+    ("old.json", _v5e(dma_fixed_seconds=0),
+     "'dma_fixed_seconds' is no longer a hardware-profile field (no model read it): delete it"),
 ]
 
 
@@ -161,7 +164,7 @@ def test_missing_hardware_file_is_a_one_line_error(tmp_path, capsys):
 
 def test_published_points_load_and_simulate_as_issue_14_reports():
     points = {p.id: p for p in measurements.load()}
-    assert len(points) == 14
+    assert len(points) == 20
     assert all(p.seconds > 0 and p.source for p in points.values())
     assert not [p.id for p in points.values() if p.held_out]   # TPU7x's cores are modelled
     # The v4 psum points on the nominal figures, before the fit: 5.5 / 9.4 / 40.0 us with the
@@ -185,6 +188,19 @@ def test_published_points_load_and_simulate_as_issue_14_reports():
     assert big.simulate() == pytest.approx(
         (64 << 20) / v5p["link_bandwidth"] + v5p["hop_latency"]
         + v5p["collective_latency"]["collective-permute"], rel=1e-6)
+    # v4's one remote DMA: each point is issue 14's formula (1.85 us + K KiB / 43.4 GB/s,
+    # +0.92 us per extra hop) at its size and hops, and the simulator prices it as the
+    # permute's fixed cost + a hop latency per hop + bytes / link on the shipped figures.
+    v4 = hardware_file.shipped("v4")
+    for hops, pair in ((1, (0, 1)), (2, (0, 3))):
+        for size, name in ((4 << 10, "4KiB"), (256 << 10, "256KiB"), (4 << 20, "4MiB")):
+            p = points[f"v4-2x2x1-dma-{hops}hop-{name}"]
+            assert p.pairs == (pair,) and p.bytes_per_device == size
+            assert p.seconds == pytest.approx(1.85e-6 + size / 43.4e9 + 0.92e-6 * (hops - 1),
+                                              rel=1e-4)
+            assert p.simulate() == pytest.approx(
+                v4["collective_latency"]["collective-permute"] + hops * v4["hop_latency"]
+                + size / v4["link_bandwidth"], rel=1e-6)
 
 
 # The Ironwood all_gather guide's 2x2x1 rows: input f32[m,8,128] per device, achieved_bw
@@ -264,7 +280,8 @@ def test_shipped_profiles_fit_every_point_used_within_15_percent():
 def test_v6e_fits_its_mxu_efficiency_to_one_video_derives_its_fixed_costs_and_keeps_the_rest():
     # Issue 32 item 4: one published v6e run (MaxDiffusion PR 250, 78 s per video) sets one
     # figure; the profile says which and to what. Issue 33: its fixed per-collective costs are
-    # derived from v5e's fit (derive_fixed_costs.py); every other figure is the nominal one.
+    # derived from v5e's fit and its hop latency from v4's (derive_fixed_costs.py); every
+    # other figure is the nominal one.
     shipped = hardware_file.shipped("v6e")
     prov = shipped["provenance"]
     assert prov["fitted"] is True
@@ -275,7 +292,8 @@ def test_v6e_fits_its_mxu_efficiency_to_one_video_derives_its_fixed_costs_and_ke
     assert 0.2 < shipped["mxu_efficiency"] < 1
     nominal = json.loads((NOMINAL / "v6e.json").read_text())
     differ = sorted(k for k in shipped if k != "provenance" and shipped[k] != nominal[k])
-    assert differ == ["collective_latency", "mxu_efficiency"]
+    assert differ == ["collective_latency", "hop_latency", "mxu_efficiency"]
+    assert shipped["hop_latency"] == hardware_file.shipped("v4")["hop_latency"]
     v5e = hardware_file.shipped("v5e")["collective_latency"]["all-gather"]
     assert set(shipped["collective_latency"].values()) == {v5e}
     assert {b["basis"] for k, b in prov["basis"].items()

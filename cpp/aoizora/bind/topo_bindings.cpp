@@ -29,7 +29,6 @@ nb::dict spec_dict(const topo::ChipSpec& s) {
   d["hop_latency"] = s.hop_latency;
   d["mxu_size"] = s.mxu_size;
   d["mxu_efficiency"] = s.mxu_efficiency;
-  d["dma_fixed_seconds"] = s.dma_fixed_seconds;
   d["vector_ops_per_second"] = s.vector_ops_per_second;
   d["transcendentals_per_second"] = s.transcendentals_per_second;
   d["grid_step_seconds"] = s.grid_step_seconds;

@@ -53,7 +53,6 @@ struct ChipSpec {
   double hop_latency = 1e-6;     // seconds per hop
   int mxu_size = 128;            // MXU tile edge: matmul dims pad to it (compute/mxu.h)
   double mxu_efficiency = 1.0;   // fraction of the padded peak a matmul reaches (compute/mxu.h)
-  double dma_fixed_seconds = 0;  // fixed cost of one remote DMA; unused yet (0 = not modelled)
   // The Pallas kernel's structure (compute/splash_kernel.h). Per chip like peak_flops (its
   // TensorCores together), shared out by the core_* accessors; 0 = that work costs nothing.
   double vector_ops_per_second = 0;       // f32 VPU element-ops/s

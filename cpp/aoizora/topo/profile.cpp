@@ -54,7 +54,6 @@ constexpr Figure kFigures[] = {
     {"mxu_efficiency", &ChipSpec::mxu_efficiency, false},
     {"link_bandwidth", &ChipSpec::link_bandwidth, false},
     {"hop_latency", &ChipSpec::hop_latency, true},
-    {"dma_fixed_seconds", &ChipSpec::dma_fixed_seconds, true},
     {"vector_ops_per_second", &ChipSpec::vector_ops_per_second, false},
     {"transcendentals_per_second", &ChipSpec::transcendentals_per_second, false},
     {"grid_step_seconds", &ChipSpec::grid_step_seconds, true},
@@ -71,6 +70,16 @@ const std::set<std::string>& top_keys() {
   return k;
 }
 
+// A figure older profiles carried that no model ever read: a profile that still names it
+// (at the top, in provenance.sources or provenance.basis) is refused with what to do, not
+// with the plain unknown-field line.
+constexpr const char* kRetired = "dma_fixed_seconds";
+
+std::string retired(const std::string& name) {
+  return "'" + name + "' is no longer a hardware-profile field (no model read it): delete it, "
+         "and its provenance.sources and provenance.basis entries";
+}
+
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
@@ -80,8 +89,10 @@ class Reader {
   // Keys of `obj` outside `allowed` are an error naming the first.
   Status only(const Value& obj, const std::set<std::string>& allowed,
               const std::string& where) const {
-    for (const auto& [k, v] : obj.object)
+    for (const auto& [k, v] : obj.object) {
+      if (k == kRetired) return fail(retired(where + k));
       if (!allowed.count(k)) return fail("unknown field '" + where + k + "' in a hardware profile");
+    }
     return Status::success();
   }
 
@@ -152,6 +163,7 @@ Result<std::map<std::string, FieldBasis>> read_basis(const Reader& r, const Valu
   const std::vector<std::string> all = basis_fields(true);
   std::map<std::string, FieldBasis> out;
   for (const auto& [k, e] : v.object) {
+    if (k == kRetired) return r.fail(retired("provenance.basis." + k));
     if (std::find(all.begin(), all.end(), k) == all.end())
       return r.fail("unknown field 'provenance.basis." + k + "': basis is keyed by figure");
     AOIZORA_TRY(b, read_field_basis(r, e, "provenance.basis." + k));
@@ -227,6 +239,7 @@ Result<Provenance> read_provenance(const Reader& r, const Value& v) {
   if (const Value* s = v.find("sources")) {
     if (!s->is_object()) return r.fail("'provenance.sources' must be an object");
     for (const auto& [k, e] : s->object) {
+      if (k == kRetired) return r.fail(retired("provenance.sources." + k));
       if (!top_keys().count(k) || k == "schema" || k == "provenance")
         return r.fail("unknown field 'provenance.sources." + k + "': sources are keyed by figure");
       AOIZORA_TRY(src, r.string(e, "provenance.sources." + k));

@@ -8,7 +8,7 @@
 //   {"schema": "aoizora.hardware/1", "generation": "v5e", "device_kind": "TPU v5 lite",
 //    "peak_flops": 1.97e14, "hbm_bytes": 1.6e10, "hbm_bandwidth": 8.19e11,
 //    "mxu_size": 128, "mxu_efficiency": 1.0,
-//    "link_bandwidth": 4.5e10, "hop_latency": 1e-6, "dma_fixed_seconds": 0,
+//    "link_bandwidth": 4.5e10, "hop_latency": 1e-6,
 //    "collective_latency": {"all-gather": 1e-6, "all-reduce": 1e-6, "reduce-scatter": 1e-6,
 //                           "all-to-all": 1e-6, "collective-permute": 1e-6,
 //                           "collective-broadcast": 1e-6},
@@ -30,7 +30,9 @@
 // intra_chip_link only when the chip has one); when given it must name every one of them, and
 // every fitted_parameters entry must be "fitted" there.
 // Errors name the field: unknown keys, missing keys, wrong types, negative or non-finite
-// numbers, an unknown schema version, an algorithm the cost model does not implement.
+// numbers, an unknown schema version, an algorithm the cost model does not implement. A key
+// that older profiles carried and no model read ("dma_fixed_seconds"), at the top, in
+// provenance.sources or in provenance.basis, is refused with a line saying to delete it.
 #pragma once
 
 #include <map>

@@ -9,9 +9,10 @@ provenance.platform is not "tpu") are refused in one line: fitting a TPU profile
 a silent wrong answer. --harness-check fits them anyway as a check of the harness, and the
 profile's note says so (fitted_profile.HARNESS_CHECK), which every command loading it repeats.
 
-A generation without a collective point cannot fit its fixed per-collective costs: they are
-derived first, on the base, from the closest fitted generation (derive_fixed_costs.py; the
-shipped profiles of the other generations, or --derive-from files), and the fit keeps them.
+A generation without a collective point cannot fit its fixed per-collective costs nor its hop
+latency: they are derived first, on the base, from the closest fitted generation
+(derive_fixed_costs.py; the shipped profiles of the other generations, or --derive-from
+files), and the fit keeps them.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def register(sub) -> None:
                         "cpu) anyway, as a check of the harness; the profile is marked a "
                         "harness check, not a TPU profile")
     p.add_argument("--derive-from", nargs="+", metavar="FILE", default=None,
-                   help="fitted profiles to derive the fixed per-collective costs from when "
+                   help="fitted profiles to derive the fixed per-collective costs and the hop "
+                        "latency from when "
                         "the measurements hold no collective point of the generation "
                         "(default: the shipped profiles of the other generations)")
     p.add_argument("--json", action="store_true", help="print the fit as JSON")
@@ -58,10 +60,8 @@ def _derive(base: dict, label: str, files, points) -> tuple[list[str], str]:
                 docs.append(json.load(fh))
     else:
         docs = derive_fixed_costs.shipped()
-    src = derive_fixed_costs.closest(base, docs)
     changed = derive_fixed_costs.derive(base, docs)
-    return changed, (f"{label} with its fixed costs derived from {src['generation']}"
-                     if changed else label)
+    return changed, (f"{label} with {derive_fixed_costs.describe(base)}" if changed else label)
 
 
 def _harness(m, args) -> bool:
@@ -190,7 +190,9 @@ def run(args) -> int:
         elif measured_on:
             print(f"measurements measured on {measured_on}")
         if derived:
+            sources = base["provenance"]["sources"]
+            keys = dict.fromkeys(f.split(".")[0] for f in derived)   # their sources' keys
             print(f"derived (no collective point of {fit.generation} to fit them): "
-                  f"{', '.join(derived)}: {base['provenance']['sources']['collective_latency']}")
+                  f"{', '.join(derived)}: " + "; ".join(sources[k] for k in keys))
         _print(fit, args.out)
     return 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 FITTED, DERIVED, NOMINAL = "fitted", "derived", "nominal"
 _FIGURES = ("peak_flops", "hbm_bytes", "hbm_bandwidth", "mxu_size", "mxu_efficiency",
-            "link_bandwidth", "hop_latency", "dma_fixed_seconds", "vector_ops_per_second",
+            "link_bandwidth", "hop_latency", "vector_ops_per_second",
             "transcendentals_per_second", "grid_step_seconds")
 KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute",
          "collective-broadcast")

@@ -12,8 +12,7 @@ which of them a set of measured points can determine.
     determinable(params, sensitivity) -> (kept, {name: reason}): the parameters the points
         determine, and why each other one keeps its base value.
 
-Only figures the simulator reads are candidates: `dma_fixed_seconds` is not (the simulator
-does not use it yet, so no point depends on it). Of the compute figures only mxu_efficiency
+Only figures the simulator reads are candidates. Of the compute figures only mxu_efficiency
 is: peak FLOP/s and HBM bandwidth are the vendor's figures, and a whole program's time,
 MXU-bound, cannot tell a lower peak from a lower efficiency; collective points run no
 compute.

@@ -66,11 +66,6 @@ def document(fit, measurements_file: str, measured_on: str | None = None,
             latency_parts.append(f"{p.name.split('.', 1)[1]}: {line}")
         else:
             sources[p.name] = line
-    old = sources.get("dma_fixed_seconds", "")
-    if not old.startswith("not fitted by"):
-        sources["dma_fixed_seconds"] = ("not fitted by `aoizora calibrate`: the simulator does "
-                                        "not read it yet, so no point depends on it" +
-                                        (f"; base: {old}" if old else ""))
     if latency_parts:
         old = sources.get("collective_latency", "")
         sources["collective_latency"] = "; ".join(latency_parts) + (
@@ -86,10 +81,9 @@ def document(fit, measurements_file: str, measured_on: str | None = None,
             + ("" if any(p.kind not in WHOLE_PROGRAMS for p in fit.points if p.used) else
                "the link and latency figures (no collective point among the points: a whole "
                "program's time cannot tell a slower link from slower matmuls), ")
-            + "peak FLOP/s and HBM bandwidth (the vendor's figures), the attention kernel's "
-            "vector, EUP and grid-step figures (nominal, each by its stated rule) and "
-            "dma_fixed_seconds (the simulator does not read it)." + "".join(f" Note: {n}." for n in fit.notes
-                                           if "kept at the base value" not in n))
+            + "peak FLOP/s and HBM bandwidth (the vendor's figures) and the attention kernel's "
+            "vector, EUP and grid-step figures (nominal, each by its stated rule)." +
+            "".join(f" Note: {n}." for n in fit.notes if "kept at the base value" not in n))
     note += _derived_note(doc)
     if harness_check:
         note = (f"{HARNESS_CHECK} (aoizora measure --platform cpu), a check of the "
@@ -111,9 +105,13 @@ def _derived_note(doc: dict) -> str:
     derived = field_basis.summary(doc)["derived"]
     if not derived:
         return ""
-    return (f" Derived before the fit, not fitted: {', '.join(d['field'] for d in derived)} "
-            f"(from {', '.join(sorted({d['from'] for d in derived}))}; rule: "
-            f"{derived[0]['rule']}).")
+    by_rule: dict[str, list[dict]] = {}   # one clause per rule, naming its fields and sources
+    for d in derived:
+        by_rule.setdefault(d["rule"], []).append(d)
+    return " Derived before the fit, not fitted: " + "; ".join(
+        f"{', '.join(d['field'] for d in ds)} (from "
+        f"{', '.join(sorted({d['from'] for d in ds}))}; rule: {rule})"
+        for rule, ds in by_rule.items()) + "."
 
 
 def write(path: str, doc: dict) -> None:
