@@ -51,7 +51,7 @@ def test_a_part_without_residuals_takes_the_largest_band_and_says_so(rows):
 
 def test_a_changed_residual_changes_the_band(rows):
     changed = copy.deepcopy(rows)
-    psum = next(r for r in changed if r["id"] == "v4-2x2x1-psum-1MiB")
+    psum = next(r for r in changed if r["id"] == "v4-2x2x1-psum-16KiB")
     before = error_bands.of_residuals(rows)["v4"].communication
     assert before.worst == psum["id"]
     psum["left_out_error_pct"] = -30.0
