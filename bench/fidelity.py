@@ -16,8 +16,8 @@ marked "nominal" (its provenance note says why), and the worst error is given se
 for fitted and nominal profiles.
 
 --leave-one-out refits each generation from its nominal profile (calibration/nominal/, its
-fixed costs derived first where it has no collective point, as `aoizora calibrate` does)
-without each of its points in turn, with the calibration's own fit (leave_one_out.py), and
+fixed costs and hop latency derived first where it has no collective point, as `aoizora
+calibrate` does) without each of its points in turn, with the calibration's own fit (leave_one_out.py), and
 prints each point's in-sample error (fitted to every point) beside its leave-one-out error
 (predicted by the fit without it), and the share of points within 20 % left out. A
 generation with one point cannot be left out; its row says so. Held-out points are shown
@@ -176,8 +176,8 @@ def _worst(part: list[dict], label: str) -> str:
 
 
 def _loo_base(generation: str, points) -> dict:
-    """The nominal profile the shipped fit starts from, its fixed costs derived where no
-    point can fit them (the same steps as `aoizora calibrate`)."""
+    """The nominal profile the shipped fit starts from, its fixed costs and hop latency
+    derived where no point can fit them (the same steps as `aoizora calibrate`)."""
     from aoizora.hardware import derive_fixed_costs
 
     with open(_nominal(generation), encoding="utf-8") as f:

@@ -24,10 +24,11 @@ hop_latency). It is set by the chip's DMA engines and how a collective is synchr
 the ICI, so it is taken from the generation built the same way: the same torus rank (2-D:
 v5e, v6e; 3-D: v4, v5p, TPU7x) and TensorCores per chip (TPU7x's two cores synchronise over
 the die-to-die link as well), ties going to the nearest link bandwidth. For v6e that is v5e,
-its predecessor in the same line. No fitted generation measured two kinds, so the data cannot
-tell a kind's cost from a generation's; one figure per generation is the simplest rule they
-allow. The hop latency is what one ICI hop adds to a transfer (the router and the link's
-serialisation), a property of the interconnect, not of a collective: it is taken from the
+its predecessor in the same line. No fitted generation measured two XLA collective kinds (v4's
+permute points are single DMAs), so the data cannot tell a kind's cost from a generation's;
+one figure per generation is the simplest rule they allow. The hop latency is what one ICI
+hop adds to a transfer (the router and the link), a property of the interconnect, not of a
+collective: it is taken from the
 closest generation whose points separated it (points that differ in hops), by the same
 closeness.
 """
@@ -41,6 +42,9 @@ from aoizora.hardware import field_basis
 RULE = ("fixed per-collective cost of the closest fitted generation (same torus rank and "
         "TensorCores per chip, then the nearest link bandwidth): its figure for the same kind "
         "where it fitted one, else the mean of the kinds it fitted")
+HOP_RULE = ("hop latency of the closest generation that fitted one (same torus rank and "
+            "TensorCores per chip, then the nearest link bandwidth): the per-hop delay of "
+            "the ICI, fitted where points differ in hops")
 
 
 def needed(points, generation: str) -> bool:
@@ -48,11 +52,6 @@ def needed(points, generation: str) -> bool:
 
     return not any(p.generation == generation and not p.held_out
                    and p.kind not in WHOLE_PROGRAMS for p in points)
-
-
-HOP_RULE = ("hop latency of the closest generation that fitted one (same torus rank and "
-            "TensorCores per chip, then the nearest link bandwidth): the per-hop delay of "
-            "the ICI, fitted where points differ in hops")
 
 
 def _fitted_hop(doc: dict) -> bool:
