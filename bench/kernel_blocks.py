@@ -19,8 +19,11 @@ from aoizora.planning import kernels              # noqa: E402
 from aoizora.planning import strategies as S      # noqa: E402
 from aoizora.models import get_model, get_workload  # noqa: E402
 
-# (slice, the plan's chosen sharding, MaxDiffusion's tuned profile for that slice)
+# (slice, a plan's chosen sharding, MaxDiffusion's tuned profile for that slice or None):
+# the shipped plans' choices, and the ring the v6e plan of docs/results/kernel_blocks.md
+# chose (tokamax's ring kernel, the splash kernel at every ring step; no tuned profile).
 CASES = (("v6e:2x4", "dp2-uly4w", ("v6e", 8, "maxdiffusion-data2-ulysses")),
+         ("v6e:2x4", "dp2-ring4w", None),
          ("tpu7x:2x2x1", "dp2-usp2x2", ("tpu7x", 8, "maxdiffusion-data2-ulysses2-ring")))
 
 
@@ -31,9 +34,9 @@ def rows():
         device = kernels.DeviceFigures.of_topology(topology)
         shape = kernels.attention_shapes(by_name[name], cfg, w)
         best, legal = kernels.choose_blocks(shape, device)
-        priced = [("searched", best),
-                  ("MaxDiffusion tuned", kernels.price_blocks(
-                      shape, kernels.PUBLISHED_BLOCKS[tuned_key], device)),
+        tuned = ([("MaxDiffusion tuned", kernels.price_blocks(
+            shape, kernels.PUBLISHED_BLOCKS[tuned_key], device))] if tuned_key else [])
+        priced = [("searched", best), *tuned,
                   ("MaxDiffusion default", kernels.price_blocks(shape, (512,) * 3, device))]
         yield topology, name, shape, legal, priced
 

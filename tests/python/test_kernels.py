@@ -249,6 +249,19 @@ def test_maxdiffusion_recipes_run_their_published_blocks_beside_the_searched_one
     assert out["uly8w"].baselines == ("wan-fsdp-ulysses",)
 
 
+def test_the_ring_recipe_runs_maxdiffusions_blocks_too():
+    """v6e-8, Wan 14B 720p 81f: MaxDiffusion's data2-ring recipe runs tokamax's ring kernel
+    with its flash_block_sizes (the 512s), not the blocks the search gives the ring
+    (512 / 18944 / 512): a candidate of its own, so the existing deployment is priced as
+    it runs."""
+    out = _planned("v6e:2x4")
+    recipe = out["dp2-ring4w-b512x512x512"]
+    assert recipe.kernel == "tokamax_ring"
+    assert recipe.baselines == ("maxdiffusion-data2-ring",)
+    assert "maxdiffusion-data2-ring" not in out["dp2-ring4w"].baselines
+    assert (out["dp2-ring4w"].block_q, out["dp2-ring4w"].block_kv) == (512, 18944)
+
+
 def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
     """TPU7x-8: MaxDiffusion's tuned v7x blocks need more VMEM than a core has and fail to
     compile. The recipe's row is then its sharding with the searched blocks, marked as a

@@ -306,8 +306,10 @@ def _with_kernels(run: _Run, candidates: list) -> list:
 def _published_recipes(run: _Run, bare, searched, generation: str) -> list:
     """The MaxDiffusion recipes among `bare`'s baseline tags whose published blocks
     (kernels.published_blocks) differ from the searched ones: one candidate per block
-    triple, named <sharding>-b<q>x<kv>x<kv_compute>, carrying those tags."""
-    if searched.kernel != "splash":
+    triple, named <sharding>-b<q>x<kv>x<kv_compute>, carrying those tags. tokamax's ring
+    kernel takes its blocks from the same flash_block_sizes in MaxDiffusion, so a ring
+    recipe runs its published blocks as a splash recipe does."""
+    if searched.kernel not in kernels.SPLASH_KERNELS:
         return []
     tags_of: dict[tuple, list[str]] = {}
     for tag in bare.baselines:
