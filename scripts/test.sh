@@ -29,10 +29,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build/asan --output-on-failure -j "$(nproc)"
 
 echo "== Python tests (pytest)"
-# setup.sh installed Chromium: the report's browser test must run here, not skip. The
+# setup.sh installed Chromium: the report's browser test must run here, not skip. One
+# pytest-xdist worker per core, each module on one worker (tests/python/conftest.py); the
 # slowest tests are listed at the end.
-AOIZORA_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 \
-  tests/python "$@"
+AOIZORA_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
+  -n "$(nproc)" --dist loadgroup --durations=25 tests/python "$@"
 
 if [ "$checks_failed" -ne 0 ]; then
   echo "scripts/check_code.py found new problems (listed at the top of this run)" >&2

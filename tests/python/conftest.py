@@ -7,6 +7,20 @@ from pathlib import Path
 import pytest
 
 
+# scripts/test.sh runs the suite on two pytest-xdist workers (--dist loadgroup). A module's
+# tests stay on one worker, so its module fixtures (compiles of a minute or more) are made
+# once; the modules that read the tiny plan share a worker (it is planned once), and so do
+# the modules that start Ray (one Ray per machine at a time).
+_SHARED_WORKER = {"test_planner": "tiny-plan", "test_report": "tiny-plan",
+                  "test_executor": "ray", "test_plan_many": "ray", "test_prefetch": "ray"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        item.add_marker(pytest.mark.xdist_group(_SHARED_WORKER.get(module, module)))
+
+
 # The tiny plan several modules read (test_planner, test_report): wan-tiny on v5e:2x4, Top-2,
 # one worker, through the TPU backend. Planned once per session; no test may change it.
 TINY = dict(model="wan-tiny", video="tiny", frames=None, topology="v5e:2x4")
