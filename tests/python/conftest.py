@@ -15,6 +15,7 @@ _SHARED_WORKER = {"test_planner": "tiny-plan", "test_report": "tiny-plan",
                   "test_executor": "ray", "test_plan_many": "ray", "test_prefetch": "ray"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1]
