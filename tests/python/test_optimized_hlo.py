@@ -82,8 +82,6 @@ def test_the_hbm_figure_is_read_as_soon_as_the_report_holds_it(tpu7x_uly4_text):
         == "41"
 
 
-
-
 def test_a_layer_loop_reads_one_layer_of_its_stacked_weights(tpu7x_uly4_text):
     """TPU7x's compiled layer loop re-tiles each stacked weight (a nested fusion that is one
     layout-only copy, T(16,128) -> T(8,128)) and dynamic-slices one layer out of it: the
@@ -110,3 +108,95 @@ def test_a_layer_loop_reads_one_layer_of_its_stacked_weights(tpu7x_uly4_text):
     scalars = 4 * sum(a.startswith("s32[]") for a in args)
     written = 2 * math.prod(int(d) for d in re.search(r"\[([\d,]+)\]", result).group(1).split(","))
     assert _core.load_hlo(module).total_bytes == layer + scalars + written
+
+
+def test_a_failure_before_the_optimized_hlo_is_one_compile_error(usp):
+    c, cfg, wl = usp
+    bad = dataclasses.replace(c, block_q=100, block_kv=100, block_kv_compute=100)
+    with pytest.raises(CompileError) as e:
+        optimized_hlo(bad, cfg, wl, TARGET)
+    assert str(e.value).startswith("dp2-usp2x2: lowering failed:") and "\n" not in str(e.value)
+
+
+def test_an_interrupt_leaves_no_compile_running(usp, monkeypatch, alive):
+    """Interrupted while it waits for the dump, the analysis kills its child (forked by the
+    fork server, so not this process's child: its pid is recorded as it starts)."""
+    c, cfg, wl = usp
+    import aoizora.compile.optimized_hlo as O
+
+    started, process = [], O._fork_server().Process
+    start = process.start
+
+    def recorded(self):
+        start(self)
+        started.append(self.pid)
+
+    def interrupt(_seconds):
+        assert alive(started[0])   # the child was running when the interrupt came
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(process, "start", recorded)
+    monkeypatch.setattr(O.time, "sleep", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        optimized_hlo(c, cfg, wl, TARGET)
+    assert len(started) == 1 and not alive(started[0])
+
+
+def refuses(name: str, job: Job) -> Outcome:
+    """The TPU backend refuses `name` (as it refuses a kernel over VMEM): its full compile
+    fails, its analysis compile does not."""
+    if job.kind == "compile" and job.candidate.name == name:
+        return Outcome(job.name, job.kind, False, error=f"{name}: compilation failed: "
+                         "RESOURCE_EXHAUSTED: scoped VMEM")
+    return run_job(job)
+
+
+def test_the_plan_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp_path):
+    """The tiny Wan on v5e:2x4 decides dp2-usp2x2 from optimized HLO (test_planner: also
+    with full compiles). When the backend refuses it, the plan is the next best sharding,
+    compiled in full, and the refusal is in planning.skipped; the baselines compiled in full
+    too (verify_baselines; by default only analysed: test_backend_checks). Nothing else was
+    compiled in full."""
+    settings = Settings(cache=None, verify_baselines=True, executor=LocalExecutor(
+        work=functools.partial(refuses, "dp2-usp2x2")))
+    result = plan("wan-tiny", "tiny", None, TARGET, settings)
+    p = result.plan.planning
+    assert result.plan.choice.candidate != "dp2-usp2x2"
+    assert any(s.startswith("dp2-usp2x2: full compile failed:") for s in p["skipped"])
+    full = set(p["compiled_in_full"])
+    assert result.plan.choice.candidate in full and "dp2-usp2x2" not in full
+    assert {b.candidate for b in result.plan.baselines.values()} <= full
+    assert p["programs"].startswith("optimized HLO") and p["analysed_only"] == {}
+
+
+def test_the_oracle_is_compiled_in_full_and_one_the_backend_refuses_is_skipped(tmp_path):
+    """--oracle's reference pair is compiled in full like the plan; when the backend refuses
+    its sharding, the oracle is the best pair of a sharding it accepts."""
+    from aoizora.compile.cache import Cache, cache_key
+
+    cache = Cache(str(tmp_path))
+    first = plan("wan-tiny", "tiny", None, TARGET, Settings(oracle=True, top_k=2, cache=cache))
+    oracle = first.plan.baselines["oracle"].candidate
+    assert oracle in first.plan.planning["compiled_in_full"]
+    # Again from the cache, but for the oracle's full compile, which the backend now refuses.
+    cand = next(r.candidate for r in first.stage1 if r.candidate.name == oracle)
+    full = Job("compile", cand, get_model("wan-tiny"), get_workload("tiny", model="wan-tiny"),
+                 TARGET)
+    key = cache_key(job_key(full))
+    assert cache.get(key) is not None
+    cache._remove(key)
+    settings = Settings(oracle=True, top_k=2, cache=cache, executor=LocalExecutor(
+        work=functools.partial(refuses, oracle)))
+    second = plan("wan-tiny", "tiny", None, TARGET, settings).plan
+    assert second.baselines["oracle"].candidate != oracle
+    assert second.baselines["oracle"].candidate in second.planning["compiled_in_full"]
+    assert any(s.startswith(f"{oracle}: full compile failed:")
+               for s in second.planning["skipped"])
+
+
+def test_an_unexpected_error_in_the_child_is_not_a_compile_error(usp):
+    """Only expected failures skip a candidate: anything else the child raises comes back
+    as RuntimeError with its traceback (here a target no code path accepts)."""
+    c, cfg, wl = usp
+    with pytest.raises(RuntimeError, match="(?s)a bug.*Traceback"):
+        optimized_hlo(c, cfg, wl, "nonsense:1")
