@@ -188,10 +188,8 @@ def _unbounded(value, old, new):
     if not isinstance(value, dict):
         return value
     out = {k: _unbounded(v, old, new) for k, v in value.items()}
-    if "low_s" in out and "high_s" in out:
-        high = out["high_s"]
-        if (high is None) if old is None else high == old:
-            out["high_s"] = new
+    if "low_s" in out and "high_s" in out and out["high_s"] == old:
+        out["high_s"] = new
     return out
 
 

@@ -71,7 +71,7 @@ def _check_interval(iv, where: str) -> None:
             _is_number(iv.get(k)) or (k == "high_s" and iv.get(k) in (None, math.inf))
             for k in ("low_s", "point_s", "high_s")):
         raise ValueError(f"{where} must be an object with numbers low_s, point_s, high_s")
-    high = math.inf if iv["high_s"] is None else iv["high_s"]   # inf: a plan of older code
+    high = math.inf if iv["high_s"] is None else iv["high_s"]   # older code wrote inf
     if not 0 <= iv["low_s"] <= iv["point_s"] <= high:
         raise ValueError(f"{where}: low_s {iv['low_s']} <= point_s {iv['point_s']} <= high_s "
                          f"{iv['high_s']} does not hold")

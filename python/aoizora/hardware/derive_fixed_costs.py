@@ -132,8 +132,10 @@ def _derive_costs(doc: dict, fitted: list[dict]) -> list[str]:
 
 def _derive_hop(doc: dict, fitted: list[dict]) -> list[str]:
     src = closest(doc, fitted, has=_fitted_hop)
+    if src is None:
+        return []
     basis = _basis(doc)
-    if src is None or basis["hop_latency"]["basis"] != field_basis.NOMINAL:
+    if basis["hop_latency"]["basis"] != field_basis.NOMINAL:
         return []
     doc["hop_latency"] = float(src["hop_latency"])
     basis["hop_latency"] = {"basis": field_basis.DERIVED, "rule": HOP_RULE,
