@@ -2,6 +2,9 @@
 // which communication hides under compute.
 #include "aoizora/cost/q1.h"
 
+#include "aoizora/cost/best_group.h"
+#include "aoizora/topo/catalog.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -120,6 +123,45 @@ TEST(ShloQ1, RingStepPermutesShareTheComputeBetweenOperandAndConsumer) {
   q = cost::q1(d, p);
   EXPECT_NEAR(q.compute, 0.033, 1e-12);
   EXPECT_NEAR(q.exposed_comm, 0.006, 1e-12);
+  // The same ring as tokamax's ring kernel lowers it (send, then work): each step sends its
+  // K/V on before its kernel reads them, and XLA issues each step's permutes when the
+  // previous ones are done, alongside that step's kernel (the compiled schedule of dp2-ring4,
+  // Wan 1.3B on v5e:2x4). Step 0's permutes (6 ms) hide 4 ms under kernel 0, step 1's 4 ms
+  // under kernel 1: 4 ms exposed, where the back-to-back chain above exposes 6.
+  d.nodes = {compute(0.001, {}),  permute({0}),          permute({0}),
+             compute(0.004, {0}), permute({1}),          permute({2}),
+             compute(0.004, {1, 2}), compute(0.004, {4, 5}), compute(0.020, {7})};
+  q = cost::q1(d, p);
+  EXPECT_NEAR(q.compute, 0.033, 1e-12);
+  EXPECT_NEAR(q.exposed_comm, 0.004, 1e-12);
+}
+
+// A ring step's permute runs round its whole cycle at once. On TPU7x (two cores per chip) a
+// ring of 8 over the cores of 4 chips crosses ICI on half its hops, so a step costs V over one
+// ICI link; priced as one pair on the chip's cores (the die-to-die link, 13x faster), Q1 put
+// Wan 1.3B ring8 at 29 ms where its compiled program simulates 63 ms.
+TEST(ShloQ1, ARingPermuteIsPricedOnItsWholeCycle) {
+  Result<topo::Topology> t = topo::make_topology("tpu7x:2x2x1");
+  ASSERT_TRUE(t.ok());
+  cost::BestGroupCosts groups(*t);
+  cost::Q1Params p;
+  p.chip = t->spec;
+  p.group_costs = &groups;
+  p.core_axis = "context";
+  MeshTable meshes{{Mesh{"mesh", {{"context", 8}}}}};
+  DagNode n;
+  n.kind = DagNode::Kind::kComm;
+  n.comm = CommKind::kCollectivePermute;
+  n.axes = {"context"};
+  n.group_size = 2;
+  n.operand_bytes = 1e9;
+  n.overlappable = true;
+  n.cycle_length = 8;
+  const double ici = 1e9 / t->spec.link_bandwidth;
+  const double die = 1e9 / t->spec.intra_chip_link->bandwidth;
+  EXPECT_NEAR(cost::collective_seconds(n, meshes, "mesh", p), ici, 0.01 * ici);
+  n.cycle_length = 2;  // a swap of the two cores of each chip
+  EXPECT_NEAR(cost::collective_seconds(n, meshes, "mesh", p), die, 0.01 * die);
 }
 
 }  // namespace

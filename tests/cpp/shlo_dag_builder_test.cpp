@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,6 +131,41 @@ TEST(ShloDag, TransposeOfAnAllGatheredValueIsItsLayoutNotACopy) {
   EXPECT_GE(transposes, 1);
 }
 
+// One step of tokamax's ring as jax lowers it (the lines of Wan 1.3B dp2-ring4's step
+// function, shapes cut down): the kernel's outputs are broadcast to a leading unit dim (which
+// replicates nothing: XLA makes it a bitcast), the statistics sliced to lane 0, and the K/V
+// shard padded by nothing (_pad_8: XLA removes it). None of those moves a byte; a broadcast
+// that does replicate (the row statistics to 128 lanes) and is read by a slice still does.
+constexpr const char* kRingStepMerge = R"mlir(module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["context"=4]>
+  func.func public @main(%arg0: tensor<4x64x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"context"}, {}]>}, %arg1: tensor<4x64x128xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"context"}, {}]>}, %arg2: tensor<4x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"context"}]>}) -> (tensor<4x64x1xf32> {jax.result_info = "result"}, tensor<4x64x128xbf16>, tensor<4x64x1xf32>) {
+    %0:3 = sdy.manual_computation(%arg0, %arg1, %arg2) in_shardings=[<@mesh, [{}, {"context"}, {}]>, <@mesh, [{}, {"context"}, {}]>, <@mesh, [{}, {"context"}]>] out_shardings=[<@mesh, [{}, {"context"}, {}]>, <@mesh, [{}, {"context"}, {}]>, <@mesh, [{}, {"context"}, {}]>] manual_axes={"context"} (%arg3: tensor<4x16x128xf32>, %arg4: tensor<4x16x128xbf16>, %arg5: tensor<4x16xf32>) {
+      %cst = stablehlo.constant dense<0.000000e+00> : tensor<bf16>
+      %1 = stablehlo.broadcast_in_dim %arg3, dims = [1, 2, 3] : (tensor<4x16x128xf32>) -> tensor<1x4x16x128xf32>
+      %2 = stablehlo.slice %1 [0:1, 0:4, 0:16, 0:1] : (tensor<1x4x16x128xf32>) -> tensor<1x4x16x1xf32>
+      %3 = stablehlo.reshape %2 : (tensor<1x4x16x1xf32>) -> tensor<4x16x1xf32>
+      %4 = stablehlo.pad %arg4, %cst, low = [0, 0, 0], high = [0, 0, 0], interior = [0, 0, 0] : (tensor<4x16x128xbf16>, tensor<bf16>) -> tensor<4x16x128xbf16>
+      %5 = stablehlo.broadcast_in_dim %arg5, dims = [0, 1] : (tensor<4x16xf32>) -> tensor<4x16x128xf32>
+      %6 = stablehlo.slice %5 [0:4, 0:16, 0:1] : (tensor<4x16x128xf32>) -> tensor<4x16x1xf32>
+      sdy.return %3, %4, %6 : tensor<4x16x1xf32>, tensor<4x16x128xbf16>, tensor<4x16x1xf32>
+    } : (tensor<4x64x128xf32>, tensor<4x64x128xbf16>, tensor<4x64xf32>) -> (tensor<4x64x1xf32>, tensor<4x64x128xbf16>, tensor<4x64x1xf32>)
+    return %0#0, %0#1, %0#2 : tensor<4x64x1xf32>, tensor<4x64x128xbf16>, tensor<4x64x1xf32>
+  }
+}
+)mlir";
+
+TEST(ShloDag, BroadcastsAndPadsThatKeepTheShapeMoveNoBytes) {
+  PredictionDag d = dag_of(kRingStepMerge);
+  std::map<int, double> bytes_at;  // line -> bytes of its nodes
+  for (const DagNode& n : d.nodes)
+    if (n.kind == DagNode::Kind::kCompute) bytes_at[n.line] += n.bytes;
+  EXPECT_EQ(bytes_at.count(6), 0u);  // the unit-dim broadcast: a bitcast
+  EXPECT_EQ(bytes_at.count(9), 0u);  // the pad by nothing
+  EXPECT_DOUBLE_EQ(bytes_at.at(7), 2.0 * 4 * 16 * 4);  // the slice reads what it keeps
+  // The replicating broadcast writes 128 lanes of the row statistics for the slice.
+  EXPECT_DOUBLE_EQ(bytes_at.at(10), 4 * 16 * 128 * 4.0);
+}
+
 // A ring as jax lowers it at 720p (wan 1.3B dp2-ring4, models' _ring_attention): one step
 // function called once per step, which sends its K on (the permute) and works on the K it
 // holds. The last call's permute feeds nothing: XLA removes it once the calls are inlined
@@ -159,6 +195,7 @@ TEST(ShloDag, APermuteWhoseResultTheCallerDropsIsNotCounted) {
   ASSERT_EQ(c.size(), 1u);  // the first step's; the second's result is never read
   EXPECT_EQ(c[0]->comm, CommKind::kCollectivePermute);
   EXPECT_DOUBLE_EQ(c[0]->operand_bytes, 128.0 * 128 * 2);
+  EXPECT_EQ(c[0]->cycle_length, 4);  // 0 -> 1 -> 2 -> 3 -> 0
   int dots = 0;
   for (const DagNode& n : d.nodes) dots += n.op == "stablehlo.dot_general";
   EXPECT_EQ(dots, 2);  // the work of both steps stays

@@ -58,7 +58,11 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
       for (const std::string& a : n.axes)
         if (a.substr(0, a.find(':')) == p.core_axis) core = CoreAxis::kSpans;
     }
-    return p.group_costs->get(hlo_kind(n.comm), static_cast<int>(k), core).seconds(volume);
+    // A ring step's permute runs over every link of its cycle at once (on TPU7x a ring
+    // over the chips' cores crosses ICI as well as the die-to-die links), not one pair's.
+    const int64_t group = n.comm == CommKind::kCollectivePermute ? n.cycle_length
+                                                                 : static_cast<int64_t>(k);
+    return p.group_costs->get(hlo_kind(n.comm), static_cast<int>(group), core).seconds(volume);
   }
   double bw = 0;
   const shlo::Mesh* m = meshes.find(mesh);
@@ -109,23 +113,49 @@ std::vector<long> ring_chain_start(const std::vector<shlo::DagNode>& nodes) {
   return lo;
 }
 
+// Ring steps that send on what an earlier ring step received before the compute of their
+// step reads it (tokamax's ring: send, then kernel): some compute node after the step
+// depends on the same received value.
+std::vector<char> ring_steps_issued_first(const std::vector<shlo::DagNode>& nodes) {
+  std::vector<long> last_compute_user(nodes.size(), -1);
+  for (size_t j = 0; j < nodes.size(); ++j)
+    if (nodes[j].kind == shlo::DagNode::Kind::kCompute)
+      for (int d : nodes[j].deps)
+        if (d >= 0 && static_cast<size_t>(d) < nodes.size())
+          last_compute_user[static_cast<size_t>(d)] = static_cast<long>(j);
+  std::vector<char> first(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!is_ring_step(nodes[i])) continue;
+    for (int d : nodes[i].deps)
+      if (d >= 0 && static_cast<size_t>(d) < i && is_ring_step(nodes[static_cast<size_t>(d)]) &&
+          last_compute_user[static_cast<size_t>(d)] > static_cast<long>(i))
+        first[i] = 1;
+  }
+  return first;
+}
+
 // The compute seconds a ring step's permute (node i) hides, per execution, taken from
 // `spare` so that compute hides permutes once, not once per permute (K and V share the links
-// and the kernels). As the TPU compiler schedules an unrolled ring (read off the compiled
-// HLO of ring 4 and ring 8 on v5e, libtpu 0.0.42.1): the permute chain is issued back to
-// back as soon as K/V exist, each step waiting for the previous one, and only the last
-// step's permutes run alongside the ring's kernels. So a permute whose result is sent on
-// (`forwarded`) hides nothing, and the last one hides under the compute from the chain's
-// start to its consumer. A permute with no later consumer (a rolled loop whose result is
-// carried to the next iteration) runs alongside the rest of its loop body: the nodes
-// repeated at least as often, contiguous with it.
+// and the kernels). Two schedules, as the TPU compiler makes them (libtpu 0.0.42.1, read off
+// the compiled HLO on v5e):
+//  - a step that sends on what the previous one received *after* working on it (jax's ring
+//    of splash calls: kernel, then send) has its chain issued back to back as soon as K/V
+//    exist; only the last step's permutes run alongside the ring's kernels. So a permute
+//    whose result is sent on that way (`forwarded`) hides nothing, and the last one hides
+//    under the compute from the chain's start to its consumer;
+//  - a step that sends *before* working on it (tokamax's ring: send, then kernel) is issued
+//    when the previous permute is done, and runs alongside its own step's work (`issued_first`:
+//    the window starts at the permute itself).
+// A permute with no later consumer (a rolled loop whose result is carried to the next
+// iteration) runs alongside the rest of its loop body: the nodes repeated at least as often,
+// contiguous with it.
 double ring_step_window(const std::vector<shlo::DagNode>& nodes, size_t i, int consumer,
-                        long chain_start, bool forwarded, const std::vector<double>& t,
-                        std::vector<double>& spare) {
+                        long chain_start, bool forwarded, bool issued_first,
+                        const std::vector<double>& t, std::vector<double>& spare) {
   if (forwarded) return 0;
   const shlo::DagNode& x = nodes[i];
   const long n = static_cast<long>(nodes.size());
-  long lo = chain_start, hi = static_cast<long>(i);
+  long lo = issued_first ? static_cast<long>(i) : chain_start, hi = static_cast<long>(i);
   if (consumer > static_cast<int>(i)) {
     hi = consumer - 1;
   } else {
@@ -168,9 +198,10 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
   std::vector<char> used(n, 0);  // matmuls already hiding a weight gather
   std::vector<double> spare = t;  // compute seconds not yet hiding a ring step's permute
   const std::vector<long> chain_start = ring_chain_start(nodes);
-  std::vector<char> forwarded(n, 0);  // ring steps whose result a later ring step sends on
+  const std::vector<char> issued_first = ring_steps_issued_first(nodes);
+  std::vector<char> forwarded(n, 0);  // ring steps whose result is sent on after the work
   for (size_t i = 0; i < n; ++i)
-    if (is_ring_step(nodes[i]))
+    if (is_ring_step(nodes[i]) && !issued_first[i])
       for (int d : nodes[i].deps)
         if (d >= 0 && static_cast<size_t>(d) < n && is_ring_step(nodes[static_cast<size_t>(d)]))
           forwarded[static_cast<size_t>(d)] = 1;
@@ -191,8 +222,8 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     b.overlappable_comm += total;
     double window = 0;  // compute seconds it runs alongside, per execution
     if (ring_step) {
-      window = ring_step_window(nodes, i, consumer[i], chain_start[i], forwarded[i] != 0, t,
-                                spare);
+      window = ring_step_window(nodes, i, consumer[i], chain_start[i], forwarded[i] != 0,
+                                issued_first[i] != 0, t, spare);
     } else {
       // An all-gather runs as an async collective fusion alongside one matmul: the last one
       // before its consumer that hides no other gather and that XLA may schedule after the

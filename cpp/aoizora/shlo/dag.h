@@ -51,6 +51,9 @@ struct DagNode {
   CommOrigin origin = CommOrigin::kExplicit;
   std::vector<std::string> axes;  // mesh axes the group spans
   int64_t group_size = 1;
+  // A permute: the length of the cycle its source-target pairs form (a ring step over an
+  // axis of k devices: k; a swap: 2). Its links are those of the whole cycle.
+  int64_t cycle_length = 2;
   double operand_bytes = 0;
   double result_bytes = 0;
   // True when the data it moves depends only on program inputs (weights), so the

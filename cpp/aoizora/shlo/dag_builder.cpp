@@ -236,7 +236,7 @@ Status Builder::visit(const Op& op, std::string_view n, double repeat) {
     // Inside shard_map: types are per device already; no propagation, no implicit comm.
     double bytes = 0, flops = 0;
     for (int r : op.results) flops += static_cast<double>(type(r).num_elements());
-    if (n == "reshape" || n == "bitcast_convert") {
+    if (n == "reshape" || n == "bitcast_convert" || moves_nothing(op, n)) {
       bytes = 0;  // a bitcast
     } else if (n == "transpose" && gathered_for_layout(op.operands.at(0))) {
       // XLA's layout assignment gives the all-gather the layout the transpose asks for (the

@@ -105,6 +105,10 @@ class Builder {
   // sharding; a sharded dim that changes size is gathered first.
   Status shape_op(const Op& op, std::string_view n, double repeat);
   static bool is_known_shape_op(std::string_view n);
+  // True for an op XLA's algebraic simplifier makes a bitcast: a broadcast_in_dim that only
+  // inserts unit dims (it replicates nothing), a pad or slice that keeps the shape it reads.
+  // It moves no bytes.
+  bool moves_nothing(const Op& op, std::string_view n) const;
   Status opaque(const Op& op, double repeat);
   // Mesh axes a group of device ids spans, from each axis' stride in the device order.
   std::vector<std::string> axes_of_group(const std::vector<int64_t>& g, int64_t* size);

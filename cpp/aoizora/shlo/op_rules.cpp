@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -123,7 +124,8 @@ Status Builder::broadcast(const Op& op, double repeat) {
       if (d < type(r).shape.size() && type(v).shape[k] == type(r).shape[d])
         out.sharding.dims[d] = state(v).sharding.dims[k];
     }
-  int node = compute(op, repeat, 0, materialized(r) ? local_bytes(dag_.meshes, type(r), out) : 0);
+  const bool written = materialized(r) && !moves_nothing(op, "broadcast_in_dim");
+  int node = compute(op, repeat, 0, written ? local_bytes(dag_.meshes, type(r), out) : 0);
   define(r, out, node >= 0 ? node : node_of_[static_cast<size_t>(v)]);
   return Status::success();
 }
@@ -206,6 +208,12 @@ Status Builder::elementwise(const Op& op, double repeat) {
 Status Builder::shape_op(const Op& op, std::string_view n, double repeat) {
   if (op.results.empty()) return Status::success();
   int r = op.results.at(0);
+  if (moves_nothing(op, n)) {  // the operand itself, in its sharding
+    int v = op.operands[0];
+    resolve_partial(v, nullptr, op, repeat);
+    define(r, state(v), node_of_[static_cast<size_t>(v)]);
+    return Status::success();
+  }
   std::vector<int> deps;
   double bytes = 0;
   ShardState out;
@@ -246,6 +254,15 @@ Status Builder::shape_op(const Op& op, std::string_view n, double repeat) {
     define(res, s, node);
   }
   return Status::success();
+}
+
+bool Builder::moves_nothing(const Op& op, std::string_view n) const {
+  if (op.operands.empty() || op.results.size() != 1) return false;
+  const TensorType& in = type(op.operands[0]);
+  const TensorType& out = type(op.results[0]);
+  if (n == "broadcast_in_dim") return in.num_elements() == out.num_elements();
+  if (n == "pad" || n == "slice") return in.shape == out.shape;
+  return false;
 }
 
 bool Builder::is_known_shape_op(std::string_view n) {
@@ -331,6 +348,27 @@ std::vector<std::string> Builder::axes_of_group(const std::vector<int64_t>& g, i
   return out;
 }
 
+namespace {
+
+// The length of the cycle through a permute's first source (2 when its pairs close none).
+int64_t cycle_length(const std::vector<std::vector<int64_t>>& pairs) {
+  std::map<int64_t, int64_t> next;
+  for (const auto& p : pairs)
+    if (p.size() == 2) next[p[0]] = p[1];
+  if (next.empty()) return 2;
+  const int64_t start = next.begin()->first;
+  int64_t at = start, length = 0;
+  do {
+    auto it = next.find(at);
+    if (it == next.end() || length > static_cast<int64_t>(next.size())) return 2;
+    at = it->second;
+    ++length;
+  } while (at != start);
+  return std::max<int64_t>(length, 2);
+}
+
+}  // namespace
+
 Status Builder::collective(const Op& op, std::string_view n, double repeat) {
   int v = op.operands.at(0);
   DagNode c;
@@ -350,6 +388,7 @@ Status Builder::collective(const Op& op, std::string_view n, double repeat) {
     }
     c.axes.assign(ax.begin(), ax.end());
     c.group_size = 2;
+    c.cycle_length = cycle_length(pairs);
     c.overlappable = true;
   } else {
     c.comm = n == "all_reduce" ? CommKind::kAllReduce
