@@ -60,6 +60,12 @@ class Choice:
         return notes
 
 
+def plan_json(d: dict) -> str:
+    """A plan's dict as strict JSON text: a NaN or infinity anywhere is an error, not a token
+    other readers refuse."""
+    return json.dumps(d, indent=2, allow_nan=False)
+
+
 @dataclass
 class Plan:
     model: dict[str, Any]
@@ -130,9 +136,7 @@ class Plan:
         write_atomic(path, self.to_json() + "\n")
 
     def to_json(self) -> str:
-        """The plan as strict JSON text: a NaN or infinity anywhere is an error, not a
-        token other readers refuse."""
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
+        return plan_json(self.to_dict())
 
     @classmethod
     def load(cls, path: str) -> "Plan":

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from aoizora.atomic import write_atomic
 from aoizora.errors import NoFitError, UserError
 from aoizora.inputs.settings_file import Request
+from aoizora.plan_format import plan_json
 
 
 @dataclass
@@ -122,7 +123,7 @@ def _finish(r: Request, outcome, path: str, want: dict, why: str) -> Row:
     d = outcome.plan.to_dict()
     d["planning"]["plan_many"] = want
     try:
-        write_atomic(path, json.dumps(d, indent=2, allow_nan=False) + "\n")
+        write_atomic(path, plan_json(d) + "\n")
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror}") from None
     return row_of(r, "planned", path, d, why)
