@@ -22,8 +22,7 @@ def _ms(seconds: float) -> str:
 def _row(label: str, v: dict, plan_s: float, bold: bool = False) -> str:
     p = v["parts"]
     total = f"**{v['seconds']:.3f}**" if bold else f"{v['seconds']:.3f}"
-    cond = p.get("image_encoder_s", 0.0) + p.get("vae_encode_s", 0.0)
-    return (f"| {label} | {_ms(p['text_encoder_s'])} | {_ms(cond)} | "
+    return (f"| {label} | {_ms(p['text_encoder_s'])} | {_ms(p.get('conditioning_s', 0.0))} | "
             f"{p['denoising_s']:.3f} s | {_ms(p['vae_decode_s'])} | {_ms(p['reshard_s'])} | "
             f"{total} | {v['seconds'] / plan_s:.3f}x |")
 
@@ -35,8 +34,11 @@ def section(path: str) -> str:
     stages = ", ".join(f"{k} `{s['sharding']}`" for k, s in v["stages"].items())
     switch = (f", the expert switch at step {v['expert_switch_step']}"
               if v.get("expert_switch_step") is not None else "")
+    wl = plan["workload"]
     out = [f"### {os.path.basename(path)}", "",
-           f"Plan `{choice['candidate']}` on `{choice['placement']}`; {v['steps']} steps "
+           f"{plan['model']['name']}, {wl['video']} {wl['frames']} frames on "
+           f"{plan['topology']['name']}: plan `{choice['candidate']}` on "
+           f"`{choice['placement']}`; {v['steps']} steps "
            f"({v['steps_source']}){switch}; stages: {stages}.", "",
            "| row | text encoding | conditioning | denoising | VAE decode | reshards | "
            "s / video | vs plan |",
