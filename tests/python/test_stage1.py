@@ -19,6 +19,7 @@ Bounds and why:
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import pytest
@@ -164,6 +165,14 @@ def _operand_producer(lines, line_no):
     raise AssertionError(f"no definition of {operand} above line {line_no}")
 
 
+def _bytes_by_line(shlo):
+    """HBM bytes of Stage 1's DAG nodes, summed per line of the StableHLO text."""
+    out = {}
+    for n in _core.analyze_stablehlo(shlo, topology=TARGET).dag_nodes():
+        out[n["line"]] = out.get(n["line"], 0.0) + n.get("bytes", 0.0)
+    return out
+
+
 def test_transpose_of_gathered_kv_is_the_all_gathers_layout():
     # allgather_kv with the splash kernel: K/V are gathered along the sequence, then
     # transposed heads-major for the kernel. The TPU compiler gives the all-gather that
@@ -181,10 +190,7 @@ def test_transpose_of_gathered_kv_is_the_all_gathers_layout():
     layouts = re.findall(r"= bf16\[[\d,]+\]\{([\d,]+):T[^}]*\} all-gather\([^)]*\), channel_id=\d+, "
                          r"replica_groups=\{\{0,1,2,3\}", hlo)
     assert layouts and set(layouts) == {want}, (layouts, want)
-    r = _core.analyze_stablehlo(shlo, topology=TARGET)
-    bytes_at = {}
-    for n in r.dag_nodes():
-        bytes_at[n["line"]] = bytes_at.get(n["line"], 0.0) + n.get("bytes", 0.0)
+    bytes_at = _bytes_by_line(shlo)
     assert [bytes_at.get(k, 0.0) for k in of_gather] == [0.0, 0.0]
     # Not every transpose is free: the local Q's (the one just before K's) stays one HBM
     # read and write of the shard.
@@ -260,9 +266,10 @@ def test_ring_kernel_reads_the_permuted_kv_through_its_reshapes():
         assert "stablehlo.custom_call" in ops, (i, nodes[i]["line"], ops)
 
 
-def _elements(type_text):
+def _dims(type_text):
+    """[A, B, C] of "tensor<AxBxCxbf16>"."""
     dims = re.match(r"tensor<((?:\d+x)*)\w+>", type_text).group(1)
-    return functools.reduce(lambda a, b: a * b, [int(d) for d in dims.split("x") if d], 1)
+    return [int(d) for d in dims.split("x") if d]
 
 
 def test_ring_steps_bitcasts_move_no_bytes():
@@ -278,17 +285,17 @@ def test_ring_steps_bitcasts_move_no_bytes():
     for i, line in enumerate(lines, 1):
         m = re.search(r"stablehlo\.pad .*: \((tensor<[^>]+>), [^)]*\) -> (tensor<[^>]+>)", line)
         if m and m.group(1) == m.group(2):
+            if not pads:
+                pad_dims = _dims(m.group(2))
             pads.append(i)
         m = re.search(r"stablehlo\.broadcast_in_dim .*: \((tensor<[^>]+>)\) -> (tensor<[^>]+>)", line)
-        if m and _elements(m.group(1)) == _elements(m.group(2)) and m.group(1) != m.group(2):
+        if (m and math.prod(_dims(m.group(1))) == math.prod(_dims(m.group(2)))
+                and m.group(1) != m.group(2)):
             unit_broadcasts.append(i)
     assert pads and len(unit_broadcasts) >= 3, (pads, unit_broadcasts)
-    bytes_at = {}
-    for n in _core.analyze_stablehlo(shlo, topology=TARGET).dag_nodes():
-        bytes_at[n["line"]] = bytes_at.get(n["line"], 0.0) + n.get("bytes", 0.0)
+    bytes_at = _bytes_by_line(shlo)
     assert [bytes_at.get(i, 0.0) for i in pads + unit_broadcasts] == [0.0] * (
         len(pads) + len(unit_broadcasts))
     # The compiled module has no pad of that shape: XLA removed them.
-    shape = re.search(r"-> tensor<((?:\d+x)*)bf16>", lines[pads[0] - 1]).group(1)
-    compiled = ",".join(shape.rstrip("x").split("x"))
+    compiled = ",".join(str(d) for d in pad_dims)
     assert not re.search(rf"= bf16\[{compiled}\]\{{[^}}]*\}} pad\(", hlo), compiled
