@@ -67,6 +67,10 @@ def test_paper_grid():
     only = grid.select(g, ["14b", "4x4"])
     assert len(only) == 6 and all("4x4" in s.key and "14b" in s.key for s in only)
     assert grid.select(g, None) == g
+    # Both halves hold every model and slice, three workloads each.
+    for h in ("fit", "test"):
+        part = [s for s in g if grid.half(s) == h]
+        assert len(part) == 18 and len({(s.model, s.topology) for s in part}) == 6
 
 
 def test_production_grid_is_tpu7x_and_v6e():
@@ -74,7 +78,8 @@ def test_production_grid_is_tpu7x_and_v6e():
     assert len(g) == 8 and len({s.key for s in g}) == 8
     assert {s.topology for s in g} == {"tpu7x:2x2x1", "tpu7x:2x2x2", "v6e:2x4", "v6e:4x4"}
     assert {(s.video, s.frames) for s in g} == {("480p", 81), ("720p", 81)}
-    assert {grid.half(s) for s in g} == {"fit", "test"}
+    # Held out whole: K is fitted on the paper grid's fit half only.
+    assert {grid.half(s) for s in g} == {"test"}
 
 
 def test_setting_figures(evaluated, planned):
@@ -130,6 +135,15 @@ def test_recall_rank_follows_stage1_order(evaluated, planned):
     assert s1["top_k"] == names[:s1["k"]]
     assert s1["winner_q1_rank"] == names.index(s1["winner"])
     assert s1["in_top_k"] == (s1["winner_q1_rank"] < s1["k"])
+    # Every fitting candidate beside its best simulated step, in Q1 order: the winner is the
+    # least simulated, at its Q1 rank.
+    cands = s1["candidates"]
+    assert [c["candidate"] for c in cands] == names
+    assert [c["q1_s"] for c in cands] == [x.q1_seconds for x in order]
+    sims = {c["candidate"]: c["simulated_s"] for c in cands if c["simulated_s"] is not None}
+    assert set(sims) == set(s1["compiled"]) & set(names)
+    assert min(sims, key=sims.get) == s1["winner"]
+    assert sims[s1["winner"]] == pytest.approx(s1["winner_simulated_s"])
     # Every candidate of the subset, plus a MaxDiffusion recipe wherever its published blocks
     # differ from the searched ones (planner._published_recipes), each lowered once.
     recipes = [x.candidate.name for x in planned.stage1 if x.candidate.name not in KEEP]
@@ -206,9 +220,14 @@ def test_beyond_axis_orders_compares_kinds():
 
 
 def _result(key, half, rank, k=5, code="c1"):
+    # Candidates in Q1 order: the winner (1.0 s simulated) at `rank`, the others 1 % slower
+    # per place ahead of it.
+    cands = [{"candidate": f"c{i}", "q1_s": 0.1 * i, "simulated_s": 1.0 + 0.01 * (rank - i)}
+             for i in range(rank)] + [{"candidate": f"w-{key}", "q1_s": 0.1 * rank,
+                                       "simulated_s": 1.0}]
     return {"key": key, "half": half, "status": "ok", "provenance": {"code": code},
             "stage1": {"pool": "every fitting candidate", "winner_q1_rank": rank, "k": k,
-                       "winner": f"w-{key}"}}
+                       "winner": f"w-{key}", "winner_simulated_s": 1.0, "candidates": cands}}
 
 
 def test_k_is_chosen_on_the_fit_half_and_recall_reported_on_the_test_half():
@@ -219,6 +238,11 @@ def test_k_is_chosen_on_the_fit_half_and_recall_reported_on_the_test_half():
     held = recall.held_out_recall(results, fitted["k"])
     assert held["settings"] == 3 and held["hits"] == 2
     assert [m["key"] for m in held["misses"]] == ["d"]
+    # d's winner is 5th by Q1; the best of the first 4 is the 4th, 1 % slower.
+    assert held["misses"][0]["cost"] == pytest.approx(0.01)
+    assert held["worst_miss_cost"] == pytest.approx(0.01)
+    assert recall.miss_cost(results[3], 5) == 0.0
+    assert recall.miss_cost(results[3], 1) == pytest.approx(0.04)
     # Top-K + baselines results cannot show a miss: they count in neither half.
     partial = [{**r, "stage1": {**r["stage1"], "pool": "Top-K + baselines"}} for r in results]
     assert recall.choose_k(partial) is None and recall.held_out_recall(partial, 4) is None

@@ -31,6 +31,17 @@ def choose_k(results: list[dict[str, Any]]) -> dict[str, Any] | None:
             "winner_q1_ranks": ranks, "slack": SLACK}
 
 
+def miss_cost(result: dict[str, Any], k: int) -> float | None:
+    """How much slower the best of Stage 1's first k candidates is than the winner
+    (simulated; 0 when the winner is among them), from the result's candidates in Q1 order;
+    None for a result that has no such list or no compiled candidate among the first k."""
+    cands = result["stage1"].get("candidates")
+    sims = [c["simulated_s"] for c in (cands or [])[:k] if c["simulated_s"] is not None]
+    if not sims:
+        return None
+    return min(sims) / result["stage1"]["winner_simulated_s"] - 1
+
+
 def held_out_recall(results: list[dict[str, Any]], k: int) -> dict[str, Any] | None:
     """Recall at K over the test half's oracle results, with each miss and what it costs
     (the Top-K's best over the winner, simulated)."""
@@ -38,11 +49,13 @@ def held_out_recall(results: list[dict[str, Any]], k: int) -> dict[str, Any] | N
     if not test:
         return None
     misses = [{"key": r["key"], "winner": r["stage1"]["winner"],
-               "winner_q1_rank": r["stage1"]["winner_q1_rank"]}
+               "winner_q1_rank": r["stage1"]["winner_q1_rank"], "cost": miss_cost(r, k)}
               for r in test if r["stage1"]["winner_q1_rank"] is None
               or r["stage1"]["winner_q1_rank"] >= k]
+    costs = [m["cost"] for m in misses if m["cost"] is not None]
     return {"k": k, "settings": len(test), "hits": len(test) - len(misses),
-            "recall": (len(test) - len(misses)) / len(test), "misses": misses}
+            "recall": (len(test) - len(misses)) / len(test), "misses": misses,
+            "worst_miss_cost": max(costs) if costs else None}
 
 
 def recall_summary(results: list[dict[str, Any]], k_used: int | None) -> dict[str, Any]:

@@ -198,20 +198,30 @@ def _stage1(plan, full, judged, oracle: bool) -> dict[str, Any]:
     """Recall: the winner over every compiled candidate and its Q1 rank (0-based; in the
     Top-K iff rank < K). Only with oracle is every fitting candidate compiled, so only then
     can a candidate outside the Top-K and the baselines win."""
-    order = [r.candidate.name for r in q1_order(full.stage1)]
+    ranked = q1_order(full.stage1)
+    order = [r.candidate.name for r in ranked]
     top_k = list(plan.planning["top_k"])
     winner = min(judged, key=lambda n: (judged[n][0].simulated, n))
     out = {"legal": plan.planning["candidates"], "fitting": plan.planning["fitting"],
            "k": len(top_k), "top_k": top_k, "compiled": sorted(judged), "pool": _pool(oracle),
            "winner": winner, "winner_simulated_s": judged[winner][0].simulated,
            "winner_q1_rank": order.index(winner) if winner in order else None,
-           "in_top_k": winner in top_k}
+           "in_top_k": winner in top_k, "candidates": _q1_beside_simulated(ranked, judged)}
     in_k = [n for n in top_k if n in judged]
     if in_k:
         kbest = min(in_k, key=lambda n: (judged[n][0].simulated, n))
         out.update(top_k_best=kbest, top_k_best_s=judged[kbest][0].simulated,
                    top_k_loss=judged[kbest][0].simulated / judged[winner][0].simulated - 1)
     return out
+
+
+def _q1_beside_simulated(ranked, judged) -> list[dict[str, Any]]:
+    """Each fitting candidate in Q1 order: its Q1 (predicted) and, when compiled, its best
+    simulated step over the placements judged. From these the tables take Q1's error and
+    recall and a miss's cost at any K."""
+    return [{"candidate": r.candidate.name, "q1_s": r.q1_seconds,
+             "simulated_s": judged[r.candidate.name][0].simulated
+             if r.candidate.name in judged else None} for r in ranked]
 
 
 def _spearman(plan, judged) -> dict[str, Any]:
