@@ -11,7 +11,7 @@ import pytest
 from aoizora.planning import strategies
 from aoizora.compile.cache import Cache
 from aoizora.errors import UserError
-from aoizora.evaluation import grid, placement_gain, recall, runner, stats, tables
+from aoizora.evaluation import grid, placement_gain, q1_error, recall, runner, stats, tables
 from aoizora.evaluation.grid import Setting
 
 TINY = Setting("wan-tiny", "tiny", 9, "v5e:2x4")
@@ -199,7 +199,9 @@ def test_planning_time_and_resume(evaluated):
     rows = list(csv.DictReader(open(os.path.join(out, "results.csv"))))
     assert len(rows) == 1 and rows[0]["key"] == TINY.key
     assert float(rows[0]["aoizora_ms"]) == pytest.approx(r["aoizora"]["simulated_s"] * 1e3)
-    assert TINY.key in open(os.path.join(out, "results.md")).read()
+    md = open(os.path.join(out, "results.md")).read()
+    assert TINY.key in md and "Q1 within 20 % of the simulated step" in md
+    assert float(rows[0]["q1_within_20pct"]) == pytest.approx(q1_error.per_setting(r)["within"])
     assert all(os.path.getsize(p) > 0 for p in written)
 
 
@@ -246,6 +248,27 @@ def test_k_is_chosen_on_the_fit_half_and_recall_reported_on_the_test_half():
     # Top-K + baselines results cannot show a miss: they count in neither half.
     partial = [{**r, "stage1": {**r["stage1"], "pool": "Top-K + baselines"}} for r in results]
     assert recall.choose_k(partial) is None and recall.held_out_recall(partial, 4) is None
+
+
+def test_q1_error_counts_every_compiled_candidate_of_oracle_results_only():
+    a = _result("a", "fit", 2)       # Q1 0.0 / 0.1 / 0.2 s against 1.02 / 1.01 / 1.0 s
+    a["stage1"]["candidates"][1]["q1_s"] = 1.3           # +28.7 %: out of bounds
+    a["stage1"]["candidates"].append({"candidate": "dp2-uly4", "q1_s": 0.9,
+                                      "simulated_s": None})   # not compiled: not counted
+    one = q1_error.per_setting(a)
+    assert one["candidates"] == 3
+    assert one["max_rel_err"] == pytest.approx(1.3 / 1.01 - 1)
+    assert one["min_rel_err"] == pytest.approx(-1.0)    # c0's Q1 is 0
+    assert one["within"] == pytest.approx(0.0)
+    b = _result("b", "test", 0)
+    b["stage1"]["candidates"][0]["q1_s"] = 0.85          # -15 %: within
+    partial = {**_result("c", "test", 0), "stage1": {**b["stage1"], "pool": "Top-K + baselines"}}
+    grid_err = q1_error.over_grid([a, b, partial])
+    assert grid_err["settings"] == 2 and grid_err["candidates"] == 4
+    assert grid_err["within"] == pytest.approx(1 / 4)
+    assert grid_err["worst"][0]["candidate"] in ("c0", "w-a")
+    assert q1_error.sharding_class("dp2-usp4x2") == "dp-usp"
+    assert q1_error.sharding_class("fsdp2-ag8w") == "fsdp-agw"
 
 
 def test_tables_refuse_results_of_two_code_versions(tmp_path):

@@ -33,10 +33,12 @@ def choose_k(results: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def miss_cost(result: dict[str, Any], k: int) -> float | None:
     """How much slower the best of Stage 1's first k candidates is than the winner
-    (simulated; 0 when the winner is among them), from the result's candidates in Q1 order;
-    None for a result that has no such list or no compiled candidate among the first k."""
-    cands = result["stage1"].get("candidates")
-    sims = [c["simulated_s"] for c in (cands or [])[:k] if c["simulated_s"] is not None]
+    (simulated; 0 when the winner is among them), from the result's candidates in Q1 order
+    (older results: their Top-K's loss, at their own K only); None where neither tells."""
+    s1 = result["stage1"]
+    if s1.get("candidates") is None:   # results made before the list: only the planner's K
+        return s1.get("top_k_loss") if s1.get("k") == k else None
+    sims = [c["simulated_s"] for c in s1["candidates"][:k] if c["simulated_s"] is not None]
     if not sims:
         return None
     return min(sims) / result["stage1"]["winner_simulated_s"] - 1
