@@ -1,18 +1,28 @@
-"""The splash kernel's VMEM as libtpu reports it, beside kernels.vmem_bytes (the model the
+"""The attention kernels' VMEM as libtpu reports it, beside kernels.vmem_bytes (the model the
 block search uses). Compiles one kernel call per block triple for a TPU generation under a
 scoped VMEM limit of 1 MiB, so that every compile fails and libtpu prints the kernel's own
-scratch ("Scoped allocation with size X"; two blocks of q and of k/v, so that
-the pipeline double-buffers as it does on real lengths); the figures in tests/python/test_kernels.py
-come from here. Deviceless: no TPU needed.
+scratch ("Scoped allocation with size X"; two blocks of q and of k/v, so that the pipeline
+double-buffers as it does on real lengths); the figures in tests/python/test_kernels.py
+come from here. Deviceless: no TPU needed. Kernels (--kernel):
+
+    splash         jax's splash kernel on lengths of whole blocks (no segment ids)
+    splash-padded  the same with the last key block padded, masked by segment ids (what a
+                   candidate whose length is no multiple of its blocks runs)
+    tokamax_ring   tokamax's ring kernel over 2 devices, keys padded likewise (the ring form)
 
     python bench/splash_vmem.py v6e:2x2 512,512,512 9472,1024,512
+    python bench/splash_vmem.py --kernel tokamax_ring v5e:2x2 4736,2432,2432
 """
 
 import os
 import re
 import sys
 
-os.environ["LIBTPU_INIT_ARGS"] = "--xla_tpu_scoped_vmem_limit_kib=1024"
+import subprocess  # noqa: E402
+
+# libtpu reads its flags once per process: each limit is probed in a process of its own.
+LIMIT_KIB = int(os.environ.get("SPLASH_VMEM_LIMIT_KIB", "1024"))
+os.environ["LIBTPU_INIT_ARGS"] = f"--xla_tpu_scoped_vmem_limit_kib={LIMIT_KIB}"
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -23,33 +33,107 @@ from aoizora.planning import kernels  # noqa: E402
 from aoizora.models import splash  # noqa: E402
 
 HEAD_DIM = 128
+HEADS = int(os.environ.get("SPLASH_VMEM_HEADS", "1"))   # heads per call (Wan 14B: 40)
 
 
-def reported_mib(topology: str, bq: int, bkv: int, bkc: int) -> str:
-    mesh = Mesh([tpu.compile_only_devices(topology)[0]], ("x",))
+def _spec(mesh, n):
+    return jax.ShapeDtypeStruct((1, HEADS, n, HEAD_DIM), jnp.bfloat16,
+                                sharding=NamedSharding(mesh, P()))
+
+
+def _ring_step(mesh, bq: int, bkv: int, bkc: int):
+    """tokamax's ring over the mesh's 2 devices: each holds 2 query blocks and 2 key blocks,
+    the last key block padded by one lane tile (segment ids, as a candidate's)."""
+    from aoizora.models import tokamax_ring
+
+    def f(q, k, v):  # [B, S, H, D] shards, as the model calls it
+        return tokamax_ring.ring(q, k, v, axes=("x",), kv_valid=2 * (2 * bkv - 128),
+                                 blocks=splash.Blocks(bq, bkv, bkc))
+
+    spec = P(None, "x")
+    g = jax.shard_map(f, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec,
+                      check_vma=False)
 
     def arg(n):
-        return jax.ShapeDtypeStruct((1, 1, n, HEAD_DIM), jnp.bfloat16,
-                                    sharding=NamedSharding(mesh, P()))
+        return jax.ShapeDtypeStruct((1, 2 * n, HEADS, HEAD_DIM), jnp.bfloat16,
+                                    sharding=NamedSharding(mesh, spec))
+    return jax.jit(g), (arg(2 * bq), arg(2 * bkv - 128), arg(2 * bkv - 128))
 
+
+def _program(kernel: str, topology: str, bq: int, bkv: int, bkc: int):
+    """(a jitted kernel call, its arguments) for `kernel` at the blocks."""
+    devices = tpu.compile_only_devices(topology)
+    if kernel == "tokamax_ring":
+        return _ring_step(Mesh(devices[:2], ("x",)), bq, bkv, bkc)
+    mesh = Mesh([devices[0]], ("x",))
+    pad = 128 if kernel == "splash-padded" else 0   # keys: one lane tile short of 2 blocks
     f = jax.jit(lambda q, k, v: splash.call(q, k, v, blocks=splash.Blocks(bq, bkv, bkc)))
+    return f, (_spec(mesh, 2 * bq), _spec(mesh, 2 * bkv - pad), _spec(mesh, 2 * bkv - pad))
+
+
+def reported_mib(kernel: str, topology: str, bq: int, bkv: int, bkc: int) -> str:
+    f, args = _program(kernel, topology, bq, bkv, bkc)
     try:
-        f.lower(arg(2 * bq), arg(2 * bkv), arg(2 * bkv)).compile()  # two blocks each
+        f.lower(*args).compile()
     except jax.errors.JaxRuntimeError as e:
         m = re.search(r"Scoped allocation with size ([0-9.]+)M", str(e))
-        return m.group(1) if m else "?"
-    return "fits 1 MiB"
+        op = re.search(r"allocating on stack for %([\w.-]+)", str(e))
+        # libtpu names the op whose allocation failed: the kernel's custom call, or (with
+        # padding) a fusion around it, whose size is not the kernel's
+        return (m.group(1) if m else "?") + ("" if not op or "splash" in op.group(1)
+                                             else f" ({op.group(1)})")
+    return "fits"
+
+
+def probe(kernel: str, topology: str, triple: tuple[int, int, int], limit_mib: int) -> str:
+    """reported_mib under a scoped limit of `limit_mib`, in a process of its own."""
+    env = {**os.environ, "SPLASH_VMEM_LIMIT_KIB": str(limit_mib * 1024)}
+    out = subprocess.run([sys.executable, __file__, "--probe", kernel, topology,
+                          ",".join(map(str, triple))], env=env, capture_output=True,
+                         text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def total_mib(kernel: str, topology: str, triple, first: str) -> str:
+    """The whole kernel: libtpu reports the allocation that the limit refuses, which grows
+    as the limit is raised past each one; the limit is raised to just above each report
+    until the compile fits, and the last report is the whole."""
+    import math
+
+    try:
+        last = float(first.split()[0])
+    except ValueError:
+        return "?"
+    limit = math.ceil(last) + 1
+    while limit <= 1024:
+        got = probe(kernel, topology, triple, limit)
+        if got == "fits":
+            return f"{last:.2f}"
+        last = float(got.split()[0])
+        limit = max(math.ceil(last) + 1, limit + 1)
+    return "?"
 
 
 def main(argv):
+    if argv[:1] == ["--probe"]:   # one compile under this process's limit
+        got = reported_mib(argv[1], argv[2], *map(int, argv[3].split(",")))
+        print(got)
+        return
+    kernel = "splash"
+    if argv[:1] == ["--kernel"]:
+        kernel, argv = argv[1], argv[2:]
     topology, triples = argv[0], [tuple(map(int, a.split(","))) for a in argv[1:]]
-    print(f"{'block_q':>8} {'block_kv':>8} {'kv_comp':>8} {'libtpu MiB':>11} "
+    print(f"kernel {kernel} on {topology}, head dim {HEAD_DIM}: libtpu's first refused "
+          "allocation under 1 MiB, and the whole kernel under a limit above that")
+    print(f"{'block_q':>8} {'block_kv':>8} {'kv_comp':>8} {'first MiB':>10} {'whole MiB':>10} "
           f"{'model scratch':>13} {'model bound':>11}")
-    for bq, bkv, bkc in triples:
-        bound = kernels.vmem_bytes(bq, bkv, bkc, HEAD_DIM)
-        scratch = bound - 4 * bq * bkv
-        print(f"{bq:>8} {bkv:>8} {bkc:>8} {reported_mib(topology, bq, bkv, bkc):>11} "
-              f"{scratch / 2**20:>13.2f} {bound / 2**20:>11.2f}")
+    for t in triples:
+        bound = kernels.vmem_bytes(*t, HEAD_DIM)
+        scratch = bound - 4 * t[0] * t[1]
+        first = probe(kernel, topology, t, 1)
+        print(f"{t[0]:>8} {t[1]:>8} {t[2]:>8} {first:>10} "
+              f"{total_mib(kernel, topology, t, first):>10} "
+              f"{scratch / 2**20:>13.2f} {bound / 2**20:>11.2f}", flush=True)
 
 
 if __name__ == "__main__":

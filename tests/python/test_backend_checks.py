@@ -188,3 +188,35 @@ def test_the_plan_says_which_shardings_the_backend_compiled(tmp_path):
             assert "HBM" in only[b.candidate] and "analysed, not compiled in full" in b.label(tag)
     labels = [row[0] for row in comparison_rows(r.plan)]
     assert any("analysed, not compiled in full" in label for label in labels)
+
+
+def test_a_sharding_the_oracles_full_compile_refuses_leaves_the_plan(monkeypatch):
+    """With the oracle, a sharding predicted to compile that the backend then refuses (the
+    oracle compiles its best in full) cannot be the plan: it leaves the pool, and the oracle
+    is the best pair whose sharding compiles. (Wan 14B's ring forms on v5e-4: predicted
+    within the VMEM bound, refused by libtpu at 66.8 MiB of 64; before, the plan kept the
+    refused sharding and crashed on its missing program.)"""
+    predicted, other, alpa = _candidate(), _candidate("dp2-uly4"), _candidate("dp2-ring4")
+    run = _run(V5E, {predicted.name: 2**30})
+    run.settings = dataclasses.replace(run.settings, oracle=True)
+    run.stage2.rank = lambda c, graph, q1=None: []      # no placements beyond the pairs
+    run.graphs = {c.name: object() for c in (predicted, other, alpa)}
+    run.verified = {other.name}
+    run.predicted = {predicted.name: "analysed, not compiled in full; predicted ..."}
+
+    def verify(run, what, todo):
+        for c in todo:
+            if c.name == predicted.name:
+                del run.graphs[c.name]
+                run.skip(c.name, "full compile failed: CompileTimeScopedVmemOom")
+            else:
+                run.verified.add(c.name)
+
+    monkeypatch.setattr(planner, "_verify", verify)
+    pool = [_pair(predicted, 1.0), _pair(other, 2.0)]
+    oracle, pool, base = planner._oracle_and_refusals(
+        run, [predicted, other, alpa], [], pool, {"alpa": _pair(alpa, 1.5, "alpa")}, None)
+    assert oracle.candidate.name == alpa.name
+    assert [p.candidate.name for p in pool] == [other.name]
+    assert planner._pooled(pool, base)[0].candidate.name == alpa.name
+    assert any("CompileTimeScopedVmemOom" in s for s in run.skipped)

@@ -26,6 +26,8 @@ candidates come from strategies.function_candidates).
 
 from __future__ import annotations
 
+import re
+
 
 from aoizora.compile import jaxenv  # noqa: F401  (environment before jax)
 from aoizora.errors import CompileError, CompilerOutOfMemory, UserError, one_line
@@ -113,7 +115,15 @@ def _out_of_memory(e: BaseException) -> bool:
 
 def _failure(candidate, what: str, e: BaseException) -> CompileError:
     cls = CompilerOutOfMemory if _out_of_memory(e) else CompileError
-    return cls(f"{candidate.name}: {what} failed: {one_line(e)}")
+    return cls(f"{candidate.name}: {what} failed: {one_line(e)}{_allocation(e)}")
+
+
+def _allocation(e: BaseException) -> str:
+    """libtpu's memory verdict, which its first line leaves out ("RESOURCE_EXHAUSTED: E1001:
+    CompileTimeScopedVmemOom:"; the sizes come lines later): " (scoped allocation with size
+    66.79M and limit 64.00M)", or "" when the message has none."""
+    m = re.search(r"Scoped allocation with size \S+ and limit \S+", str(e))
+    return f" ({m.group(0)[0].lower()}{m.group(0)[1:]})" if m else ""
 
 
 def _lowered(candidate, model, workload, devices, order):

@@ -118,6 +118,7 @@ class KernelShape:
     kv_len: int
     head_dim: int
     calls: int = 1
+    kernel: str = "splash"     # whose VMEM bound the block search holds it to
 
 
 def attention_shapes(candidate, model, workload, kernel: str = "splash") -> KernelShape:
@@ -128,15 +129,17 @@ def attention_shapes(candidate, model, workload, kernel: str = "splash") -> Kern
     heads = model.heads // c.tensor
     d = model.dim // model.heads
     if c.form == "allgather_kv":
-        return KernelShape(heads, s // c.context, s, d)
-    if c.form == "ulysses":
-        return KernelShape(heads // c.ulysses, s, s, d)
-    if c.form == "ring":
-        return KernelShape(heads, s // c.context, s // c.context, d, calls=c.context)
-    if c.form == "ulysses_ring":
+        shape = KernelShape(heads, s // c.context, s, d)
+    elif c.form == "ulysses":
+        shape = KernelShape(heads // c.ulysses, s, s, d)
+    elif c.form == "ring":
+        shape = KernelShape(heads, s // c.context, s // c.context, d, calls=c.context)
+    elif c.form == "ulysses_ring":
         r = s // c.ring
-        return KernelShape(heads // c.ulysses, r, r, d, calls=c.ring)
-    return KernelShape(heads, s, s, d)
+        shape = KernelShape(heads // c.ulysses, r, r, d, calls=c.ring)
+    else:
+        shape = KernelShape(heads, s, s, d)
+    return dataclasses.replace(shape, kernel=kernel)
 
 
 def round_up(n: int, m: int) -> int:
@@ -157,19 +160,33 @@ def block_ladder(n: int, align: int, max_blocks: int = MAX_BLOCKS) -> list[int]:
 
 
 def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int,
-               dtype_bytes: int = 2) -> int:
-    """An upper bound of the splash forward kernel's VMEM, from what libtpu reports for it
-    (docs/simulator.md, "Block sizes"). Its own scratch, exactly: per query row, q and o
-    double-buffered, the f32 accumulator and the m, l rows (128 lanes of f32 each); per key
-    row, k and v double-buffered. And the scores, bounded by f32 over the whole
-    block_q x block_kv tile: the kernel's inner loop over block_kv_compute sub-tiles keeps
-    most of them live (libtpu: 9728 x 9728 in 512-key sub-tiles uses 375 MiB in all, the
-    bound says 412; 9472 x 1024 uses 47 MiB on v6e, the bound says 61). block_kv_compute
-    does not enter the bound."""
-    del block_kv_compute
+               dtype_bytes: int = 2, kernel: str = "splash") -> int:
+    """An upper bound of an attention kernel's VMEM (jax's splash kernel, or tokamax's ring
+    kernel: `kernel`), checked against what libtpu reports (docs/simulator.md, "Block
+    sizes"; bench/splash_vmem.py; the points in tests/python/test_kernels.py). The kernel's
+    own scratch (scratch_bytes), exactly; the scores, bounded by f32 over the whole
+    block_q x block_kv tile (the inner loop over block_kv_compute sub-tiles keeps most of
+    them live: 9728 x 9728 in 512-key sub-tiles uses 375 MiB in all); where the whole
+    block is computed at once (block_kv_compute = block_kv), one more f32 lane tile per
+    query row, which libtpu's total needs beyond those (4736 x 2432 x 2432: 59.86 MiB,
+    1.98 over them; the one point that sets this term, the other whole-block points check
+    it); and on tokamax's ring kernel its two f32 residual outputs per query row (a lane
+    tile each, double-buffered: the operands libtpu lists), which it returns to merge the
+    ring's steps (4736 x 2432 with 40 heads: 69.10 MiB, the bound 69.44)."""
+    whole_block = block_q * LANE * 4 if block_kv_compute == block_kv else 0
+    residuals = block_q * 2 * 2 * LANE * 4 if kernel == "tokamax_ring" else 0
+    return (scratch_bytes(block_q, block_kv, head_dim, dtype_bytes) + whole_block + residuals
+            + 4 * block_q * block_kv)
+
+
+def scratch_bytes(block_q: int, block_kv: int, head_dim: int, dtype_bytes: int = 2) -> int:
+    """The splash kernel's own scratch as libtpu reports it (exact for the triples of
+    tests/python/test_kernels.py): per query row q and o double-buffered, the f32
+    accumulator and the m, l rows (128 lanes of f32 each); per key row k and v
+    double-buffered."""
     per_q_row = 2 * 2 * head_dim * dtype_bytes + 4 * head_dim + 2 * LANE * 4
     per_kv_row = 2 * 2 * head_dim * dtype_bytes
-    return block_q * per_q_row + block_kv * per_kv_row + 4 * block_q * block_kv
+    return block_q * per_q_row + block_kv * per_kv_row
 
 
 # What can bound a kernel call (compute/splash_kernel.h): the MXU, the online softmax on
@@ -258,7 +275,8 @@ def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
                                  bq, bkv, bkc, 2, dataclasses.asdict(device))
     return BlockCost(bq, bkv, bkc, q_pad, kv_pad, shape.calls * c["flops"],
                      shape.calls * c["bytes"], shape.calls * c["seconds"],
-                     vmem_bytes(bq, bkv, bkc, shape.head_dim), int(c["steps"]), c["bound"])
+                     vmem_bytes(bq, bkv, bkc, shape.head_dim, kernel=shape.kernel),
+                     int(c["steps"]), c["bound"])
 
 
 def legal_triples(shape: KernelShape, align: int):
@@ -268,8 +286,8 @@ def legal_triples(shape: KernelShape, align: int):
     for bq in block_ladder(shape.q_len, align):
         for bkv in kv_ladder:
             for bkc in sorted({min(DEFAULT_BLOCK, bkv), bkv}):
-                if (bkv % bkc == 0
-                        and vmem_bytes(bq, bkv, bkc, shape.head_dim) <= limit):
+                if (bkv % bkc == 0 and vmem_bytes(bq, bkv, bkc, shape.head_dim,
+                                                  kernel=shape.kernel) <= limit):
                     yield bq, bkv, bkc
 
 

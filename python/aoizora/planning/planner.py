@@ -213,8 +213,9 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
         pool, base_pairs = _verify_pooled(run, pool, base_pairs, whole)
     finally:
         run.ahead.close()
+    oracle, pool, base_pairs = _oracle_and_refusals(run, candidates, s1, pool, base_pairs, whole)
     return _result(run, {"name": name, "video": video}, candidates, s1, top, ranked, pool,
-                   base_pairs, whole)
+                   base_pairs, whole, oracle)
 
 
 def _check_compilable(target: CompileTarget, topology: str) -> None:
@@ -524,7 +525,7 @@ def _backend_prediction(run: _Run, c) -> str | None:
     said = [f"HBM {_size(used)} of {_size(hbm)} (XLA's buffer assignment)"]
     if c.block_q:  # a Pallas attention kernel with its blocks (none on the blockwise core)
         vmem = kernels.vmem_bytes(c.block_q, c.block_kv, c.block_kv_compute,
-                                  run.cfg.dim // run.cfg.heads)
+                                  run.cfg.dim // run.cfg.heads, kernel=c.kernel)
         limit = kernels.scoped_vmem_bytes()
         if vmem > limit:
             return None
@@ -553,7 +554,7 @@ def _skip_reason(run: _Run, name: str) -> str:
 
 def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: list,
             ranked: list[Pair], pool: list[Pair], base_pairs: dict[str, Pair],
-            video) -> PlanResult:
+            video, oracle: Pair | None) -> PlanResult:
     """The plan: the best of the decision and the baselines' own pairs (a user never gets a
     plan slower than their deployment), saying when a baseline replaced the decision; with
     the stages around the loop priced (`video`), the best per video."""
@@ -561,7 +562,6 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     simulated = _pooled(pool, base_pairs, video, _robust_bands(run))
     best = simulated[0]
     stage2, graphs = run.stage2, run.graphs
-    oracle = _oracle(run, candidates, s1, simulated) if run.settings.oracle else None
     choice = _chosen(run, best, ranked)
     run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
     the_plan = Plan(
@@ -969,6 +969,28 @@ def _programs(run: _Run) -> str:
 
 def _shown(best: Pair, base_pairs: dict[str, Pair]) -> set[str]:
     return {best.candidate.name} | {p.candidate.name for p in base_pairs.values()}
+
+
+def _oracle_and_refusals(run: _Run, candidates: list, s1: list, pool: list[Pair],
+                         base_pairs: dict[str, Pair], video
+                         ) -> tuple[Pair | None, list[Pair], dict[str, Pair]]:
+    """With Settings.oracle: the oracle (_oracle), and the pool and the baselines' pairs
+    less every sharding whose full compile there the TPU backend refused although the
+    analysis predicted it to compile (reported in run.skipped; a refused baseline in
+    run.failed_baselines); the plan's sharding is then held to the rule again. Without it:
+    (None, pool, base_pairs)."""
+    if not run.settings.oracle:
+        return None, pool, base_pairs
+    oracle = _oracle(run, candidates, s1, pool + list(base_pairs.values()))
+    pool = [p for p in pool if p.candidate.name in run.graphs]
+    if not pool:
+        raise UserError("every judged sharding failed the full compile: "
+                        + "; ".join(run.skipped[-3:]))
+    for tag in [t for t, p in base_pairs.items() if p.candidate.name not in run.graphs]:
+        name = base_pairs.pop(tag).candidate.name
+        run.failed_baselines[tag] = {"candidate": name, "why": _skip_reason(run, name)}
+    pool, base_pairs = _verify_pooled(run, pool, base_pairs, video)
+    return oracle, pool, base_pairs
 
 
 def _oracle(run: _Run, candidates: list, s1: list, simulated: list[Pair]) -> Pair:
