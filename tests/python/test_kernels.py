@@ -44,8 +44,9 @@ LIBTPU_KERNEL_SCRATCH_MIB = {(512, 512, 512): 1.75, (2048, 512, 512): 5.5,
                              (9472, 1024, 512): 24.12}
 # ... and the whole kernel (scratch and score tiles) where the scratch alone fit: jax's
 # splash kernel on whole blocks (no segment ids), then with the keys padded (segment ids),
-# then tokamax's ring kernel (segment ids and its residual outputs), 40 heads of 128 on
-# v5e (bench/splash_vmem.py --kernel ...; SPLASH_VMEM_HEADS=40).
+# then tokamax's ring kernel (segment ids and its residual outputs); heads of 128, 40 of
+# them per call from the v5e 4736 x 2432 on (10 for v6e's 9472 x 1024 and 1024 x 9472), as
+# bench/splash_vmem.py --kernel ... with SPLASH_VMEM_HEADS measures them.
 LIBTPU_KERNEL_TOTAL_MIB = {("splash", "v6e", 9472, 1024, 512): 46.95,
                            ("splash", "tpu7x", 9472, 1024, 512): 45.98,
                            ("splash", "v5e", 9728, 9728, 512): 374.77,
