@@ -7,7 +7,7 @@
 # checkpoint: settings already done by this code version are kept.
 #
 #   bash scripts/frozen_grid.sh COMMIT OUT [eval arguments...]
-#   e.g. bash scripts/frozen_grid.sh 57fc61c /work/grid_out --grid paper --oracle --jobs 2
+#   e.g. bash scripts/frozen_grid.sh 5b49b05 /work/grid_out --grid paper --oracle --jobs 2
 #
 # Needs the set-up of scripts/setup.sh (.venv); runs in the foreground (start it with
 # setsid nohup ... & for a long grid). The log is OUT/log.
