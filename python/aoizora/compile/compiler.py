@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 
-
 from aoizora.compile import jaxenv  # noqa: F401  (environment before jax)
 from aoizora.errors import CompileError, CompilerOutOfMemory, UserError, one_line
 from aoizora.models.base import FunctionSpec

@@ -519,14 +519,14 @@ def _backend_prediction(run: _Run, c) -> str | None:
     in full. tokamax's ring kernel is always left to the backend: Mosaic spills its
     registers into VMEM, which no bound from its blocks sees (TPU7x, 4736 x 2560 x 512,
     20 heads: 100.6 MiB, 31 of them spill slots, where the bound says 69.6)."""
+    if c.kernel == kernels.TPU_KERNEL_OF_FORM["ring"]:
+        return None
     spec = run.stage2.topology.spec
     hbm = spec["hbm_bytes"] / spec.get("cores_per_chip", 1)
     used = run.hbm_of.get(c.name)
     if used is None or used > HBM_PREDICTION_SHARE * hbm:
         return None
     said = [f"HBM {_size(used)} of {_size(hbm)} (XLA's buffer assignment)"]
-    if c.kernel == kernels.TPU_KERNEL_OF_FORM["ring"]:
-        return None
     if c.block_q:  # a Pallas attention kernel with its blocks (none on the blockwise core)
         vmem = kernels.vmem_bytes(c.block_q, c.block_kv, c.block_kv_compute,
                                   run.cfg.dim // run.cfg.heads, kernel=c.kernel)
