@@ -1,8 +1,10 @@
 """The attention kernels' VMEM as libtpu reports it, beside kernels.vmem_bytes (the model the
-block search uses). Compiles one kernel call per block triple for a TPU generation under a
-scoped VMEM limit of 1 MiB, so that every compile fails and libtpu prints the kernel's own
-scratch ("Scoped allocation with size X"; two blocks of q and of k/v, so that the pipeline
-double-buffers as it does on real lengths); the figures in tests/python/test_kernels.py
+block search uses). Compiles one kernel call per block triple for a TPU generation (two
+blocks of q and of k/v, so that the pipeline double-buffers as it does on real lengths),
+first under a scoped VMEM limit of 1 MiB, where libtpu reports the first allocation it
+refuses ("Scoped allocation with size X": the splash kernel's own scratch on whole blocks),
+then, each in a process of its own, under limits raised past each report until the compile
+fits: the last report is the whole kernel. The figures in tests/python/test_kernels.py
 come from here. Deviceless: no TPU needed. Kernels (--kernel):
 
     splash         jax's splash kernel on lengths of whole blocks (no segment ids)
@@ -18,6 +20,7 @@ import os
 import re
 import sys
 
+import math  # noqa: E402
 import subprocess  # noqa: E402
 
 # libtpu reads its flags once per process: each limit is probed in a process of its own.
@@ -98,8 +101,6 @@ def total_mib(kernel: str, topology: str, triple, first: str) -> str:
     """The whole kernel: libtpu reports the allocation that the limit refuses, which grows
     as the limit is raised past each one; the limit is raised to just above each report
     until the compile fits, and the last report is the whole."""
-    import math
-
     try:
         last = float(first.split()[0])
     except ValueError:
@@ -127,9 +128,10 @@ def main(argv):
           "allocation under 1 MiB, and the whole kernel under a limit above that")
     print(f"{'block_q':>8} {'block_kv':>8} {'kv_comp':>8} {'first MiB':>10} {'whole MiB':>10} "
           f"{'model scratch':>13} {'model bound':>11}")
+    model_kernel = "tokamax_ring" if kernel == "tokamax_ring" else "splash"
     for t in triples:
-        bound = kernels.vmem_bytes(*t, HEAD_DIM)
-        scratch = bound - 4 * t[0] * t[1]
+        bound = kernels.vmem_bytes(*t, HEAD_DIM, kernel=model_kernel)
+        scratch = kernels.scratch_bytes(t[0], t[1], HEAD_DIM)
         first = probe(kernel, topology, t, 1)
         print(f"{t[0]:>8} {t[1]:>8} {t[2]:>8} {first:>10} "
               f"{total_mib(kernel, topology, t, first):>10} "

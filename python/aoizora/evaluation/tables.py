@@ -25,7 +25,8 @@ CSV_FIELDS = ["key", "half", "model", "topology", "video", "frames", "status", "
               "gain_beyond_axis_orders", "best_placement_kind", "every_order_worst",
               "every_order_plan_over_best", "every_order_default_over_best", "k", "winner",
               "winner_q1_rank", "in_top_k", "oracle_pool", "spearman_min", "spearman_mean",
-              "spearman_pooled", "q2_top1_agree", "q1_spearman", "q1_within_20pct", "cold_s", "cold_decision_s",
+              "spearman_pooled", "q2_top1_agree", "q1_spearman", "q1_within_20pct", "cold_s",
+              "cold_decision_s",
               "cold_cache_hits", "warm_s", "code", "commit", "reason"]
 
 
@@ -212,10 +213,10 @@ def _speed_rows(summ: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         v, paper = summ["per_slice"].get(t), PAPER["speedup_per_slice"].get(t)
         if paper is None and not v:
             continue
-        rows.append((f"best speedup on {t} (geomean)", f"{paper}x" if paper else "- (not in the paper)",
+        rows.append((f"best speedup on {t} (geomean)",
+                     f"{paper}x" if paper else "- (not in the paper)",
                      f"{_f(v['max'])} ({_f(v['geomean'])})" if v else "-",
-                     _verdict(None if not v or paper is None else v["max"] >= paper)
-                     if paper else "-"))
+                     _verdict(None if not v else v["max"] >= paper) if paper else "-"))
     return rows + [
         ("best speedup vs Alpa-style", "1.37x", _f(al["max"]),
          _verdict(None if al["max"] is None else al["max"] >= PAPER["speedup_vs_alpa"])),
