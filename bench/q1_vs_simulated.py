@@ -15,7 +15,8 @@ without compiling or simulating again:
     python bench/q1_vs_simulated.py --rescore out.json --texts DIR [--json after.json]
 
 reruns Stage 1 (the installed core) on the saved texts and prints the table against the saved
-simulated steps. The summary line gives Spearman(Q1, simulated) and Q1's relative error
+simulated steps; `--best-boxes` rescores with every collective on its own best box of the
+slice (Q1 before it was priced on placements, docs/stage1.md), to measure what that changes. The summary line gives Spearman(Q1, simulated) and Q1's relative error
 (Q1 / simulated - 1: median and range; the share within 20 %).
 """
 
@@ -47,6 +48,8 @@ def main() -> int:
                     "with --rescore)")
     ap.add_argument("--rescore", metavar="JSON", help="rows of an earlier run: rerun Stage 1 "
                     "on the texts in --texts, keep the simulated figures")
+    ap.add_argument("--best-boxes", action="store_true", help="with --rescore: price every "
+                    "collective on its own best box, not on the best placement")
     a = ap.parse_args()
     rows = rescore(a) if a.rescore else measure(a)
     report(rows)
@@ -105,7 +108,8 @@ def rescore(a) -> list[dict]:
     topology = a.topology
     for x in rows:
         with open(os.path.join(a.texts, f"{x['candidate']}.mlir")) as f:
-            r = _core.analyze_stablehlo(f.read(), topology=topology)
+            r = _core.analyze_stablehlo(f.read(), topology=topology,
+                                        q1_on_placements=not a.best_boxes)
         x.update(q1=r.q1_seconds, compute=r.compute_seconds,
                  overlap=r.overlappable_comm_seconds, barrier=r.barrier_comm_seconds)
         for kind, pair in x["comm_gb"].items():

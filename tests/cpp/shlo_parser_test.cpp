@@ -77,6 +77,24 @@ TEST(ShloParser, ManualComputationWithGenericCollectives) {
   EXPECT_EQ(to_string(*m->values[mc.results[0]].sharding), R"([{}, {"model"}])");
 }
 
+// MLIR prints a large dense attribute in hex, each element's bytes little-endian (a ring over
+// 256 devices: 512 pairs). The digits were read as decimal numbers, so a pod-scale ring's
+// permutes had nonsense groups (and Stage 1 their axes wrong).
+TEST(ShloParser, DenseAttributesInHex) {
+  const std::string attrs =
+      R"(source_target_pairs = dense<"0x0000000000000000080000000000000008000000000000001000000000000000"> : tensor<2x2xi64>)";
+  auto pairs = attr_dense_2d(attrs, "source_target_pairs");
+  ASSERT_TRUE(pairs);
+  EXPECT_EQ(*pairs, (std::vector<std::vector<int64_t>>{{0, 8}, {8, 16}}));
+  // Narrower elements, and digits that are not whole elements.
+  auto narrow = attr_dense_2d(R"(replica_groups = dense<"0x0100020003000400"> : tensor<2x2xi16>)",
+                              "replica_groups");
+  ASSERT_TRUE(narrow);
+  EXPECT_EQ(*narrow, (std::vector<std::vector<int64_t>>{{1, 2}, {3, 4}}));
+  EXPECT_FALSE(attr_dense_2d(R"(replica_groups = dense<"0x01000200030004"> : tensor<2x2xi16>)",
+                             "replica_groups"));
+}
+
 TEST(ShloParser, WhileWithMultiResultsAndPrivateCalls) {
   Result<Module> m = parse_module(testdata::kLayersScan);
   ASSERT_TRUE(m.ok()) << m.error().to_string();

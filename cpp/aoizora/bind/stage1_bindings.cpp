@@ -30,6 +30,7 @@ stage1::Stage1Options options_from(const nb::kwargs& kw) {
     else if (key == "link_bandwidth") o.chip.link_bandwidth = nb::cast<double>(v);
     else if (key == "alpha") o.chip.hop_latency = nb::cast<double>(v);
     else if (key == "hbm_usable_fraction") o.hbm_usable_fraction = nb::cast<double>(v);
+    else if (key == "q1_on_placements") o.q1_on_placements = nb::cast<bool>(v);
     else if (key == "slice_dims") {
       auto d = nb::cast<std::vector<int>>(v);
       for (size_t i = 0; i < 3; ++i) o.slice_dims[i] = i < d.size() ? d[i] : 1;
@@ -123,6 +124,7 @@ void bind_results(nb::module_& m) {
       .def_rw("comm_count_by_kind", &Stage1Result::comm_count_by_kind)
       .def_rw("comm_bytes_by_origin", &Stage1Result::comm_bytes_by_origin)
       .def_rw("comm_seconds_by_axis", &Stage1Result::comm_seconds_by_axis)
+      .def_rw("q1_placement", &Stage1Result::q1_placement)
       .def_rw("comm_bytes_by_axis", &Stage1Result::comm_bytes_by_axis)
       .def_rw("collectives", &Stage1Result::collectives)
       .def_rw("warnings", &Stage1Result::warnings)

@@ -4,8 +4,6 @@
 #include <array>
 #include <vector>
 
-#include "aoizora/cost/algorithm.h"
-#include "aoizora/cost/phase_load.h"
 
 namespace aoizora::cost {
 
@@ -134,25 +132,8 @@ GroupCost BestGroupCosts::compute(hlo::CollectiveKind kind, int k, CoreAxis core
     } else {
       c.groups = groups;
     }
-    loads.clear();
-    double route_latency = 0;
-    const int steps = generate_flows(
-        c, identity, topo_, 1.0, /*aggregate=*/true,
-        [&](int src, int dst, double bytes, int first_step, int, int) {
-          const int s = loads.slot(first_step);
-          double lat = 0;
-          topo_.for_each_route_link(src, dst, [&](int l) {
-            loads.add(s, l, bytes);
-            lat += topo_.links[static_cast<size_t>(l)].latency;
-          });
-          route_latency = std::max(route_latency, lat);
-        });
-    GroupCost g;
-    g.seconds_per_byte = loads.serial_seconds();
-    g.latency = steps * route_latency;
-    if (g.seconds_per_byte < best.seconds_per_byte ||
-        (g.seconds_per_byte == best.seconds_per_byte && g.latency < best.latency))
-      best = g;
+    const GroupCost g = price_collective(c, identity, topo_, loads);
+    if (g < best) best = g;
   }
   return best;
 }

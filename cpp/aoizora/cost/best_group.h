@@ -10,23 +10,15 @@
 // at the die-to-die link (docs/stage1.md, "Where Q1 and the compiled program part").
 #pragma once
 
-#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
 
+#include "aoizora/cost/group_cost.h"
 #include "aoizora/hlo/collective_graph.h"
 #include "aoizora/topo/topology.h"
 
 namespace aoizora::cost {
-
-// Seconds of one collective of volume V (collective_volume's convention):
-// V * seconds_per_byte + latency.
-struct GroupCost {
-  double seconds_per_byte = std::numeric_limits<double>::infinity();
-  double latency = 0;
-  double seconds(double volume) const { return volume * seconds_per_byte + latency; }
-};
 
 // Which boxes a group may take along the core axis (the 4th device axis).
 enum class CoreAxis {

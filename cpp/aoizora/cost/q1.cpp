@@ -25,18 +25,6 @@ double best_axis_bandwidth(int64_t k, const Q1Params& p) {
 
 namespace {
 
-hlo::CollectiveKind hlo_kind(shlo::CommKind k) {
-  switch (k) {
-    case shlo::CommKind::kAllGather: return hlo::CollectiveKind::kAllGather;
-    case shlo::CommKind::kAllReduce: return hlo::CollectiveKind::kAllReduce;
-    case shlo::CommKind::kReduceScatter: return hlo::CollectiveKind::kReduceScatter;
-    case shlo::CommKind::kAllToAll: return hlo::CollectiveKind::kAllToAll;
-    case shlo::CommKind::kCollectivePermute: return hlo::CollectiveKind::kCollectivePermute;
-    case shlo::CommKind::kCollectiveBroadcast: return hlo::CollectiveKind::kCollectiveBroadcast;
-  }
-  return hlo::CollectiveKind::kAllReduce;
-}
-
 double axis_bw(const std::string& axis, int64_t k, const Q1Params& p) {
   auto it = p.axis_bandwidth.find(axis);
   if (it != p.axis_bandwidth.end()) return it->second;
@@ -50,8 +38,8 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
   using shlo::CommKind;
   const double k = static_cast<double>(std::max<int64_t>(n.group_size, 1));
   if (k <= 1 && n.comm != CommKind::kCollectivePermute) return 0;
+  const double volume = n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
   if (p.group_costs && k > 1) {
-    const double volume = n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
     CoreAxis core = CoreAxis::kAny;
     if (!p.core_axis.empty()) {
       core = CoreAxis::kAvoids;
@@ -62,7 +50,7 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
     // over the chips' cores crosses ICI as well as the die-to-die links), not one pair's.
     const int64_t group = n.comm == CommKind::kCollectivePermute ? n.cycle_length
                                                                  : static_cast<int64_t>(k);
-    return p.group_costs->get(hlo_kind(n.comm), static_cast<int>(group), core).seconds(volume);
+    return p.group_costs->get(to_hlo_kind(n.comm), static_cast<int>(group), core).seconds(volume);
   }
   double bw = 0;
   const shlo::Mesh* m = meshes.find(mesh);
@@ -192,7 +180,13 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
       t[i] = compute_seconds(x, p);
       b.compute += t[i] * x.repeat;
     } else {
-      t[i] = collective_seconds(x, dag.meshes, dag.mesh, p);
+      const GroupCost* placed = p.placed_groups ? p.placed_groups->get(i) : nullptr;
+      if (placed) {
+        t[i] = placed->seconds(x.comm == shlo::CommKind::kAllGather ? x.result_bytes : x.operand_bytes);
+      } else {
+        t[i] = collective_seconds(x, dag.meshes, dag.mesh, p);
+        if (p.placed_groups) ++b.unplaced_collectives;
+      }
     }
   }
   std::vector<char> used(n, 0);  // matmuls already hiding a weight gather

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "aoizora/cost/best_group.h"
+#include "aoizora/cost/placed_groups.h"
 #include "aoizora/shlo/dag.h"
 #include "aoizora/topo/catalog.h"
 
@@ -48,6 +49,9 @@ struct Q1Params {
   std::map<std::string, double> axis_bandwidth;
   // When set (not owned), collectives are priced on the real topology (best_group.h).
   BestGroupCosts* group_costs = nullptr;
+  // When set (not owned), q1() prices each collective on the groups one placement gives it
+  // (placed_groups.h, placed for this DAG); one whose groups are not known, on group_costs.
+  PlacedGroupCosts* placed_groups = nullptr;
   // With group_costs on a slice of two cores per chip: the mesh axis whose groups span a
   // chip's cores; a collective over other axes only stays on one core of each chip. Empty:
   // every collective may take any box (the best for each, as if each had the cores).
@@ -63,6 +67,10 @@ struct Q1Breakdown {
   double barrier_comm = 0;
   std::map<std::string, double> comm_by_axis;  // seconds, a multi-axis collective split evenly
   std::string core_axis;                       // Q1Params::core_axis it was priced with
+  // Priced on a placement: its name; and the collectives whose groups were not known, priced
+  // on their best box instead.
+  std::string placement;
+  int unplaced_collectives = 0;
 };
 
 // Best bandwidth (bytes/s per device) a slice could give a mesh axis of length k.

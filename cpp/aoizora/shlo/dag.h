@@ -54,6 +54,9 @@ struct DagNode {
   // A permute: the length of the cycle its source-target pairs form (a ring step over an
   // axis of k devices: k; a swap: 2). Its links are those of the whole cycle.
   int64_t cycle_length = 2;
+  // An explicit collective's replica groups (a permute's source-target pairs), partition ids
+  // as the text gives them; empty for an implicit one, whose groups its axes give.
+  std::vector<std::vector<int64_t>> partition_groups;
   double operand_bytes = 0;
   double result_bytes = 0;
   // True when the data it moves depends only on program inputs (weights), so the

@@ -140,6 +140,33 @@ std::vector<int64_t> ints_in(std::string_view s) {
   return out;
 }
 
+// The integers of MLIR's hex form of a dense attribute, `"0x..."`: each element's bytes
+// little-endian, `width` bytes wide; nullopt when the digits are not whole elements.
+std::optional<std::vector<int64_t>> hex_elements(std::string_view body, int width) {
+  if (!body.starts_with("\"0x") || !body.ends_with('"') || width <= 0) return std::nullopt;
+  const std::string_view hex = body.substr(3, body.size() - 4);
+  if (hex.size() % (2 * static_cast<size_t>(width)) != 0) return std::nullopt;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::vector<int64_t> out;
+  for (size_t e = 0; e < hex.size(); e += 2 * static_cast<size_t>(width)) {
+    uint64_t v = 0;
+    for (int b = width - 1; b >= 0; --b) {
+      const int hi = nibble(hex[e + 2 * static_cast<size_t>(b)]);
+      const int lo = nibble(hex[e + 2 * static_cast<size_t>(b) + 1]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      v = (v << 8) | static_cast<uint64_t>(hi * 16 + lo);
+    }
+    if (width < 8 && (v >> (8 * width - 1)) & 1) v |= ~uint64_t{0} << (8 * width);  // sign
+    out.push_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::vector<int64_t>> attr_int_list(std::string_view attrs, std::string_view key,
@@ -190,8 +217,16 @@ std::optional<std::vector<std::vector<int64_t>>> attr_dense_2d(std::string_view 
   std::vector<int64_t> shape = tt == std::string_view::npos
                                    ? std::vector<int64_t>{}
                                    : ints_in(rest.substr(tt + 7, rest.find('>', tt) - tt - 7));
-  std::vector<int64_t> flat = ints_in(body);
-  if (shape.size() >= 1) shape.pop_back();  // the "64" of i64
+  const int64_t bits = shape.empty() ? 64 : shape.back();  // the "64" of i64
+  if (shape.size() >= 1) shape.pop_back();
+  std::vector<int64_t> flat;
+  if (body.starts_with("\"0x")) {  // large attributes print as hex
+    std::optional<std::vector<int64_t>> h = hex_elements(body, static_cast<int>(bits / 8));
+    if (!h) return std::nullopt;
+    flat = std::move(*h);
+  } else {
+    flat = ints_in(body);
+  }
   int64_t cols = shape.size() == 2 ? shape[1] : static_cast<int64_t>(flat.size());
   int64_t nrows = shape.size() == 2 ? shape[0] : 1;
   if (flat.size() == 1 && nrows * cols > 1) flat.assign(static_cast<size_t>(nrows * cols), flat[0]);

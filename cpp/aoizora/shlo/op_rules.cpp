@@ -390,6 +390,7 @@ Status Builder::collective(const Op& op, std::string_view n, double repeat) {
     c.group_size = 2;
     c.cycle_length = cycle_length(pairs);
     c.overlappable = true;
+    c.partition_groups = std::move(pairs);
   } else {
     c.comm = n == "all_reduce" ? CommKind::kAllReduce
            : n == "all_gather" ? CommKind::kAllGather
@@ -398,6 +399,7 @@ Status Builder::collective(const Op& op, std::string_view n, double repeat) {
     auto groups = attr_dense_2d(op.attrs, "replica_groups").value_or(std::vector<std::vector<int64_t>>{});
     if (!groups.empty()) c.axes = axes_of_group(groups[0], &c.group_size);
     else c.group_size = dag_.num_devices;
+    c.partition_groups = std::move(groups);
   }
   // XLA moves a narrowing convert that is the collective's only user in front of it
   // (data-movement collectives only: a sum must stay in the wide type).

@@ -7,7 +7,7 @@
 #include <optional>
 #include <tuple>
 
-#include "aoizora/cost/q1.h"
+#include "aoizora/cost/q1_placement.h"
 #include "aoizora/shlo/dag_builder.h"
 #include "aoizora/shlo/parser.h"
 #include "aoizora/topo/catalog.h"
@@ -72,7 +72,9 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
     group_costs.emplace(*topology);
     p.group_costs = &*group_costs;
   }
-  cost::Q1Breakdown q = cost::q1_best_core_axis(*dag, p);
+  cost::Q1Breakdown q = group_costs && o.q1_on_placements
+                           ? cost::q1_best_placement(*dag, p, *topology)
+                           : cost::q1_best_core_axis(*dag, p);
 
   Stage1Result r;
   r.q1_seconds = q.q1;
@@ -81,10 +83,15 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   r.overlappable_comm_seconds = q.overlappable_comm;
   r.barrier_comm_seconds = q.barrier_comm;
   r.comm_seconds_by_axis = q.comm_by_axis;
+  r.q1_placement = q.placement;
   r.param_bytes = dag->param_bytes;
   r.peak_activation_bytes = dag->peak_activation_bytes;
   r.num_devices = dag->num_devices;
   r.warnings = dag->warnings;
+  if (q.unplaced_collectives > 0)
+    r.warnings.push_back(std::to_string(q.unplaced_collectives) +
+                         " collectives' groups are not the mesh's axes: Q1 prices them on "
+                         "their best box, not on " + q.placement);
   for (const shlo::DagNode& n : dag->nodes) {
     if (n.kind == shlo::DagNode::Kind::kCompute) {
       r.flops += n.flops * n.repeat;

@@ -27,6 +27,10 @@ struct Stage1Options {
   std::array<bool, 3> slice_wrap{false, false, false};
   // Fraction of HBM a candidate may use (XLA reserves some for itself).
   double hbm_usable_fraction = 0.95;
+  // With a topology: price Q1 on the best of the placement pool (cost/q1_placement.h), or,
+  // when false, every collective on its own best box (the placement-oblivious rule, kept to
+  // measure what the placements change: bench/q1_vs_simulated.py).
+  bool q1_on_placements = true;
 };
 
 // One collective the program is predicted to run, as a per-collective cost model (the
@@ -65,6 +69,10 @@ struct Stage1Result {
   std::map<std::string, double> comm_count_by_kind;   // executions
   std::map<std::string, double> comm_bytes_by_origin; // explicit / reshard / contraction ...
   std::map<std::string, double> comm_seconds_by_axis;
+  // The placement Q1 was priced on (cost/q1_placement.h), e.g. "axis-order x|y"; empty when
+  // every collective was priced on its own best box (no topology, or a mesh that cannot be
+  // placed on it).
+  std::string q1_placement;
   // Operand bytes x repeat, split evenly over the axes a collective spans.
   std::map<std::string, double> comm_bytes_by_axis;
   std::vector<PredictedCollective> collectives;

@@ -3,12 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <set>
 
-#include "aoizora/place/axis_order.h"
-#include "aoizora/place/jax_default.h"
-#include "aoizora/place/ring_orders.h"
-#include "aoizora/place/symmetry.h"
+#include "aoizora/place/placement_pool.h"
 
 namespace aoizora::stage2 {
 
@@ -54,49 +50,32 @@ place::Placement local_search(cost::Q2Evaluator& q2, const place::Placement& sta
 
 Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::Topology& t,
                                 const place::MeshShape& mesh, const RankOptions& options) {
-  int64_t size = 1;
-  for (int m : mesh) size *= m;
-  if (size != t.num_devices())
-    return Error{"mesh of " + std::to_string(size) + " devices on " + t.name + " with " +
-                     std::to_string(t.num_devices()) + " devices: sizes must match",
-                 "", 0, 0};
-  if (graph.num_partitions > size)
-    return Error{"the program has " + std::to_string(graph.num_partitions) +
-                     " partitions but the mesh only " + std::to_string(size),
-                 "", 0, 0};
+  place::PoolOptions po;
+  po.axis_orders = options.axis_orders;
+  po.max_axis_orders = options.max_axis_orders;
+  po.ring_orders = options.ring_orders;
+  po.remove_symmetric = options.remove_symmetric;
+  Result<place::PlacementPool> pool = place::placement_pool(t, mesh, po);
+  if (!pool.ok()) return pool.error();
+  if (graph.num_partitions > t.num_devices())
+    return Error::invalid("the program has " + std::to_string(graph.num_partitions) +
+                          " partitions but the mesh only " + std::to_string(t.num_devices()));
   cost::Q2Evaluator q2(graph, t);
   Ranking out;
-  const auto symmetries =
-      options.remove_symmetric ? place::route_symmetries(t) : std::vector<std::vector<int>>{};
-  std::set<std::vector<int>> seen;
+  if (pool->jax_default) {
+    out.jax_default = RankedPlacement{*pool->jax_default, q2.seconds(pool->jax_default->device_of)};
+    ++out.evaluated;
+  } else {
+    out.default_error = pool->default_error;
+  }
+  place::DistinctPlacements distinct(t, options.remove_symmetric);
   auto add = [&](place::Placement p) {
-    std::vector<int> key = symmetries.empty() ? p.device_of : place::canonical(p.device_of, symmetries, t.cores_per_chip());
-    if (!seen.insert(key).second) return;
+    if (!distinct.is_new(p)) return;
     const double s = q2.seconds(p.device_of);
     ++out.evaluated;
     out.ranked.push_back(RankedPlacement{std::move(p), s});
   };
-  Result<place::Placement> d = place::default_placement(t, mesh);
-  if (d.ok()) {
-    out.jax_default = RankedPlacement{*d, q2.seconds(d->device_of)};
-    ++out.evaluated;
-    add(*d);
-  } else {
-    out.default_error = d.error().message;
-  }
-  add(place::row_major(t));
-  if (options.axis_orders && t.is_grid()) {
-    place::AxisOrderOptions ao;
-    ao.max_candidates = options.max_axis_orders;
-    ao.remove_symmetric = options.remove_symmetric;
-    Result<std::vector<place::Placement>> orders = place::enumerate_axis_orders(t, mesh, ao);
-    if (!orders.ok()) return orders.error();
-    for (place::Placement& p : *orders) add(std::move(p));
-  }
-  if (options.ring_orders && t.is_grid()) {
-    for (place::Placement& p : place::snake_orders(t)) add(std::move(p));
-    for (place::Placement& p : place::tile_cycle_orders(t, mesh)) add(std::move(p));
-  }
+  for (place::Placement& p : pool->placements) add(std::move(p));
   auto by_q2 = [](const RankedPlacement& a, const RankedPlacement& b) { return a.q2 < b.q2; };
   std::stable_sort(out.ranked.begin(), out.ranked.end(), by_q2);
   const int starts = std::min<int>(options.search_starts, static_cast<int>(out.ranked.size()));
