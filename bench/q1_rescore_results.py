@@ -9,17 +9,36 @@ own best box (`q1_on_placements=False`), and the table gives per setting Spearma
 simulated), the share within 20 % and the simulator's winner's Q1 rank, both ways. Every
 latency is predicted (Q1) or simulated, never measured.
 
-    .venv/bin/python bench/q1_rescore_results.py docs/results/settings/wan-14b_v5e-*.json
+    .venv/bin/python bench/q1_rescore_results.py docs/results/settings/wan-14b_v5e-*.json \
+        [--texts DIR]
+
+`--texts DIR` keeps each setting's texts (DIR/<setting>/<candidate>.mlir) and reads them there
+the next time, so a change to Stage 1 is rescored in seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from aoizora.compile import jaxenv  # noqa: F401
 from scipy.stats import spearmanr
+
+
+def saved_or_lowered(setting: dict, names: set[str], folder: str | None) -> dict[str, str]:
+    """lowered_texts, read from `folder` when every one was saved there (else saved there)."""
+    paths = {n: os.path.join(folder, f"{n}.mlir") for n in names} if folder else {}
+    if paths and all(os.path.exists(p) for p in paths.values()):
+        return {n: open(p).read() for n, p in paths.items()}
+    texts = lowered_texts(setting, names)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        for n, text in texts.items():
+            with open(paths[n], "w") as f:
+                f.write(text)
+    return texts
 
 
 def lowered_texts(setting: dict, names: set[str]) -> dict[str, str]:
@@ -55,6 +74,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="+")
     ap.add_argument("--json", help="write the per-candidate rows here")
+    ap.add_argument("--texts", help="folder to keep the lowered texts in (and read them from)")
     a = ap.parse_args()
     print("| setting | candidates | rho boxes / placements | within 20 % | median Q1/sim - 1 | "
           "range | winner | its Q1 rank |")
@@ -65,7 +85,8 @@ def main() -> int:
             d = json.load(f)
         cands = {c["candidate"]: c["simulated_s"] for c in d["stage1"]["candidates"]}
         stored = {c["candidate"]: c["q1_s"] for c in d["stage1"]["candidates"]}
-        texts = lowered_texts(d["setting"], set(cands))
+        texts = saved_or_lowered(d["setting"], set(cands),
+                                 a.texts and os.path.join(a.texts, d["key"]))
         rows = {}
         for name, text in texts.items():
             target = d["setting"]["topology"]
