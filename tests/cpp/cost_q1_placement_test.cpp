@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace aoizora::cost {
@@ -65,17 +66,27 @@ TEST(PlacedGroups, AxesGiveRowMajorGroups) {
   EXPECT_FALSE(logical_collective(all_reduce({"tp"}, 2, 1), mesh));
 }
 
+// v5e:4x4 (no wraparound), its best boxes as Q1's fallback.
+class Q1Placement : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<topo::Topology> made = topo::make_topology("v5e:4x4");
+    ASSERT_TRUE(made.ok());
+    t.emplace(std::move(*made));
+    boxes.emplace(*t);
+    p.chip = t->spec;
+    p.group_costs = &*boxes;
+  }
+  std::optional<topo::Topology> t;
+  std::optional<BestGroupCosts> boxes;
+  Q1Params p;
+};
+
 // Two mesh axes of 4 on v5e:4x4 (no wraparound): each alone is best on a 2x2 of chips (a
 // cycle both ways round), but no placement gives both a 2x2: one of them gets a line or a
 // strided 2x2 of hops. Pricing each on its own best box (the placement-oblivious rule) put
 // tensor parallelism over 4 beside a sequence axis over 4 20-29 % under its simulated step.
-TEST(Q1Placement, TwoAxesOfFourCannotBothHaveATwoByTwo) {
-  Result<topo::Topology> t = topo::make_topology("v5e:4x4");
-  ASSERT_TRUE(t.ok());
-  BestGroupCosts boxes(*t);
-  Q1Params p;
-  p.chip = t->spec;
-  p.group_costs = &boxes;
+TEST_F(Q1Placement, TwoAxesOfFourCannotBothHaveATwoByTwo) {
   const shlo::PredictionDag dag = dag_of(shlo::Mesh{"mesh", {{"seq", 4}, {"tp", 4}}},
                                          {all_reduce({"seq"}, 4, 1e9), all_reduce({"tp"}, 4, 1e9)});
   const double box = q1_best_core_axis(dag, p).q1;
@@ -98,13 +109,7 @@ TEST(Q1Placement, TwoAxesOfFourCannotBothHaveATwoByTwo) {
 
 // One axis over the whole slice loses nothing: the pool holds a Hamiltonian cycle of the 4x4
 // (a tile cycle), the best box's own order.
-TEST(Q1Placement, OneAxisKeepsItsBestBox) {
-  Result<topo::Topology> t = topo::make_topology("v5e:4x4");
-  ASSERT_TRUE(t.ok());
-  BestGroupCosts boxes(*t);
-  Q1Params p;
-  p.chip = t->spec;
-  p.group_costs = &boxes;
+TEST_F(Q1Placement, OneAxisKeepsItsBestBox) {
   const shlo::PredictionDag dag = dag_of(shlo::Mesh{"mesh", {{"seq", 16}}},
                                          {all_reduce({"seq"}, 16, 1e9)});
   EXPECT_NEAR(q1_best_placement(dag, p, *t).q1, q1_best_core_axis(dag, p).q1, 1e-9);
@@ -112,13 +117,7 @@ TEST(Q1Placement, OneAxisKeepsItsBestBox) {
 
 // A mesh that is not the slice's size cannot be placed: every collective on its best box,
 // and no placement named.
-TEST(Q1Placement, AMeshOfAnotherSizeFallsBackToBestBoxes) {
-  Result<topo::Topology> t = topo::make_topology("v5e:4x4");
-  ASSERT_TRUE(t.ok());
-  BestGroupCosts boxes(*t);
-  Q1Params p;
-  p.chip = t->spec;
-  p.group_costs = &boxes;
+TEST_F(Q1Placement, AMeshOfAnotherSizeFallsBackToBestBoxes) {
   const shlo::PredictionDag dag = dag_of(shlo::Mesh{"mesh", {{"seq", 8}}},
                                          {all_reduce({"seq"}, 8, 1e9)});
   const Q1Breakdown b = q1_best_placement(dag, p, *t);

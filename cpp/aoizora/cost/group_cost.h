@@ -27,7 +27,8 @@ struct GroupCost {
 };
 
 // The cost of `c` (its groups or source-target pairs, in partition ids) with partition p on
-// device device_of[p]. `loads` is scratch (cleared here).
+// device device_of[p]. `loads` is cleared first and left holding the collective's loads per
+// unit volume (Q2 keeps them per link).
 GroupCost price_collective(const hlo::Collective& c, const std::vector<int>& device_of,
                            const topo::Topology& t, PhaseLoads& loads);
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "aoizora/cost/algorithm.h"
+#include "aoizora/cost/group_cost.h"
 #include "aoizora/compute/mxu.h"
 #include "aoizora/compute/splash_kernel.h"
 
@@ -189,11 +190,11 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*device_of*/, bool k
   const hlo::Collective& c = graph_.collectives[static_cast<size_t>(patterns_[static_cast<size_t>(p)])];
   PatternCost& pc = cost_[static_cast<size_t>(p)];
   loads_.clear();
-  double max_latency = 0;
   const size_t n = static_cast<size_t>(topo_.num_devices());
-  int steps;
+  double latency = 0;  // steps x the longest route's latency
   if (!route_start_.empty()) {
-    steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
+    double max_latency = 0;
+    const int steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
                            [&](int src, int dst, double bytes, int first_step, int, int) {
                              const int s = loads_.slot(first_step);
                              const size_t r = static_cast<size_t>(src) * n + static_cast<size_t>(dst);
@@ -202,9 +203,10 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*device_of*/, bool k
                                loads_.add(s, route_links_[static_cast<size_t>(i)], bytes);
                              max_latency = std::max(max_latency, route_latency_[r]);
                            });
+    latency = steps * max_latency;
   } else if (uniform_latency_ >= 0) {
     int max_hops = 0;
-    steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
+    const int steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
                            [&](int src, int dst, double bytes, int first_step, int, int) {
                              const int s = loads_.slot(first_step);
                              int h = 0;
@@ -214,21 +216,12 @@ void Q2Evaluator::cost_pattern(int p, std::span<const int> /*device_of*/, bool k
                              });
                              max_hops = std::max(max_hops, h);
                            });
-    max_latency = max_hops * uniform_latency_;
+    latency = steps * max_hops * uniform_latency_;
   } else {
-    steps = generate_flows(c, chip_buf_, topo_, 1.0, /*aggregate=*/true,
-                           [&](int src, int dst, double bytes, int first_step, int, int) {
-                             const int s = loads_.slot(first_step);
-                             double lat = 0;
-                             topo_.for_each_route_link(src, dst, [&](int l) {
-                               loads_.add(s, l, bytes);
-                               lat += topo_.links[static_cast<size_t>(l)].latency;
-                             });
-                             max_latency = std::max(max_latency, lat);
-                           });
+    latency = price_collective(c, chip_buf_, topo_, loads_).latency;  // leaves loads_ filled
   }
   pc.unit_seconds = loads_.serial_seconds();
-  pc.latency = steps * max_latency;
+  pc.latency = latency;
   pc.phase.clear();
   pc.links.clear();
   pc.load.clear();
