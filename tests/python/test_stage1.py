@@ -269,6 +269,26 @@ def test_two_mesh_axes_of_four_are_priced_on_one_placement():
     assert placed.q1_seconds > boxes.q1_seconds
 
 
+def test_q1s_placement_is_one_stage2_ranks():
+    # Q1 is priced on the placement pool Stage 2 ranks (place/placement_pool.h), so the
+    # placement it names is among those Stage 2 ranks for the compiled program: a Stage 1 pool
+    # of its own would price shardings on layouts the plan can never take.
+    from aoizora.compile import compiler
+    from aoizora.planning import strategies
+    from aoizora.planning.stage2 import Stage2
+    from aoizora.models import get_model, get_workload
+
+    target = "v5e:4x4"
+    model = get_model("wan-tiny").replace(dtype="bfloat16")
+    wl = get_workload("tiny")
+    c = {c.name: c for c in strategies.enumerate_candidates(model, wl, 16)}["ag4-tp4"]
+    r = _core.analyze_stablehlo(compiler.lower(c, model, wl, target), topology=target)
+    stage2 = Stage2.for_topology(target)
+    graph = stage2.load(compiler.compile(c, model, wl, target))
+    ranked = {p.placement for p in stage2.rank(c, graph, q1=r.q1_seconds)}
+    assert r.q1_placement in ranked, (r.q1_placement, sorted(ranked)[:5])
+
+
 def test_ring_kernel_reads_the_permuted_kv_through_its_reshapes():
     # Inside shard_map, a reshape is free and got no DAG node, and its result no producer:
     # the splash kernel of a ring step reads the received K/V through reshapes, so the
