@@ -19,6 +19,12 @@ namespace aoizora::cost {
 // The HLO collective kind of a DAG node's kind.
 hlo::CollectiveKind to_hlo_kind(shlo::CommKind kind);
 
+// A communication node's V (algorithm.h collective_volume's convention): an all-gather's
+// gathered result, any other kind's operand.
+inline double node_volume(const shlo::DagNode& n) {
+  return n.comm == shlo::CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
+}
+
 // The node's collective in partition ids, or nullopt when its groups are not known: an axis
 // the mesh lacks, or groups whose size is not the node's group size.
 std::optional<hlo::Collective> logical_collective(const shlo::DagNode& n, const shlo::Mesh& mesh);

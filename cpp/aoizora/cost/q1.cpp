@@ -38,7 +38,6 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
   using shlo::CommKind;
   const double k = static_cast<double>(std::max<int64_t>(n.group_size, 1));
   if (k <= 1 && n.comm != CommKind::kCollectivePermute) return 0;
-  const double volume = n.comm == CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
   if (p.group_costs && k > 1) {
     CoreAxis core = CoreAxis::kAny;
     if (!p.core_axis.empty()) {
@@ -50,7 +49,8 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
     // over the chips' cores crosses ICI as well as the die-to-die links), not one pair's.
     const int64_t group = n.comm == CommKind::kCollectivePermute ? n.cycle_length
                                                                  : static_cast<int64_t>(k);
-    return p.group_costs->get(to_hlo_kind(n.comm), static_cast<int>(group), core).seconds(volume);
+    return p.group_costs->get(to_hlo_kind(n.comm), static_cast<int>(group), core)
+        .seconds(node_volume(n));
   }
   double bw = 0;
   const shlo::Mesh* m = meshes.find(mesh);
@@ -182,7 +182,7 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     } else {
       const GroupCost* placed = p.placed_groups ? p.placed_groups->get(i) : nullptr;
       if (placed) {
-        t[i] = placed->seconds(x.comm == shlo::CommKind::kAllGather ? x.result_bytes : x.operand_bytes);
+        t[i] = placed->seconds(node_volume(x));
       } else {
         t[i] = collective_seconds(x, dag.meshes, dag.mesh, p);
         if (p.placed_groups) ++b.unplaced_collectives;

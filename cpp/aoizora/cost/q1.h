@@ -1,5 +1,6 @@
-// Q1: the placement-oblivious score of Stage 1. It does not know which chip a logical
-// device sits on, so it gives every mesh axis the best bandwidth the slice could give it:
+// Q1: the score of Stage 1, before anything is compiled. Without a topology it does not know
+// which chip a logical device sits on, so it gives every mesh axis the best bandwidth the
+// slice could give it:
 //   - an axis as long as a physical axis with wraparound, or one that fits a 2D sub-grid
 //     with an even number of chips (which has a Hamiltonian cycle), runs a bidirectional
 //     ring: 2 x link bandwidth per device;
@@ -12,7 +13,9 @@
 // plus alpha per ring step ((k-1) steps, 2(k-1) for all-reduce, 1 for a permute).
 // With a topology (group_costs), the per-collective time instead comes from the same
 // algorithms and routes as Q2 and the simulator, on the best group shape the slice offers
-// (best_group.h); the formulas above are the fallback for a bare slice shape.
+// (best_group.h); the formulas above are the fallback for a bare slice shape. With a
+// placement (placed_groups), on the groups that placement gives the collective: Stage 1
+// takes the least Q1 over the placements Stage 2 weighs (q1_placement.h).
 // Combination, following the TPU compiler's schedule: communication that can overlap hides
 // under the compute XLA runs it alongside, barrier communication adds:
 //   Q1 = compute + sum over overlappable c of max(0, t(c) - window(c)) + barrier comm,
