@@ -6,6 +6,20 @@
 
 namespace aoizora::cost {
 
+std::vector<int> pattern_key(const hlo::Collective& c) {
+  std::vector<int> key{static_cast<int>(c.kind), -1};
+  for (const auto& g : c.groups) {
+    key.insert(key.end(), g.begin(), g.end());
+    key.push_back(-1);
+  }
+  key.push_back(-2);
+  for (const auto& [s, d] : c.source_target_pairs) {
+    key.push_back(s);
+    key.push_back(d);
+  }
+  return key;
+}
+
 GroupCost price_collective(const hlo::Collective& c, const std::vector<int>& device_of,
                            const topo::Topology& t, PhaseLoads& loads) {
   loads.clear();

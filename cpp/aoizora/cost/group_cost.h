@@ -26,6 +26,10 @@ struct GroupCost {
   }
 };
 
+// A key equal for collectives of equal kind and groups (or source-target pairs): they move
+// bytes in the same proportions, so Q1 and Q2 price each such pattern once.
+std::vector<int> pattern_key(const hlo::Collective& c);
+
 // The cost of `c` (its groups or source-target pairs, in partition ids) with partition p on
 // device device_of[p]. `loads` is cleared first and left holding the collective's loads per
 // unit volume (Q2 keeps them per link).

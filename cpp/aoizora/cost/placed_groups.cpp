@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <tuple>
 
 namespace aoizora::cost {
 
@@ -112,15 +111,13 @@ std::optional<hlo::Collective> logical_collective(const shlo::DagNode& n, const 
 PlacedGroupCosts::PlacedGroupCosts(const topo::Topology& t, const shlo::PredictionDag& dag,
                                    const shlo::Mesh& mesh)
     : topo_(t), pattern_of_(dag.nodes.size(), -1), loads_(t) {
-  using Key = std::tuple<int, std::vector<std::vector<int>>, std::vector<std::pair<int, int>>>;
-  std::map<Key, int> index;
+  std::map<std::vector<int>, int> index;
   for (size_t i = 0; i < dag.nodes.size(); ++i) {
     const shlo::DagNode& n = dag.nodes[i];
     if (n.kind != shlo::DagNode::Kind::kComm) continue;
     std::optional<hlo::Collective> c = logical_collective(n, mesh);
     if (!c) continue;
-    Key key{static_cast<int>(c->kind), c->groups, c->source_target_pairs};
-    auto [it, fresh] = index.emplace(std::move(key), static_cast<int>(patterns_.size()));
+    auto [it, fresh] = index.emplace(pattern_key(*c), static_cast<int>(patterns_.size()));
     if (fresh) patterns_.push_back(std::move(*c));
     pattern_of_[i] = it->second;
   }

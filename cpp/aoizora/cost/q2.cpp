@@ -19,21 +19,6 @@ double op_seconds(const hlo::ScheduledOp& op, const topo::ChipSpec& spec) {
 
 namespace {
 
-// Collectives with equal kind and groups move bytes in the same proportions.
-std::vector<int> pattern_key(const hlo::Collective& c) {
-  std::vector<int> key{static_cast<int>(c.kind), -1};
-  for (const auto& g : c.groups) {
-    key.insert(key.end(), g.begin(), g.end());
-    key.push_back(-1);
-  }
-  key.push_back(-2);
-  for (const auto& [s, d] : c.source_target_pairs) {
-    key.push_back(s);
-    key.push_back(d);
-  }
-  return key;
-}
-
 // The ops [start, done] a collective's window spans in its own region (`region_end` ops): to
 // the end of the region when it completes in a later one.
 std::pair<int, int> op_window(const hlo::Collective& c, int region_end) {
