@@ -18,7 +18,7 @@ namespace {
 using shlo::CommKind;
 using shlo::DagNode;
 
-DagNode all_reduce(std::vector<std::string> axes, int64_t group, double bytes) {
+DagNode all_reduce(std::vector<shlo::AxisRef> axes, int64_t group, double bytes) {
   DagNode n;
   n.kind = DagNode::Kind::kComm;
   n.comm = CommKind::kAllReduce;
@@ -40,30 +40,30 @@ shlo::PredictionDag dag_of(shlo::Mesh mesh, std::vector<DagNode> nodes) {
 
 TEST(PlacedGroups, AxesGiveRowMajorGroups) {
   const shlo::Mesh mesh{"mesh", {{"seq", 4}, {"tp", 4}}};
-  auto tp = logical_collective(all_reduce({"tp"}, 4, 1), mesh);
+  auto tp = logical_collective(all_reduce({{"tp"}}, 4, 1), mesh);
   ASSERT_TRUE(tp);
   EXPECT_EQ(tp->groups.front(), (std::vector<int>{0, 1, 2, 3}));
-  auto seq = logical_collective(all_reduce({"seq"}, 4, 1), mesh);
+  auto seq = logical_collective(all_reduce({{"seq"}}, 4, 1), mesh);
   ASSERT_TRUE(seq);
   EXPECT_EQ(seq->groups.front(), (std::vector<int>{0, 4, 8, 12}));
   // A Shardy sub-axis "seq":(2)2 is the minor half of seq: partitions 4 apart.
-  auto sub = logical_collective(all_reduce({"seq:(2)2"}, 2, 1), mesh);
+  auto sub = logical_collective(all_reduce({{"seq", 2, 2}}, 2, 1), mesh);
   ASSERT_TRUE(sub);
   EXPECT_EQ(sub->groups.size(), 8u);
   EXPECT_EQ(sub->groups.front(), (std::vector<int>{0, 4}));
   // Both axes: one group of all 16.
-  auto both = logical_collective(all_reduce({"seq", "tp"}, 16, 1), mesh);
+  auto both = logical_collective(all_reduce({{"seq"}, {"tp"}}, 16, 1), mesh);
   ASSERT_TRUE(both);
   EXPECT_EQ(both->groups.size(), 1u);
   // An explicit collective keeps the text's groups; an unknown axis or a size that does not
   // match has no groups (Q1 then prices it on its best box and says so).
-  DagNode x = all_reduce({"tp"}, 2, 1);
+  DagNode x = all_reduce({{"tp"}}, 2, 1);
   x.partition_groups = {{0, 2}, {1, 3}};
   auto xc = logical_collective(x, mesh);
   ASSERT_TRUE(xc);
   EXPECT_EQ(xc->groups.front(), (std::vector<int>{0, 2}));
-  EXPECT_FALSE(logical_collective(all_reduce({"data"}, 4, 1), mesh));
-  EXPECT_FALSE(logical_collective(all_reduce({"tp"}, 2, 1), mesh));
+  EXPECT_FALSE(logical_collective(all_reduce({{"data"}}, 4, 1), mesh));
+  EXPECT_FALSE(logical_collective(all_reduce({{"tp"}}, 2, 1), mesh));
 }
 
 // v5e:4x4 (no wraparound), its best boxes as Q1's fallback.
@@ -88,7 +88,7 @@ class Q1Placement : public ::testing::Test {
 // tensor parallelism over 4 beside a sequence axis over 4 20-29 % under its simulated step.
 TEST_F(Q1Placement, TwoAxesOfFourCannotBothHaveATwoByTwo) {
   const shlo::PredictionDag dag = dag_of(shlo::Mesh{"mesh", {{"seq", 4}, {"tp", 4}}},
-                                         {all_reduce({"seq"}, 4, 1e9), all_reduce({"tp"}, 4, 1e9)});
+                                         {all_reduce({{"seq"}}, 4, 1e9), all_reduce({{"tp"}}, 4, 1e9)});
   const double box = q1_best_core_axis(dag, p).q1;
   const Q1Breakdown placed = q1_best_placement(dag, p, *t);
   EXPECT_FALSE(placed.placement.empty());
@@ -111,7 +111,7 @@ TEST_F(Q1Placement, TwoAxesOfFourCannotBothHaveATwoByTwo) {
 // (a tile cycle), the best box's own order.
 TEST_F(Q1Placement, OneAxisKeepsItsBestBox) {
   const shlo::PredictionDag dag = dag_of(shlo::Mesh{"mesh", {{"seq", 16}}},
-                                         {all_reduce({"seq"}, 16, 1e9)});
+                                         {all_reduce({{"seq"}}, 16, 1e9)});
   EXPECT_NEAR(q1_best_placement(dag, p, *t).q1, q1_best_core_axis(dag, p).q1, 1e-9);
 }
 
@@ -119,7 +119,7 @@ TEST_F(Q1Placement, OneAxisKeepsItsBestBox) {
 // and no placement named.
 TEST_F(Q1Placement, AMeshOfAnotherSizeFallsBackToBestBoxes) {
   const shlo::PredictionDag dag = dag_of(shlo::Mesh{"mesh", {{"seq", 8}}},
-                                         {all_reduce({"seq"}, 8, 1e9)});
+                                         {all_reduce({{"seq"}}, 8, 1e9)});
   const Q1Breakdown b = q1_best_placement(dag, p, *t);
   EXPECT_TRUE(b.placement.empty());
   EXPECT_NEAR(b.q1, q1_best_core_axis(dag, p).q1, 1e-12);

@@ -43,7 +43,7 @@ TEST(ShloQ1, RingClosedFormsAndOverlapWindows) {
   DagNode ag;
   ag.kind = DagNode::Kind::kComm;
   ag.comm = CommKind::kAllGather;
-  ag.axes = {"x"};
+  ag.axes = {shlo::AxisRef{"x"}};
   ag.group_size = 4;
   ag.result_bytes = 4e9;           // (3/4) * 4 GB / 100 GB/s = 30 ms
   ag.overlappable = true;          // a weight: prefetchable
@@ -93,7 +93,7 @@ TEST(ShloQ1, RingStepPermutesShareTheComputeBetweenOperandAndConsumer) {
     DagNode c;
     c.kind = DagNode::Kind::kComm;
     c.comm = CommKind::kCollectivePermute;
-    c.axes = {"x"};
+    c.axes = {shlo::AxisRef{"x"}};
     c.group_size = 4;
     c.operand_bytes = 150e6;  // 3 ms on a 50 GB/s link
     c.overlappable = true;
@@ -152,7 +152,7 @@ TEST(ShloQ1, ARingPermuteIsPricedOnItsWholeCycle) {
   DagNode n;
   n.kind = DagNode::Kind::kComm;
   n.comm = CommKind::kCollectivePermute;
-  n.axes = {"context"};
+  n.axes = {shlo::AxisRef{"context"}};
   n.group_size = 2;
   n.operand_bytes = 1e9;
   n.overlappable = true;

@@ -40,7 +40,7 @@ TEST(ShloDag, MatmulImplicitCommunication) {
   ASSERT_EQ(c.size(), 3u);
   EXPECT_EQ(c[0]->comm, CommKind::kReduceScatter);
   EXPECT_EQ(c[0]->origin, CommOrigin::kContraction);
-  EXPECT_EQ(c[0]->axes, (std::vector<std::string>{"model"}));
+  EXPECT_EQ(axis_labels(c[0]->axes), (std::vector<std::string>{"model"}));
   EXPECT_EQ(c[0]->group_size, 4);
   EXPECT_DOUBLE_EQ(c[0]->operand_bytes, 512.0 * 2048 * 2);
   EXPECT_DOUBLE_EQ(c[0]->result_bytes, 512.0 * 512 * 2);
@@ -90,7 +90,7 @@ TEST(ShloDag, ExplicitCollectivesInShardMapNameTheirAxes) {
     EXPECT_EQ(c[0]->axes[0], c[1]->axes[0]);
     EXPECT_NE(c[1]->axes[0], c[2]->axes[0]);
   }
-  EXPECT_EQ(comms(dag_of(testdata::kRingAllToAll))[2]->axes[0], "data");
+  EXPECT_EQ(comms(dag_of(testdata::kRingAllToAll))[2]->axes[0].name, "data");
 }
 
 // allgather_kv as jax lowers it (the lines of wan-tiny dp2-ag4's shard_map body): K and V
@@ -216,8 +216,8 @@ TEST(ShloDag, AxisNamedLikeASyntheticOneIsAnOrdinaryAxis) {
   ASSERT_EQ(c.size(), 3u);
   ASSERT_EQ(c[1]->axes.size(), 1u);
   ASSERT_EQ(c[2]->axes.size(), 1u);
-  EXPECT_EQ(c[1]->axes[0], "seq_x");
-  EXPECT_EQ(c[2]->axes[0], "sx");
+  EXPECT_EQ(c[1]->axes[0].name, "seq_x");
+  EXPECT_EQ(c[2]->axes[0].name, "sx");
 }
 
 TEST(ShloDag, WhileTripCountAndCalleesInlined) {
@@ -229,7 +229,7 @@ TEST(ShloDag, WhileTripCountAndCalleesInlined) {
   EXPECT_EQ(c[0]->comm, CommKind::kAllReduce);
   EXPECT_DOUBLE_EQ(c[0]->repeat, 4);
   EXPECT_DOUBLE_EQ(c[0]->operand_bytes, 256.0 * 1024 * 2);
-  EXPECT_EQ(c[0]->axes, (std::vector<std::string>{"model"}));
+  EXPECT_EQ(axis_labels(c[0]->axes), (std::vector<std::string>{"model"}));
   double flops = 0;
   for (const DagNode& n : d.nodes)
     if (n.op == "stablehlo.dot_general") flops += n.flops * n.repeat;
@@ -283,7 +283,7 @@ TEST(ShloDag, ElementwiseReshardReductionAndOpaqueKernel) {
   EXPECT_EQ(c[0]->group_size, 4);
   EXPECT_EQ(c[1]->comm, CommKind::kAllReduce);
   EXPECT_EQ(c[1]->origin, CommOrigin::kReduction);
-  EXPECT_EQ(c[1]->axes, (std::vector<std::string>{"y"}));
+  EXPECT_EQ(axis_labels(c[1]->axes), (std::vector<std::string>{"y"}));
   EXPECT_DOUBLE_EQ(c[1]->operand_bytes, 32.0 * 4);
   EXPECT_EQ(c[2]->comm, CommKind::kAllGather);
   EXPECT_EQ(c[2]->origin, CommOrigin::kCustomCall);

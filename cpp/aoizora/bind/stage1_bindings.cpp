@@ -56,7 +56,7 @@ nb::list dag_nodes(const stage1::Stage1Result& r) {
     if (comm) {
       x["comm"] = std::string(shlo::to_string(n.comm));
       x["origin"] = std::string(shlo::to_string(n.origin));
-      x["axes"] = n.axes;
+      x["axes"] = shlo::axis_labels(n.axes);
       x["group_size"] = n.group_size;
       x["operand_bytes"] = n.operand_bytes;
       x["result_bytes"] = n.result_bytes;

@@ -1,7 +1,6 @@
 #include "aoizora/cost/placed_groups.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 namespace aoizora::cost {
@@ -14,29 +13,19 @@ struct Digit {
   int64_t size = 1;
 };
 
-// "name" or "name:(pre)size" (a Shardy sub-axis: the axis split major to minor as
-// pre x size x rest, this the middle part).
-std::optional<Digit> digit_of(const std::string& ref, const shlo::Mesh& mesh) {
-  const size_t colon = ref.find(':');
-  const std::string name = ref.substr(0, colon);
+// A whole axis, or a Shardy sub-axis (the axis split major to minor as pre x size x rest,
+// this the middle part).
+std::optional<Digit> digit_of(const shlo::AxisRef& ref, const shlo::Mesh& mesh) {
   int64_t stride = 1;
   for (size_t k = mesh.axes.size(); k-- > 0;) {
     const shlo::MeshAxis& a = mesh.axes[k];
-    if (a.name != name) {
+    if (a.name != ref.name) {
       stride *= a.size;
       continue;
     }
-    if (colon == std::string::npos) return Digit{stride, a.size};
-    int64_t pre = 0, size = 0;
-    const char* p = ref.data() + colon + 1;
-    const char* end = ref.data() + ref.size();
-    if (p == end || *p != '(') return std::nullopt;
-    auto r1 = std::from_chars(p + 1, end, pre);
-    if (r1.ec != std::errc() || r1.ptr == end || *r1.ptr != ')') return std::nullopt;
-    auto r2 = std::from_chars(r1.ptr + 1, end, size);
-    if (r2.ec != std::errc() || r2.ptr != end || pre <= 0 || size <= 0 || a.size % (pre * size) != 0)
-      return std::nullopt;
-    return Digit{stride * (a.size / (pre * size)), size};
+    if (ref.size <= 0) return Digit{stride, a.size};
+    if (ref.pre <= 0 || a.size % (ref.pre * ref.size) != 0) return std::nullopt;
+    return Digit{stride * (a.size / (ref.pre * ref.size)), ref.size};
   }
   return std::nullopt;
 }
@@ -97,7 +86,7 @@ std::optional<hlo::Collective> logical_collective(const shlo::DagNode& n, const 
   }
   std::vector<Digit> digits;
   int64_t size = 1;
-  for (const std::string& a : n.axes) {
+  for (const shlo::AxisRef& a : n.axes) {
     std::optional<Digit> d = digit_of(a, mesh);
     if (!d) return std::nullopt;
     digits.push_back(*d);

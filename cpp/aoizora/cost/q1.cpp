@@ -42,8 +42,8 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
     CoreAxis core = CoreAxis::kAny;
     if (!p.core_axis.empty()) {
       core = CoreAxis::kAvoids;
-      for (const std::string& a : n.axes)
-        if (a.substr(0, a.find(':')) == p.core_axis) core = CoreAxis::kSpans;
+      for (const shlo::AxisRef& a : n.axes)
+        if (a.name == p.core_axis) core = CoreAxis::kSpans;
     }
     // A ring step's permute runs over every link of its cycle at once (on TPU7x a ring
     // over the chips' cores crosses ICI as well as the die-to-die links), not one pair's.
@@ -54,10 +54,10 @@ double collective_seconds(const shlo::DagNode& n, const shlo::MeshTable& meshes,
   }
   double bw = 0;
   const shlo::Mesh* m = meshes.find(mesh);
-  for (const std::string& a : n.axes) {
-    int64_t size = m ? m->axis_size(a.substr(0, a.find(':'))) : 0;
+  for (const shlo::AxisRef& a : n.axes) {
+    int64_t size = m ? m->axis_size(a.name) : 0;
     if (size <= 0) size = static_cast<int64_t>(k);
-    bw += axis_bw(a, size, p);
+    bw += axis_bw(shlo::axis_label(a), size, p);
   }
   if (bw <= 0 || n.axes.empty()) bw = best_axis_bandwidth(static_cast<int64_t>(k), p);
   const double frac = (k - 1) / k;
@@ -204,7 +204,8 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     if (x.kind != Kind::kComm) continue;
     const double total = t[i] * x.repeat;
     b.comm += total;
-    for (const std::string& a : x.axes) b.comm_by_axis[a] += total / static_cast<double>(x.axes.size());
+    for (const shlo::AxisRef& a : x.axes)
+      b.comm_by_axis[shlo::axis_label(a)] += total / static_cast<double>(x.axes.size());
     // What XLA can overlap: ring permutes (explicit, in shard_map) and all-gathers (async
     // collective fusions: weight gathers and activation gathers alike). Reductions of partial
     // sums, all-to-alls and the rest are needed at once: barriers.

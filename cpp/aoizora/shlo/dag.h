@@ -49,7 +49,7 @@ struct DagNode {
   // Communication (per device, the hlo::Collective convention).
   CommKind comm = CommKind::kAllReduce;
   CommOrigin origin = CommOrigin::kExplicit;
-  std::vector<std::string> axes;  // mesh axes the group spans
+  std::vector<AxisRef> axes;  // mesh axes (or Shardy sub-axes) the group spans
   int64_t group_size = 1;
   // A permute: the length of the cycle its source-target pairs form (a ring step over an
   // axis of k devices: k; a swap: 2). Its links are those of the whole cycle.

@@ -111,7 +111,7 @@ class Builder {
   bool moves_nothing(const Op& op, std::string_view n) const;
   Status opaque(const Op& op, double repeat);
   // Mesh axes a group of device ids spans, from each axis' stride in the device order.
-  std::vector<std::string> axes_of_group(const std::vector<int64_t>& g, int64_t* size);
+  std::vector<AxisRef> axes_of_group(const std::vector<int64_t>& g, int64_t* size);
   Status collective(const Op& op, std::string_view n, double repeat);
 
   // ---- control flow ----  (control_flow.cpp)

@@ -324,8 +324,8 @@ std::optional<int64_t> synthetic_axis_stride(const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> Builder::axes_of_group(const std::vector<int64_t>& g, int64_t* size) {
-  std::vector<std::string> out;
+std::vector<AxisRef> Builder::axes_of_group(const std::vector<int64_t>& g, int64_t* size) {
+  std::vector<AxisRef> out;
   const Mesh* mesh = dag_.meshes.find(mesh_);
   *size = static_cast<int64_t>(g.size());
   if (!mesh) return out;
@@ -341,7 +341,7 @@ std::vector<std::string> Builder::axes_of_group(const std::vector<int64_t>& g, i
     auto [st, sz] = it->second;
     for (int64_t id : g)
       if ((id / st) % sz != (g[0] / st) % sz) {
-        out.push_back(it->first);
+        out.push_back(AxisRef{it->first});
         break;
       }
   }
@@ -384,9 +384,9 @@ Status Builder::collective(const Op& op, std::string_view n, double repeat) {
     for (const auto& p : pairs) {
       int64_t sz;
       if (p.size() == 2)
-        for (const std::string& a : axes_of_group(p, &sz)) ax.insert(a);
+        for (const AxisRef& a : axes_of_group(p, &sz)) ax.insert(a.name);
     }
-    c.axes.assign(ax.begin(), ax.end());
+    for (const std::string& a : ax) c.axes.push_back(AxisRef{a});
     c.group_size = 2;
     c.cycle_length = cycle_length(pairs);
     c.overlappable = true;

@@ -20,7 +20,7 @@ DagNode comm(CommKind kind, const MeshTable& meshes, const std::string& mesh,
   n.comm = kind;
   n.group_size = 1;
   for (const AxisRef& a : axes) {
-    n.axes.push_back(a.size > 0 ? a.name + ":(" + std::to_string(a.pre) + ")" + std::to_string(a.size) : a.name);
+    n.axes.push_back(a);
     n.group_size *= meshes.size_of(mesh, a);
   }
   n.operand_bytes = operand;

@@ -283,6 +283,17 @@ std::string to_string(const AxisRef& a) {
   return s;
 }
 
+std::string axis_label(const AxisRef& a) {
+  if (a.size <= 0) return a.name;
+  return a.name + ":(" + std::to_string(a.pre) + ")" + std::to_string(a.size);
+}
+
+std::vector<std::string> axis_labels(const std::vector<AxisRef>& axes) {
+  std::vector<std::string> out;
+  for (const AxisRef& a : axes) out.push_back(axis_label(a));
+  return out;
+}
+
 std::string to_string(const TensorSharding& s) {
   if (s.manual) return "{manual}";
   std::string out = "[";

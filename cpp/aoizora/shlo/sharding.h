@@ -74,6 +74,9 @@ std::vector<AxisRef> used_axes(const TensorSharding& s);
 // `{"x"}, {}` style, for messages and tests.
 std::string to_string(const TensorSharding& s);
 std::string to_string(const AxisRef& a);
+// `x`, or `x:(1)2` for a sub-axis: how per-axis tables and reports name an axis.
+std::string axis_label(const AxisRef& a);
+std::vector<std::string> axis_labels(const std::vector<AxisRef>& axes);
 
 // Number of devices the sharding splits a tensor over.
 int64_t num_shards(const MeshTable& meshes, const TensorSharding& s);

@@ -31,7 +31,7 @@ std::vector<PredictedCollective> predicted_collectives(const shlo::PredictionDag
     PredictedCollective c;
     c.kind = std::string(shlo::to_string(n.comm));
     c.origin = std::string(shlo::to_string(n.origin));
-    c.axes = n.axes;
+    c.axes = shlo::axis_labels(n.axes);
     c.group_size = n.group_size;
     c.bytes = n.comm == shlo::CommKind::kAllGather ? n.result_bytes : n.operand_bytes;
     Key key{c.kind, c.origin, c.axes, c.group_size, c.bytes};
@@ -101,8 +101,8 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
     r.comm_bytes_by_kind[kind] += n.operand_bytes * n.repeat;
     r.comm_count_by_kind[kind] += n.repeat;
     r.comm_bytes_by_origin[std::string(shlo::to_string(n.origin))] += n.operand_bytes * n.repeat;
-    for (const std::string& a : n.axes)
-      r.comm_bytes_by_axis[a] += n.operand_bytes * n.repeat / static_cast<double>(n.axes.size());
+    for (const shlo::AxisRef& a : n.axes)
+      r.comm_bytes_by_axis[shlo::axis_label(a)] += n.operand_bytes * n.repeat / static_cast<double>(n.axes.size());
   }
   const double need = r.param_bytes + r.peak_activation_bytes;
   const double have = o.chip.core_hbm_bytes() * o.hbm_usable_fraction;  // one device's HBM
