@@ -90,6 +90,9 @@ def test_setting_figures(evaluated, planned):
     # AoiZora's figure is the decision among the Top-K, before the baselines are pooled: a
     # pair of a Top-K sharding, and the best simulated of the Top-K's judged pairs.
     assert r["aoizora"]["candidate"] in r["stage1"]["top_k"]
+    # Every baseline compiled, so none is listed as failed; and each has its figure.
+    assert r["baselines_failed"] == {}
+    assert tables.without_baseline([r], "alpa-style", "vs_alpa") == []
     top_k_pairs = [p for p in planned.pairs if p.candidate.name in r["stage1"]["top_k"]]
     assert ours == pytest.approx(min(p.simulated for p in top_k_pairs))
     # Speedups are baseline over decision, whatever the sign of the difference.
@@ -269,6 +272,16 @@ def test_q1_error_counts_every_compiled_candidate_of_oracle_results_only():
     assert grid_err["worst"][0]["candidate"] in ("c0", "w-a")
     assert q1_error.sharding_class("dp2-usp4x2") == "dp-usp"
     assert q1_error.sharding_class("fsdp2-ag8w") == "fsdp-agw"
+
+
+def test_a_missing_baseline_figure_is_listed_with_why():
+    a, b, c = (_result(k, "test", 0) for k in "abc")
+    a["speedup"] = {"vs_alpa": 1.1}
+    b["speedup"] = {"vs_alpa": None}
+    b["baselines_failed"] = {"alpa-style": {"candidate": "dp2-uly4-tp2", "why": "VMEM 72 MiB"}}
+    c["speedup"] = {"vs_alpa": None}                      # a result from before issue 34
+    assert tables.without_baseline([a, b, c], "alpa-style", "vs_alpa") == [
+        "b: dp2-uly4-tp2: VMEM 72 MiB", "c: no reason recorded (see the result's skipped)"]
 
 
 def test_tables_refuse_results_of_two_code_versions(tmp_path):

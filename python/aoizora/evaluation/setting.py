@@ -164,6 +164,8 @@ def analyze(result, full=None, *, oracle: bool = False, exhaustive: bool = False
                      "pooling_changed_choice": plan.planning["pooling_changed_choice"],
                      "chosen_from": plan.planning.get("chosen_from")},
             "baselines": baselines, "oracle": {**oracle_d, "pool": _pool(oracle)},
+            # a baseline whose sharding did not compile or could not be priced, and why
+            "baselines_failed": plan.planning.get("baselines_failed", {}),
             "speedup": speedups, **placement, "stage1": _stage1(plan, full, judged, oracle),
             "spearman": _spearman(plan, judged), "skipped": list(result.skipped),
             "q2_vs_simulated": [[n, p.placement, p.q2, p.simulated]

@@ -102,6 +102,20 @@ def _extremes(values: list[float]) -> dict[str, Any]:
             "geomean": geomean(values), "settings": len(values)}
 
 
+def without_baseline(ok: list[dict[str, Any]], tag: str, speedup: str) -> list[str]:
+    """'key: why' for each result with no speedup against baseline `tag` (its sharding did
+    not compile or could not be priced: the plan's baselines_failed, kept by the evaluation
+    since issue 34; older results say only that it is missing)."""
+    out = []
+    for r in ok:
+        if r["speedup"].get(speedup) is None:
+            failed = (r.get("baselines_failed") or {}).get(tag)
+            why = (f"{failed['candidate']}: {failed['why']}" if failed else
+                   "no reason recorded (see the result's skipped)")
+            out.append(f"{r['key']}: {why}")
+    return out
+
+
 def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Aggregates over the settings evaluated so far, next to the paper's figures."""
     ok = [r for r in results if r["status"] == "ok"]
@@ -119,9 +133,11 @@ def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": [r["key"] for r in results if r["status"] == "error"],
         "speedup_vs_existing": {**_extremes(ex), "losses": [r["key"] for r in ok if
                                 (r["speedup"]["vs_existing"] or 2) < 1 - 1e-9],
+                                "missing": without_baseline(ok, "existing", "vs_existing"),
                                 "paper_best": PAPER["best_speedup"]},
         "speedup_vs_alpa": {**_extremes(al), "losses": [r["key"] for r in ok if
                             (r["speedup"]["vs_alpa"] or 2) < 1 - 1e-9],
+                            "missing": without_baseline(ok, "alpa-style", "vs_alpa"),
                             "paper_best": PAPER["speedup_vs_alpa"]},
         "per_slice": per_slice,
         "pooling_changed_choice": [r["key"] for r in ok if r["plan"]["pooling_changed_choice"]],
@@ -222,7 +238,9 @@ def _speed_rows(summ: dict[str, Any]) -> list[tuple[str, str, str, str]]:
          _verdict(None if al["max"] is None else al["max"] >= PAPER["speedup_vs_alpa"])),
         ("geomean speedup vs Alpa-style", "-", _f(al["geomean"]), "-"),
         ("least speedup vs Alpa-style (a loss if < 1)", "-", _f(al["min"]),
-         ", ".join(al["losses"]) or "no loss")]
+         ", ".join(al["losses"]) or "no loss")] + [
+        (f"settings without a figure vs {name}", "-", "; ".join(m), f"{len(m)} left out")
+        for name, m in (("existing", ex.get("missing")), ("Alpa-style", al.get("missing"))) if m]
 
 
 def _stage1_rows(summ: dict[str, Any]) -> list[tuple[str, str, str, str]]:
