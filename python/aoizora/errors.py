@@ -25,6 +25,12 @@ class CompilerOutOfMemory(CompileError):
     a worker process killed (the kernel's out-of-memory killer)."""
 
 
+class TargetOutOfMemory(CompilerOutOfMemory):
+    """XLA's RESOURCE_EXHAUSTED verdict on the program: it does not fit the target's memory
+    (HBM, or VMEM for a kernel). The same program for the same target gets the same verdict,
+    so, unlike this machine running out of memory, it can be cached."""
+
+
 def one_line(e: BaseException) -> str:
     """An exception as one short line: its type and the first line of its message."""
     msg = str(e).strip().splitlines()

@@ -169,3 +169,48 @@ def test_compile_key_changes_when_any_package_file_changes(tmp_path, monkeypatch
         assert fingerprint.code_fingerprint() != before
     finally:
         fingerprint.code_fingerprint.cache_clear()
+
+
+def test_a_program_the_compiler_refuses_is_cached_as_that_failure(tmp_path, monkeypatch):
+    """XLA's verdict that a program does not fit the target (RESOURCE_EXHAUSTED) is met again
+    by the same job, so it is cached and a later plan does not redo the compile to learn it;
+    this machine running out of memory (MemoryError) is not cached; a damaged record is
+    reported, removed and recomputed."""
+    from jax.errors import JaxRuntimeError
+
+    from aoizora.compile import compiler
+
+    cfg, w = get_model("wan-tiny"), get_workload("tiny")
+    cand = next(c for c in S.enumerate_candidates(cfg, w, 4) if c.name == "dp2-ring2")
+    jobs = [Job("lower", cand, cfg, w, "cpu:4")]
+    warnings: list[str] = []
+    cache = _cache(tmp_path, warnings)
+    calls = []
+
+    def refuse(*a, **k):
+        calls.append(1)
+        raise JaxRuntimeError("RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom")
+
+    monkeypatch.setattr(compiler, "build", refuse)
+    first = run_jobs(jobs, workers=0, cache=cache)[0]
+    assert not first.ok and first.verdict and first.out_of_memory and not first.cached
+    again = run_jobs(jobs, workers=0, cache=cache)[0]
+    assert len(calls) == 1                                   # not compiled again
+    assert not again.ok and again.cached and again.verdict and again.out_of_memory
+    assert again.error == first.error and "CompileTimeScopedVmemOom" in again.error
+
+    with open(cache._path(first.key, ".failed.json"), "w") as f:
+        f.write("{not json")
+    assert not run_jobs(jobs, workers=0, cache=cache)[0].cached and len(calls) == 2
+    assert len(warnings) == 1 and "damaged" in warnings[0]
+
+    def host_out_of_memory(*a, **k):
+        calls.append(1)
+        raise MemoryError()
+
+    other = Cache(str(tmp_path / "other"))
+    monkeypatch.setattr(compiler, "build", host_out_of_memory)
+    for _ in range(2):
+        out = run_jobs(jobs, workers=0, cache=other)[0]
+        assert out.out_of_memory and not out.verdict and not out.cached
+    assert len(calls) == 4                                   # this machine's: tried each time

@@ -200,3 +200,20 @@ def test_an_unexpected_error_in_the_child_is_not_a_compile_error(usp):
     c, cfg, wl = usp
     with pytest.raises(RuntimeError, match="(?s)a bug.*Traceback"):
         optimized_hlo(c, cfg, wl, "nonsense:1")
+
+
+def test_the_childs_verdict_keeps_its_kind(tmp_path):
+    """A refusal the analysis child reports (error.json, exit 3) comes back as the same kind
+    of error: the target's verdict (cached by batch.py), this machine's memory, or another."""
+    import json
+
+    import aoizora.compile.optimized_hlo as O
+    from aoizora.errors import CompilerOutOfMemory, TargetOutOfMemory
+
+    c = S.Candidate("dp2-ring2", data=2, context=2, form="ring")
+    for said, kind in (({"out_of_memory": True, "target": True}, TargetOutOfMemory),
+                       ({"out_of_memory": True, "target": False}, CompilerOutOfMemory),
+                       ({"out_of_memory": False}, CompileError)):
+        (tmp_path / "error.json").write_text(json.dumps({"error": "dp2-ring2: no", **said}))
+        e = O._child_failure(c, 3, str(tmp_path))
+        assert type(e) is kind and str(e) == "dp2-ring2: no"

@@ -1,4 +1,5 @@
-"""A batch of jobs: the cache first, then the executor, results in job order.
+"""A batch of jobs: the cache first, then the executor, results in job order. A job the
+compiler refused (the program does not fit the target) is cached as that failure too.
 
     run_jobs(jobs, *, workers=None, cache=Cache() | None, progress=None, executor=None,
              ahead=None, fresh_process=False, background=False, stop=None) -> list[Outcome]
@@ -38,8 +39,11 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
     def finish(i: int, out: Outcome, store: bool = True) -> None:
         nonlocal done
         out.key = keys[i]
-        if store and out.ok and not out.cached and cache is not None:
-            cache.put(keys[i], out.text, {"job": jobs[i].name, **job_key(jobs[i])})
+        if store and not out.cached and cache is not None:
+            if out.ok:
+                cache.put(keys[i], out.text, {"job": jobs[i].name, **job_key(jobs[i])})
+            elif out.verdict:  # the compiler's verdict, which the same job meets again
+                cache.put_failure(keys[i], out.error, {"job": jobs[i].name, **job_key(jobs[i])})
         results[i] = out
         done += 1
         if progress:
@@ -53,9 +57,13 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
             continue
         t = time.perf_counter()
         text = cache.get(keys[i]) if cache is not None else None
+        refused = cache.get_failure(keys[i]) if cache is not None and text is None else None
         if text is not None:
             finish(i, Outcome(job.name, job.kind, True, text=text, cached=True,
                               seconds=time.perf_counter() - t))
+        elif refused is not None:
+            finish(i, Outcome(job.name, job.kind, False, error=refused, out_of_memory=True,
+                              verdict=True, cached=True, seconds=time.perf_counter() - t))
         else:
             todo.append(i)
     run = functools.partial(_execute, jobs, finish, workers=workers, executor=executor,

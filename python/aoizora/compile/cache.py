@@ -5,6 +5,8 @@
     k = cache_key({...})            # sha256 of the canonical JSON of a dict
     cache.get(k) -> str | None      # None on a miss or a damaged entry (reported and removed)
     cache.put(k, text, meta)        # atomic (temporary file + rename): never half-written
+    cache.put_failure(k, error, meta)  # a compile the compiler refused (the program does not
+    cache.get_failure(k) -> str | None #   fit the target): its error, so it is not run again
 
 Entries are gzip files `<root>/<k[:2]>/<k>.gz` with a JSON sidecar `<k>.json` holding the key
 dict (for humans) and "sha256", the checksum of the uncompressed text. The sidecar is written
@@ -105,8 +107,36 @@ class Cache:
             self._remove(key)
             return None
 
+    def get_failure(self, key: str) -> str | None:
+        """The error of a job the compiler refused, stored by put_failure; None if none (a
+        damaged record is reported, removed and a miss)."""
+        path = self._path(key, ".failed.json")
+        try:
+            with open(path) as f:
+                error = json.load(f)["error"]
+            if not isinstance(error, str) or not error:
+                raise ValueError("no error text")
+            return error
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, OSError, UnicodeDecodeError) as e:
+            self.damaged.append(key)
+            self.warn(f"cache entry {path} is damaged: {e}; removed, recomputing")
+            self._remove(key)
+            return None
+
+    def put_failure(self, key: str, error: str, meta: dict[str, Any] | None = None) -> None:
+        """Stores a compile's failure that the same job would meet again (the compiler's
+        verdict that the program does not fit the target), so a later plan does not redo
+        the compile to learn it; a failure to write is reported and leaves no record."""
+        try:
+            write_atomic(self._path(key, ".failed.json"), json.dumps(
+                {**(meta or {}), "error": error}, sort_keys=True, indent=1, default=str).encode())
+        except OSError as e:
+            self.warn(f"cannot write cache entry {self._path(key, '.failed.json')}: {e}")
+
     def _remove(self, key: str) -> None:
-        for ext in (".gz", ".json"):
+        for ext in (".gz", ".json", ".failed.json"):
             try:
                 os.unlink(self._path(key, ext))
             except FileNotFoundError:

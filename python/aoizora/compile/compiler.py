@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 
 from aoizora.compile import jaxenv  # noqa: F401  (environment before jax)
-from aoizora.errors import CompileError, CompilerOutOfMemory, UserError, one_line
+from aoizora.errors import (CompileError, CompilerOutOfMemory, TargetOutOfMemory, UserError,
+                            one_line)
 from aoizora.models.base import FunctionSpec
 from aoizora.planning.strategies import Candidate, Layout, layout_for
 
@@ -106,14 +107,14 @@ def build(candidate: Candidate, model, workload, devices, *, order=None):
     return jax.jit(step, out_shardings=out_sharding, keep_unused=keep), (p_args, *inputs)
 
 
-def _out_of_memory(e: BaseException) -> bool:
-    """XLA reports memory exhaustion with the RESOURCE_EXHAUSTED status code."""
-    return isinstance(e, MemoryError) or (
-        isinstance(e, JaxRuntimeError) and str(e).lstrip().startswith("RESOURCE_EXHAUSTED"))
+def _target_out_of_memory(e: BaseException) -> bool:
+    """XLA reports that a program does not fit the target with the RESOURCE_EXHAUSTED code."""
+    return isinstance(e, JaxRuntimeError) and str(e).lstrip().startswith("RESOURCE_EXHAUSTED")
 
 
 def _failure(candidate, what: str, e: BaseException) -> CompileError:
-    cls = CompilerOutOfMemory if _out_of_memory(e) else CompileError
+    cls = (TargetOutOfMemory if _target_out_of_memory(e) else
+           CompilerOutOfMemory if isinstance(e, MemoryError) else CompileError)
     return cls(f"{candidate.name}: {what} failed: {one_line(e)}{_allocation(e)}")
 
 

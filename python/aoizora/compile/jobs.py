@@ -14,7 +14,8 @@
                                     edit invalidates compiled entries
     versions() -> dict              jax, jaxlib, libtpu, tokamax
     runs_in_process(model) -> bool  a model a spawned worker could not load
-    Outcome: job name, kind, ok, text, error, out_of_memory, seconds, cached, peak_rss_mb, key
+    Outcome: job name, kind, ok, text, error, out_of_memory, verdict, seconds, cached,
+             peak_rss_mb, key
 
 A job carries only what a worker needs, so it travels to worker processes and Ray nodes
 (executor.py); batch.py runs many, cached.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoizora.compile import compiler
-from aoizora.errors import CompileError, CompilerOutOfMemory
+from aoizora.errors import CompileError, CompilerOutOfMemory, TargetOutOfMemory
 from aoizora.compile.fingerprint import code_fingerprint
 from aoizora.models.base import FunctionSpec
 from aoizora.compile.optimized_hlo import optimized_hlo
@@ -61,6 +62,9 @@ class Outcome:
     text: str | None = None
     error: str | None = None
     out_of_memory: bool = False   # the failure was memory (by error type, not message text)
+    # the failure is XLA's verdict that the program does not fit the target (TargetOutOfMemory):
+    # the same job fails the same way, so batch.py caches it
+    verdict: bool = False
     seconds: float = 0.0
     cached: bool = False
     peak_rss_mb: float | None = None  # peak resident memory of the process that did the work
@@ -114,7 +118,8 @@ def run_job(job: Job) -> Outcome:
         out = Outcome(job.name, job.kind, True, text=text)
     except CompileError as e:
         out = Outcome(job.name, job.kind, False, error=str(e),
-                      out_of_memory=isinstance(e, CompilerOutOfMemory))
+                      out_of_memory=isinstance(e, CompilerOutOfMemory),
+                      verdict=isinstance(e, TargetOutOfMemory))
     out.seconds = time.perf_counter() - t
     out.peak_rss_mb = _peak_rss_mb()
     return out

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from aoizora.errors import CompileError, CompilerOutOfMemory, UserError
+from aoizora.errors import CompileError, CompilerOutOfMemory, TargetOutOfMemory, UserError
 
 MODULE = "jit_step"            # compiler.build's jitted step
 _DONE = "after_optimizations.txt"
@@ -163,7 +163,8 @@ def _child_failure(candidate, exitcode: int, folder: str) -> CompileError:
                         f"flag {unknown.group(1)!r} (LIBTPU_INIT_ARGS)")
     if exitcode == 3 and said:
         err = json.loads(said)
-        cls = CompilerOutOfMemory if err["out_of_memory"] else CompileError
+        cls = (TargetOutOfMemory if err.get("target") else
+               CompilerOutOfMemory if err["out_of_memory"] else CompileError)
         return cls(err["error"])
     if exitcode == 1:
         trace = _read(folder, "stderr.txt")
@@ -205,6 +206,6 @@ def _child(job: tuple, env: dict[str, str], folder: str) -> None:
         compiler.compile(candidate, model, workload, target, order=order)
     except CompileError as e:
         with open(os.path.join(folder, "error.json"), "w") as f:
-            json.dump({"error": str(e), "out_of_memory": isinstance(e, CompilerOutOfMemory)},
-                      f)
+            json.dump({"error": str(e), "out_of_memory": isinstance(e, CompilerOutOfMemory),
+                       "target": isinstance(e, TargetOutOfMemory)}, f)
         sys.exit(3)
