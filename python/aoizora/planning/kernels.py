@@ -119,6 +119,7 @@ class KernelShape:
     head_dim: int
     calls: int = 1
     kernel: str = "splash"     # whose VMEM bound the block search holds it to
+    residuals: bool = False    # each call also returns its logsumexp (the ring steps)
 
 
 def attention_shapes(candidate, model, workload, kernel: str = "splash") -> KernelShape:
@@ -139,7 +140,13 @@ def attention_shapes(candidate, model, workload, kernel: str = "splash") -> Kern
         shape = KernelShape(heads // c.ulysses, r, r, d, calls=c.ring)
     else:
         shape = KernelShape(heads, s, s, d)
-    return dataclasses.replace(shape, kernel=kernel)
+    return dataclasses.replace(shape, kernel=kernel, residuals=returns_residuals(c))
+
+
+def returns_residuals(candidate) -> bool:
+    """Whether the sharding's attention kernel returns its residuals: the ring steps of the
+    ring and Ulysses x ring forms (models/splash.py, tokamax's ring)."""
+    return candidate.form in ("ring", "ulysses_ring")
 
 
 def round_up(n: int, m: int) -> int:
@@ -160,7 +167,7 @@ def block_ladder(n: int, align: int, max_blocks: int = MAX_BLOCKS) -> list[int]:
 
 
 def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int,
-               dtype_bytes: int = 2, kernel: str = "splash") -> int:
+               dtype_bytes: int = 2, kernel: str = "splash", residuals: bool = False) -> int:
     """An upper bound of an attention kernel's VMEM (jax's splash kernel, or tokamax's ring
     kernel: `kernel`), checked against what libtpu reports (docs/simulator.md, "Block
     sizes"; bench/splash_vmem.py; the points in tests/python/test_kernels.py). The kernel's
@@ -170,12 +177,18 @@ def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int
     block is computed at once (block_kv_compute = block_kv), one more f32 lane tile per
     query row, which libtpu's total needs beyond those (4736 x 2432 x 2432: 59.86 MiB,
     1.98 over them; the one point that sets this term, the other whole-block points check
-    it); and on tokamax's ring kernel its two f32 residual outputs per query row (a lane
-    tile each, double-buffered: the operands libtpu lists), which it returns to merge the
-    ring's steps (4736 x 2432 with 40 heads: 69.10 MiB, the bound 69.44)."""
+    it); and on a kernel that returns its residuals to merge a ring's steps (tokamax's ring
+    kernel always; jax's splash kernel in the ring steps of the Ulysses x ring form,
+    `residuals`) two f32 residual outputs per query row (a lane tile each,
+    double-buffered: the operands libtpu lists; 4736 x 2432 with 40 heads on tokamax: 69.10
+    MiB, the bound 69.44). jax's splash kernel with residuals is not bounded by its blocks
+    alone (TPU7x, 8192 x 1024 x 512: 73.48 MiB with 5 heads a call, within 64 with 20; the
+    bound 69.00), so the planner compiles those shardings in full before one is the plan
+    (planner._backend_prediction); the term keeps the block search off blocks that are
+    likely not to fit."""
     whole_block = block_q * LANE * 4 if block_kv_compute == block_kv else 0
-    residuals = block_q * 2 * 2 * LANE * 4 if kernel == "tokamax_ring" else 0
-    return (scratch_bytes(block_q, block_kv, head_dim, dtype_bytes) + whole_block + residuals
+    lse = block_q * 2 * 2 * LANE * 4 if kernel == "tokamax_ring" or residuals else 0
+    return (scratch_bytes(block_q, block_kv, head_dim, dtype_bytes) + whole_block + lse
             + 4 * block_q * block_kv)
 
 
@@ -275,7 +288,8 @@ def price_blocks(shape: KernelShape, blocks: tuple[int, int, int],
                                  bq, bkv, bkc, 2, dataclasses.asdict(device))
     return BlockCost(bq, bkv, bkc, q_pad, kv_pad, shape.calls * c["flops"],
                      shape.calls * c["bytes"], shape.calls * c["seconds"],
-                     vmem_bytes(bq, bkv, bkc, shape.head_dim, kernel=shape.kernel),
+                     vmem_bytes(bq, bkv, bkc, shape.head_dim, kernel=shape.kernel,
+                                residuals=shape.residuals),
                      int(c["steps"]), c["bound"])
 
 
@@ -287,7 +301,8 @@ def legal_triples(shape: KernelShape, align: int):
         for bkv in kv_ladder:
             for bkc in sorted({min(DEFAULT_BLOCK, bkv), bkv}):
                 if (bkv % bkc == 0 and vmem_bytes(bq, bkv, bkc, shape.head_dim,
-                                                  kernel=shape.kernel) <= limit):
+                                                  kernel=shape.kernel,
+                                                  residuals=shape.residuals) <= limit):
                     yield bq, bkv, bkc
 
 

@@ -516,10 +516,13 @@ def _backend_prediction(run: _Run, c) -> str | None:
     HBM_PREDICTION_SHARE of one device's HBM, and the attention kernel's blocks within the
     scoped VMEM limit by kernels.vmem_bytes (an upper bound of what the kernel takes). None
     when either is over or unknown: only the backend can say, so the sharding is compiled
-    in full. tokamax's ring kernel is always left to the backend: Mosaic spills its
-    registers into VMEM, which no bound from its blocks sees (TPU7x, 4736 x 2560 x 512,
-    20 heads: 100.6 MiB, 31 of them spill slots, where the bound says 69.6)."""
-    if c.kernel == kernels.TPU_KERNEL_OF_FORM["ring"]:
+    in full. A kernel that returns its residuals (the ring steps: tokamax's ring kernel, jax's
+    splash kernel in the Ulysses x ring form) is always left to the backend: no bound from
+    its blocks is checked for it (tokamax, TPU7x, 4736 x 2560 x 512, 20 heads: 100.6 MiB, 31
+    of them spill slots, where the bound says 69.6; splash with residuals, TPU7x, 8192 x
+    1024 x 512: 73.48 MiB where the bound without them said 53.0 and the plan did not
+    compile)."""
+    if kernels.returns_residuals(c):
         return None
     spec = run.stage2.topology.spec
     hbm = spec["hbm_bytes"] / spec.get("cores_per_chip", 1)
