@@ -39,11 +39,12 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
     def finish(i: int, out: Outcome, store: bool = True) -> None:
         nonlocal done
         out.key = keys[i]
-        if store and not out.cached and cache is not None:
+        if store and not out.cached and cache is not None and (out.ok or out.verdict):
+            meta = {"job": jobs[i].name, **job_key(jobs[i])}
             if out.ok:
-                cache.put(keys[i], out.text, {"job": jobs[i].name, **job_key(jobs[i])})
-            elif out.verdict:  # the compiler's verdict, which the same job meets again
-                cache.put_failure(keys[i], out.error, {"job": jobs[i].name, **job_key(jobs[i])})
+                cache.put(keys[i], out.text, meta)
+            else:  # the compiler's verdict, which the same job meets again
+                cache.put_failure(keys[i], out.error, meta)
         results[i] = out
         done += 1
         if progress:

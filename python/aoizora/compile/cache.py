@@ -101,11 +101,7 @@ class Cache:
         except FileNotFoundError:
             return None
         except (ValueError, OSError) as e:  # damaged or unreadable: never a hit
-            self.damaged.append(key)
-            self.warn(f"cache entry {self._path(key, '.gz')} is damaged: {e}; removed, "
-                      "recomputing")
-            self._remove(key)
-            return None
+            return self._discard(key, self._path(key, ".gz"), e)
 
     def get_failure(self, key: str) -> str | None:
         """The error of a job the compiler refused, stored by put_failure; None if none (a
@@ -120,10 +116,13 @@ class Cache:
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, OSError, UnicodeDecodeError) as e:
-            self.damaged.append(key)
-            self.warn(f"cache entry {path} is damaged: {e}; removed, recomputing")
-            self._remove(key)
-            return None
+            return self._discard(key, path, e)
+
+    def _discard(self, key: str, path: str, e: Exception) -> None:
+        """A damaged entry (text or failure record): reported, removed, a miss."""
+        self.damaged.append(key)
+        self.warn(f"cache entry {path} is damaged: {e}; removed, recomputing")
+        self._remove(key)
 
     def put_failure(self, key: str, error: str, meta: dict[str, Any] | None = None) -> None:
         """Stores a compile's failure that the same job would meet again (the compiler's
