@@ -4,10 +4,9 @@ An `aoizora eval --oracle` result (docs/results/settings/*.json) lists every fit
 candidate's Q1 beside its best simulated step (`stage1.candidates`). The simulated steps come
 from the compiled programs and do not change with Stage 1, so a change to Stage 1 is measured
 on them without compiling or simulating again: each candidate is lowered (cheap), analysed by
-the installed core on the placement pool and, for comparison, with every collective on its
-own best box (`q1_on_placements=False`), and the table gives per setting Spearman(Q1,
-simulated), the share within 20 % and the simulator's winner's Q1 rank, both ways. Every
-latency is predicted (Q1) or simulated, never measured.
+the installed core, and the table gives per setting Spearman(Q1, simulated), the share within
+20 %, the spread of Q1's error and the simulator's winner's Q1 rank, for the Q1 the evaluation
+stored beside today's. Every latency is predicted (Q1) or simulated, never measured.
 
     .venv/bin/python bench/q1_rescore_results.py docs/results/settings/wan-14b_v5e-*.json \
         [--texts DIR]
@@ -76,37 +75,31 @@ def main() -> int:
     ap.add_argument("--json", help="write the per-candidate rows here")
     ap.add_argument("--texts", help="folder to keep the lowered texts in (and read them from)")
     a = ap.parse_args()
-    print("| setting | candidates | rho boxes / placements | within 20 % | median Q1/sim - 1 | "
+    print("| setting | candidates | rho stored / today | within 20 % | median Q1/sim - 1 | "
           "range | winner | its Q1 rank |")
     print("|---|---|---|---|---|---|---|---|")
     dump = {}
     for path in a.results:
         with open(path) as f:
             d = json.load(f)
-        cands = {c["candidate"]: c["simulated_s"] for c in d["stage1"]["candidates"]}
+        cands = {c["candidate"]: c["simulated_s"] for c in d["stage1"]["candidates"]
+                 if c["simulated_s"] is not None}
         stored = {c["candidate"]: c["q1_s"] for c in d["stage1"]["candidates"]}
         texts = saved_or_lowered(d["setting"], set(cands),
                                  a.texts and os.path.join(a.texts, d["key"]))
         rows = {}
         for name, text in texts.items():
-            target = d["setting"]["topology"]
-            boxes = _core.analyze_stablehlo(text, topology=target, q1_on_placements=False)
-            placed = _core.analyze_stablehlo(text, topology=target)
-            rows[name] = {"boxes": boxes.q1_seconds, "placed": placed.q1_seconds,
-                          "placement": placed.q1_placement, "sim": cands[name]}
+            today = _core.analyze_stablehlo(text, topology=d["setting"]["topology"])
+            rows[name] = {"stored": stored[name], "today": today.q1_seconds,
+                          "placement": today.q1_placement, "sim": cands[name]}
         dump[d["key"]] = rows
-        # The best-box rule is Stage 1 as it was: it must give back the stored Q1.
-        off = max(abs(r["boxes"] / stored[n] - 1) for n, r in rows.items())
-        if off > 1e-6:
-            print(f"note: {d['key']}: best-box Q1 differs from the stored Q1 by up to {off:.2%} "
-                  "(Stage 1 changed elsewhere too)", file=sys.stderr)
-        b = scores([(r["boxes"], r["sim"]) for r in rows.values()])
-        p = scores([(r["placed"], r["sim"]) for r in rows.values()])
+        s = scores([(r["stored"], r["sim"]) for r in rows.values()])
+        t = scores([(r["today"], r["sim"]) for r in rows.values()])
         winner = min(rows, key=lambda n: rows[n]["sim"])
-        print(f"| {d['key']} | {len(rows)} of {len(cands)} | {b['spearman']:.3f} / "
-              f"{p['spearman']:.3f} | {b['within']:.0%} / {p['within']:.0%} | "
-              f"{b['median']:+.1%} / {p['median']:+.1%} | {b['min']:+.1%} .. {b['max']:+.1%} / "
-              f"{p['min']:+.1%} .. {p['max']:+.1%} | {winner} | {b['rank']} / {p['rank']} |",
+        print(f"| {d['key']} | {len(rows)} of {len(cands)} | {s['spearman']:.3f} / "
+              f"{t['spearman']:.3f} | {s['within']:.0%} / {t['within']:.0%} | "
+              f"{s['median']:+.1%} / {t['median']:+.1%} | {s['min']:+.1%} .. {s['max']:+.1%} / "
+              f"{t['min']:+.1%} .. {t['max']:+.1%} | {winner} | {s['rank']} / {t['rank']} |",
               flush=True)
     if a.json:
         with open(a.json, "w") as f:

@@ -401,6 +401,49 @@ ENTRY %e (p: (s32[], f32[])) -> (s32[], f32[]) {
   EXPECT_EQ(unknown_trip_count_loops(g), (std::vector<std::string>{"b"}));
 }
 
+// The TPU compiler's windowed einsum loop counts by 2 (one trip per pair of weight shards
+// received from both neighbours): `i < 4` from 0 in steps of 2 is two trips, not four. A
+// counter that moves away from its limit never ends: unknown, not a guess.
+TEST(HloLoader, TripCountFollowsTheInductionStep) {
+  auto program = [](const std::string& init, const std::string& step_op, const std::string& step,
+                    const std::string& limit) {
+    return R"(HloModule m
+%cond (s: (u32[], bf16[8])) -> pred[] {
+  %s = (u32[], bf16[8]{0}) parameter(0)
+  %i = u32[] get-tuple-element(%s), index=0
+  %n = u32[] constant()" + limit + R"()
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (u32[], bf16[8])) -> (u32[], bf16[8]) {
+  %s = (u32[], bf16[8]{0}) parameter(0)
+  %i = u32[] get-tuple-element(%s), index=0
+  %x = bf16[8]{0} get-tuple-element(%s), index=1
+  %cp = bf16[8]{0} collective-permute(%x), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  %k = u32[] constant()" + step + R"()
+  %next = u32[] )" + step_op + R"((%i, %k)
+  ROOT %t = (u32[], bf16[8]{0}) tuple(%next, %cp)
+}
+ENTRY %e (p: bf16[8]) -> bf16[8] {
+  %p = bf16[8]{0} parameter(0)
+  %z = u32[] constant()" + init + R"()
+  %t = (u32[], bf16[8]{0}) tuple(%z, %p)
+  %w = (u32[], bf16[8]{0}) while(%t), condition=%cond, body=%body
+  ROOT %x = bf16[8]{0} get-tuple-element(%w), index=1
+}
+)";
+  };
+  CollectiveGraph windowed = load(program("0", "add", "2", "4"));
+  ASSERT_EQ(windowed.loops.size(), 1u);
+  EXPECT_TRUE(windowed.loops[0].trip_count_known);
+  EXPECT_EQ(windowed.loops[0].trip_count, 2);
+  ASSERT_EQ(windowed.collectives.size(), 1u);
+  EXPECT_EQ(windowed.collectives[0].repeat, 2);
+  EXPECT_EQ(load(program("1", "add", "3", "11")).loops[0].trip_count, 4);  // 1, 4, 7, 10
+  EXPECT_EQ(load(program("0", "add", "1", "5")).loops[0].trip_count, 5);
+  CollectiveGraph away = load(program("0", "subtract", "1", "4"));
+  EXPECT_FALSE(away.loops[0].trip_count_known);
+}
+
 TEST(HloLoader, ErrorsAreValues) {
   auto bad_groups = collective_graph_from_text(
       std::string("HloModule m, num_partitions=4\n") + kAdd +

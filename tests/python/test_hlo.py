@@ -125,6 +125,27 @@ def test_scanned_layers_repeat_and_flops(target):
     assert g.static_flops == pytest.approx(_xla_flops(c), rel=0.05)  # XLA counts a body once
 
 
+def test_a_windowed_einsum_loop_counts_its_matmul_once():
+    """TPU7x's compiler turns a matmul on a weight gathered over all 8 devices into a
+    windowed einsum: a loop that receives two shards from each neighbour per trip and counts
+    by 2. Its trips (two, not four) and so its FLOPs are those of the one matmul."""
+    mesh = Mesh(np.array(tpu.compile_only_devices("tpu7x:2x2x1")), ("x",))
+    rows, k, n = 65536, 256, 256  # big enough rows for the compiler to window it
+
+    def fn(x, w):
+        return x @ jax.lax.with_sharding_constraint(w, NamedSharding(mesh, P(None, None)))
+
+    spec = lambda shape: jax.ShapeDtypeStruct(shape, jnp.bfloat16,  # noqa: E731
+                                              sharding=NamedSharding(mesh, P("x", None)))
+    text = jax.jit(fn, out_shardings=NamedSharding(mesh, P("x", None))).lower(
+        spec((rows, k)), spec((k, n))).compile().as_text()
+    g = _core.load_hlo(text)
+    windowed = [lp for lp in g.loops if "windowed_dot_general" in lp.name]
+    assert len(windowed) == 1 and windowed[0].trip_count_known
+    assert windowed[0].trip_count == 2
+    assert g.total_flops == pytest.approx(2 * (rows // 8) * k * n, rel=0.05)
+
+
 def test_malformed_hlo_is_a_core_error_with_position():
     text = "HloModule m\n\nENTRY %e (p: f32[4]) -> f32[4] {\n  ROOT %p = f32[4]{0 parameter(0)\n}\n"
     with pytest.raises(_core.CoreError, match=r"^x\.hlo:4:\d+: expected"):

@@ -46,6 +46,37 @@ struct Ref {
   int index;
 };
 
+// What the body adds to element `index` of the loop tuple each trip: its root tuple's element
+// `index` as `add(gte(param, index), constant)` (either order) or `subtract(gte, constant)`,
+// through copies. nullopt when the update has another form.
+std::optional<int64_t> induction_step(const HloModule& m, const Instruction& w, int64_t index) {
+  const int body = w.callee("body");
+  if (body < 0 || index < 0) return std::nullopt;
+  const Computation& bc = m.computations[body];
+  if (bc.root < 0) return std::nullopt;
+  const Instruction& root = bc.instructions[bc.root];
+  if (root.opcode != "tuple" || static_cast<size_t>(index) >= root.operands.size())
+    return std::nullopt;
+  const int u = through_copies(bc, root.operands[static_cast<size_t>(index)]);
+  if (u < 0) return std::nullopt;
+  const Instruction& update = bc.instructions[u];
+  if ((update.opcode != "add" && update.opcode != "subtract") || update.operands.size() != 2)
+    return std::nullopt;
+  auto is_ivar = [&](int i) {
+    i = through_copies(bc, i);
+    return i >= 0 && bc.instructions[i].opcode == "get-tuple-element" &&
+           parse_int(bc.instructions[i].attr("index")) == index;
+  };
+  if (update.opcode == "add") {
+    if (is_ivar(update.operands[0])) return constant_value(bc, update.operands[1]);
+    if (is_ivar(update.operands[1])) return constant_value(bc, update.operands[0]);
+    return std::nullopt;
+  }
+  if (!is_ivar(update.operands[0])) return std::nullopt;
+  if (auto c = constant_value(bc, update.operands[1])) return -*c;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
@@ -111,14 +142,27 @@ std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
   }
   constexpr int64_t kBig = int64_t{1} << 40;  // keeps the arithmetic below from overflowing
   if (*limit > kBig || *limit < -kBig || init > kBig || init < -kBig) return std::nullopt;
-  int64_t n = 0;
-  if (dir == "LT") n = *limit - init;
-  else if (dir == "LE") n = *limit - init + 1;
-  else if (dir == "GT") n = init - *limit;
-  else if (dir == "GE") n = init - *limit + 1;
-  else if (dir == "NE") n = *limit > init ? *limit - init : init - *limit;
+  // The step: what the body adds to the variable (the TPU compiler's windowed einsum loops
+  // count by 2, one trip per pair of shards); 1 when the update is not an add or subtract
+  // of a constant (a counter XLA fused into something else, as its loops otherwise do).
+  const std::optional<int64_t> step = index ? induction_step(m, w, *index) : std::nullopt;
+  int64_t stride = 1;
+  if (step) {
+    const bool up = dir == "LT" || dir == "LE" || (dir == "NE" && *limit > init);
+    if (*step == 0 || *step >= kBig || *step <= -kBig || (up != (*step > 0)))
+      return std::nullopt;  // a variable that never reaches the limit
+    stride = *step > 0 ? *step : -*step;
+  }
+  int64_t span = 0;  // values of the variable the loop runs through, counted by 1
+  if (dir == "LT") span = *limit - init;
+  else if (dir == "LE") span = *limit - init + 1;
+  else if (dir == "GT") span = init - *limit;
+  else if (dir == "GE") span = init - *limit + 1;
+  else if (dir == "NE") span = *limit > init ? *limit - init : init - *limit;
   else return std::nullopt;
-  return n > 0 ? n : 0;
+  if (span <= 0) return 0;
+  if (dir == "NE" && span % stride != 0) return std::nullopt;  // never meets the limit
+  return (span + stride - 1) / stride;
 }
 
 }  // namespace aoizora::hlo
