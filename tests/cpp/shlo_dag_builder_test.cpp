@@ -258,6 +258,32 @@ TEST(ShloDag, UnknownTripCountIsAnError) {
   EXPECT_GT(d.error().line, 0);
 }
 
+// The counter's step comes from the body: a scan that adds 2 to it runs `i < 4` twice; one
+// that moves it away from the limit never ends, an unknown trip count.
+TEST(ShloDag, WhileTripCountFollowsTheCountersStep) {
+  auto with_update = [](const std::string& update) {
+    std::string text = testdata::kLayersScan;
+    const std::string step = "%c_3 = stablehlo.constant dense<1> : tensor<i32>\n"
+                             "      %4 = stablehlo.add %iterArg_1, %c_3 : tensor<i32>";
+    const size_t at = text.find(step);
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, step.size(), update);
+    auto module = parse_module(text);
+    EXPECT_TRUE(module.ok()) << module.error().to_string();
+    return build_dag(*module);
+  };
+  auto by_two = with_update("%c_3 = stablehlo.constant dense<2> : tensor<i32>\n"
+                            "      %4 = stablehlo.add %c_3, %iterArg_1 : tensor<i32>");
+  ASSERT_TRUE(by_two.ok()) << by_two.error().to_string();
+  auto c = comms(*by_two);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(c[0]->repeat, 2);
+  auto away = with_update("%c_3 = stablehlo.constant dense<1> : tensor<i32>\n"
+                          "      %4 = stablehlo.subtract %iterArg_1, %c_3 : tensor<i32>");
+  ASSERT_FALSE(away.ok());
+  EXPECT_NE(away.error().message.find("trip count is unknown"), std::string::npos);
+}
+
 const char* kSnippet = R"(module @m attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["x"=2, "y"=2]>
   func.func public @main(%arg0: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %arg1: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}) -> (tensor<64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {

@@ -74,15 +74,49 @@ void Builder::bind_results(const Op& op, const std::vector<int>& ret) {
   }
 }
 
-std::optional<int64_t> Builder::trip_count(const Op& op) {
-  if (op.regions.size() < 2) return std::nullopt;
-  const Block& cond = op.regions[0];
+namespace {
+
+// The integer constants a block defines (`stablehlo.constant dense<4>`), by value id.
+std::map<int, int64_t> block_constants(const Block& block) {
   std::map<int, int64_t> consts;
-  for (const Op& c : cond.ops) {
+  for (const Op& c : block.ops)
     if (short_name(c.name) == "constant" && !c.results.empty()) {
       size_t k = c.attrs.find("dense<");
       if (k != std::string::npos) consts[c.results[0]] = std::atoll(c.attrs.c_str() + k + 6);
     }
+  return consts;
+}
+
+}  // namespace
+
+std::optional<int64_t> Builder::induction_step(const Op& op, size_t idx) const {
+  const Block& body = op.regions[1];
+  if (body.ops.empty() || idx >= body.args.size()) return std::nullopt;
+  const Op& ret = body.ops.back();
+  if (idx >= ret.operands.size()) return std::nullopt;
+  const std::map<int, int64_t> consts = block_constants(body);
+  auto constant = [&](int v) -> std::optional<int64_t> {
+    if (auto it = consts.find(v); it != consts.end()) return it->second;
+    return const_int_[static_cast<size_t>(v)];
+  };
+  const int counter = body.args[idx];
+  for (const Op& u : body.ops) {
+    if (u.results.empty() || u.results[0] != ret.operands[idx] || u.operands.size() != 2) continue;
+    const std::string_view n = short_name(u.name);
+    if (n == "add" && u.operands[0] == counter) return constant(u.operands[1]);
+    if (n == "add" && u.operands[1] == counter) return constant(u.operands[0]);
+    if (n == "subtract" && u.operands[0] == counter)
+      if (auto c = constant(u.operands[1])) return -*c;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> Builder::trip_count(const Op& op) {
+  if (op.regions.size() < 2) return std::nullopt;
+  const Block& cond = op.regions[0];
+  const std::map<int, int64_t> consts = block_constants(cond);
+  for (const Op& c : cond.ops) {
     if (short_name(c.name) == "compare" && c.operands.size() == 2) {
       int a = c.operands[0], b = c.operands[1];
       auto arg = std::find(cond.args.begin(), cond.args.end(), a);
@@ -91,10 +125,14 @@ std::optional<int64_t> Builder::trip_count(const Op& op) {
       int64_t init = 0;
       if (idx < op.operands.size() && const_int_[static_cast<size_t>(op.operands[idx])])
         init = *const_int_[static_cast<size_t>(op.operands[idx])];
-      int64_t limit = consts[b];
-      bool le = c.attrs.find("LE") != std::string::npos;
-      int64_t trips = limit - init + (le ? 1 : 0);
-      if (c.attrs.find("LT") != std::string::npos || le) return std::max<int64_t>(trips, 0);
+      const int64_t limit = consts.at(b);
+      const bool le = c.attrs.find("LE") != std::string::npos;
+      if (c.attrs.find("LT") == std::string::npos && !le) continue;
+      // The counter's step, from the body (1 where its update is not a constant add).
+      const int64_t step = induction_step(op, idx).value_or(1);
+      if (step <= 0) return std::nullopt;  // it never reaches the limit
+      const int64_t span = limit - init + (le ? 1 : 0);
+      return span > 0 ? (span + step - 1) / step : 0;
     }
   }
   return std::nullopt;

@@ -123,6 +123,9 @@ class Builder {
   // The trip count of a stablehlo.while whose condition compares its counter with a
   // constant, or nullopt.
   std::optional<int64_t> trip_count(const Op& op);
+  // What a while's body adds to its loop-carried value `idx` each trip, when it adds (or
+  // subtracts) a constant.
+  std::optional<int64_t> induction_step(const Op& op, size_t idx) const;
   Status while_loop(const Op& op, double repeat);
   Status case_op(const Op& op, double repeat);
   Status manual_computation(const Op& op, double repeat);
