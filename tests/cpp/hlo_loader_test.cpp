@@ -296,7 +296,9 @@ TEST(HloLoader, NestedWhilesCallsAndConditionals) {
   %i = s32[] get-tuple-element(%s), index=0
   %x = f32[4]{0} get-tuple-element(%s), index=1
   %cp = f32[4]{0} collective-permute(%x), channel_id=1, source_target_pairs={{0,1},{1,0}}
-  ROOT %t = (s32[], f32[4]{0}) tuple(%i, %cp)
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[4]{0}) tuple(%next, %cp)
 }
 
 %outer_cond (s: (s32[], f32[4])) -> pred[] {
@@ -313,7 +315,10 @@ TEST(HloLoader, NestedWhilesCallsAndConditionals) {
 
 %outer_body (s: (s32[], f32[4])) -> (s32[], f32[4]) {
   %s = (s32[], f32[4]{0}) parameter(0)
-  %w = (s32[], f32[4]{0}) while(%s), condition=%inner_cond, body=%inner_body
+  %zero = s32[] constant(0)
+  %x0 = f32[4]{0} get-tuple-element(%s), index=1
+  %from0 = (s32[], f32[4]{0}) tuple(%zero, %x0)
+  %w = (s32[], f32[4]{0}) while(%from0), condition=%inner_cond, body=%inner_body
   %i = s32[] get-tuple-element(%w), index=0
   %x = f32[4]{0} get-tuple-element(%w), index=1
   %c = f32[4]{0} call(%x), to_apply=%helper
@@ -374,8 +379,9 @@ ENTRY %e (p: f32[4], k: s32[]) -> f32[4] {
   EXPECT_EQ(g.collectives[2].groups, (std::vector<std::vector<int>>{{0}, {1}}));
   EXPECT_EQ(g.collective_bytes(CollectiveKind::kCollectivePermute), 16 * 15);
   EXPECT_EQ(g.collective_bytes(CollectiveKind::kAllReduce), 16 * 3 + 16);
-  // Flops: all-reduce 4 x 3 (call) + conditional (multiply 4 + all-reduce 4).
-  EXPECT_DOUBLE_EQ(g.total_flops(), 12 + 8);
+  // Flops: all-reduce 4 x 3 (call) + conditional (multiply 4 + all-reduce 4) + the inner
+  // counter's add, 1 x 15.
+  EXPECT_DOUBLE_EQ(g.total_flops(), 12 + 8 + 15);
 }
 
 TEST(HloLoader, UnknownTripCountIsFlagged) {
@@ -442,6 +448,11 @@ ENTRY %e (p: bf16[8]) -> bf16[8] {
   EXPECT_EQ(load(program("0", "add", "1", "5")).loops[0].trip_count, 5);
   CollectiveGraph away = load(program("0", "subtract", "1", "4"));
   EXPECT_FALSE(away.loops[0].trip_count_known);
+  // A counter that starts from a value the program computes: unknown, not counted from 0.
+  std::string from_input = program("0", "add", "1", "4");
+  const std::string init = "%z = u32[] constant(0)";
+  from_input.replace(from_input.find(init), init.size(), "%z = u32[] partition-id()");
+  EXPECT_FALSE(load(from_input).loops[0].trip_count_known);
 }
 
 TEST(HloLoader, ErrorsAreValues) {
