@@ -72,7 +72,7 @@ def main() -> int:
         q1 = {c["candidate"]: c["q1_s"] for c in result["stage1"]["candidates"]}
         winner = min(steps, key=steps.get)
         rank = sorted((n for n in steps), key=lambda n: q1[n]).index(winner)
-        largest = min(moved) if moved else (0.0, "-")
+        largest = max(moved, key=lambda m: abs(m[0])) if moved else (0.0, "-")
         print(f"| {result['key']} | {len(rows)} | {len(moved)} | {largest[0]:+.1%} ({largest[1]}) "
               f"| {result['stage1']['winner']} -> {winner} ({steps[winner]:.4f} s) | {rank} "
               f"| {time.perf_counter() - t0:.0f} |", flush=True)
