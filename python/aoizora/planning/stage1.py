@@ -31,11 +31,11 @@ from aoizora import _core
 DEFAULT_K = 4
 # Q1 rank (0-based) of the sharding that won after Stage 2 and the simulator, with every
 # fitting sharding compiled (`aoizora eval --grid paper --oracle`), on the fit half of the
-# grid only (recall is reported on the other half): Wan 2.1 14B at 480p 21f, 720p 21f and
-# 720p 41f on v5e:2x2, v5e:2x4 and v5e:4x4, Q1 priced on placements (the issue-34 grid, commit
-# ad285d2; docs/results/README.md: the held-out half). The 1.3B fit half of that grid is not
-# run yet; the run before (issue 13, older Q1) had its winners at ranks 0, 2, 0, 1, 5.
-MEASURED_WINNER_RANKS: tuple[int, ...] = (0, 0, 1, 2, 1, 1, 0, 5, 1)
+# grid only (recall is reported on the other half): 480p 21f, 720p 21f and 720p 41f on
+# v5e:2x2, v5e:2x4 and v5e:4x4, Wan 2.1 14B then Wan 2.1 1.3B, Q1 priced on placements (the
+# issue-34 grid, commit ad285d2, complete; docs/results/README.md: the held-out half).
+MEASURED_WINNER_RANKS: tuple[int, ...] = (0, 0, 1, 2, 1, 1, 0, 5, 1,
+                                          0, 1, 3, 1, 2, 1, 0, 0, 0)
 
 KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
