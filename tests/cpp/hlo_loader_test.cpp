@@ -448,6 +448,8 @@ ENTRY %e (p: bf16[8]) -> bf16[8] {
   EXPECT_EQ(load(program("0", "add", "1", "5")).loops[0].trip_count, 5);
   CollectiveGraph away = load(program("0", "subtract", "1", "4"));
   EXPECT_FALSE(away.loops[0].trip_count_known);
+  // A counter updated other than by a constant step: unknown, not counted by 1.
+  EXPECT_FALSE(load(program("1", "multiply", "2", "16")).loops[0].trip_count_known);
   // A counter that starts from a value the program computes: unknown, not counted from 0.
   std::string from_input = program("0", "add", "1", "4");
   const std::string init = "%z = u32[] constant(0)";

@@ -259,7 +259,8 @@ TEST(ShloDag, UnknownTripCountIsAnError) {
 }
 
 // The counter's step comes from the body: a scan that adds 2 to it runs `i < 4` twice; one
-// that moves it away from the limit never ends, an unknown trip count.
+// that moves it away from the limit, or changes it other than by a constant step, has an
+// unknown trip count.
 TEST(ShloDag, WhileTripCountFollowsTheCountersStep) {
   auto with_update = [](const std::string& update) {
     std::string text = testdata::kLayersScan;
@@ -282,6 +283,9 @@ TEST(ShloDag, WhileTripCountFollowsTheCountersStep) {
                           "      %4 = stablehlo.subtract %iterArg_1, %c_3 : tensor<i32>");
   ASSERT_FALSE(away.ok());
   EXPECT_NE(away.error().message.find("trip count is unknown"), std::string::npos);
+  auto doubling = with_update("%c_3 = stablehlo.constant dense<2> : tensor<i32>\n"
+                              "      %4 = stablehlo.multiply %iterArg_1, %c_3 : tensor<i32>");
+  EXPECT_FALSE(doubling.ok());
 }
 
 const char* kSnippet = R"(module @m attributes {mhlo.num_partitions = 4 : i32} {

@@ -146,16 +146,13 @@ std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
   constexpr int64_t kBig = int64_t{1} << 40;  // keeps the arithmetic below from overflowing
   if (*limit > kBig || *limit < -kBig || init > kBig || init < -kBig) return std::nullopt;
   // The step: what the body adds to the variable (the TPU compiler's windowed einsum loops
-  // count by 2, one trip per pair of shards); 1 when the update is not an add or subtract
-  // of a constant (a counter XLA fused into something else, as its loops otherwise do).
+  // count by 2, one trip per pair of shards). A variable updated any other way, or moving
+  // away from its limit, leaves the count unknown.
   const std::optional<int64_t> step = index ? induction_step(m, w, *index) : std::nullopt;
-  int64_t stride = 1;
-  if (step) {
-    const bool up = dir == "LT" || dir == "LE" || (dir == "NE" && *limit > init);
-    if (*step == 0 || *step >= kBig || *step <= -kBig || (up != (*step > 0)))
-      return std::nullopt;  // a variable that never reaches the limit
-    stride = *step > 0 ? *step : -*step;
-  }
+  const bool up = dir == "LT" || dir == "LE" || (dir == "NE" && *limit > init);
+  if (!step || *step == 0 || *step >= kBig || *step <= -kBig || up != (*step > 0))
+    return std::nullopt;
+  const int64_t stride = *step > 0 ? *step : -*step;
   int64_t span = 0;  // values of the variable the loop runs through, counted by 1
   if (dir == "LT") span = *limit - init;
   else if (dir == "LE") span = *limit - init + 1;

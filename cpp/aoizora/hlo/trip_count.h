@@ -1,8 +1,8 @@
 // Trip counts of while loops: from the while's backend_config (`"known_trip_count":{"n":"4"}`)
 // or, failing that, from the loop condition's compare of the induction variable against a
 // constant (looking through a fusion root and copies), with the initial value taken from the
-// while's operand tuple (a constant, else the count is unknown) and the step from the body's
-// update of the variable when it adds or subtracts a constant (1 otherwise).
+// while's operand tuple and the step from the body's update of the variable (a constant
+// added or subtracted); where either is not a constant, the count is unknown.
 #pragma once
 
 #include <cstdint>

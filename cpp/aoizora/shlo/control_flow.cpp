@@ -122,17 +122,19 @@ std::optional<int64_t> Builder::trip_count(const Op& op) {
       auto arg = std::find(cond.args.begin(), cond.args.end(), a);
       if (arg == cond.args.end() || !consts.count(b)) continue;
       size_t idx = static_cast<size_t>(arg - cond.args.begin());
-      int64_t init = 0;
-      if (idx < op.operands.size() && const_int_[static_cast<size_t>(op.operands[idx])])
-        init = *const_int_[static_cast<size_t>(op.operands[idx])];
+      // The counter's first value: a constant (else the count is unknown).
+      if (idx >= op.operands.size() || !const_int_[static_cast<size_t>(op.operands[idx])])
+        return std::nullopt;
+      const int64_t init = *const_int_[static_cast<size_t>(op.operands[idx])];
       const int64_t limit = consts.at(b);
       const bool le = c.attrs.find("LE") != std::string::npos;
       if (c.attrs.find("LT") == std::string::npos && !le) continue;
-      // The counter's step, from the body (1 where its update is not a constant add).
-      const int64_t step = induction_step(op, idx).value_or(1);
-      if (step <= 0) return std::nullopt;  // it never reaches the limit
+      // The counter's step, from the body: a constant added (else, or moving away from the
+      // limit, the count is unknown).
+      const std::optional<int64_t> step = induction_step(op, idx);
+      if (!step || *step <= 0) return std::nullopt;
       const int64_t span = limit - init + (le ? 1 : 0);
-      return span > 0 ? (span + step - 1) / step : 0;
+      return span > 0 ? (span + *step - 1) / *step : 0;
     }
   }
   return std::nullopt;
