@@ -204,6 +204,9 @@ def test_planning_time_and_resume(evaluated):
     assert float(rows[0]["aoizora_ms"]) == pytest.approx(r["aoizora"]["simulated_s"] * 1e3)
     md = open(os.path.join(out, "results.md")).read()
     assert TINY.key in md and "Q1 within 20 % of the simulated step" in md
+    # Beside the paper's rho (pooled over a setting's placements), ours pooled the same way.
+    pooled = [line for line in md.splitlines() if "least pooled Spearman rho" in line]
+    assert len(pooled) == 1 and f"| {r['spearman']['pooled']:.3f} |" in pooled[0]
     assert float(rows[0]["q1_within_20pct"]) == pytest.approx(q1_error.per_setting(r)["within"])
     assert all(os.path.getsize(p) > 0 for p in written)
 
