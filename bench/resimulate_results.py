@@ -71,7 +71,7 @@ def main() -> int:
                  if r["today"] is not None and abs(r["today"] / r["stored"] - 1) > 1e-4]
         q1 = {c["candidate"]: c["q1_s"] for c in result["stage1"]["candidates"]}
         winner = min(steps, key=steps.get)
-        rank = sorted((n for n in steps), key=lambda n: q1[n]).index(winner)
+        rank = sorted(steps, key=lambda n: q1[n]).index(winner)
         largest = max(moved, key=lambda m: abs(m[0])) if moved else (0.0, "-")
         print(f"| {result['key']} | {len(rows)} | {len(moved)} | {largest[0]:+.1%} ({largest[1]}) "
               f"| {result['stage1']['winner']} -> {winner} ({steps[winner]:.4f} s) | {rank} "

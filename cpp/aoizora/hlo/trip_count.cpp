@@ -130,19 +130,18 @@ std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
   if (!limit || ivar == nullptr || ivar->opcode != "get-tuple-element") return std::nullopt;
   // The initial value: element `index` of the while's operand tuple, a constant (else the
   // count is unknown: none of the grid's compiled programs has such a loop).
-  int64_t init = 0;
-  bool init_known = false;
+  std::optional<int64_t> start;
   auto index = parse_int(ivar->attr("index"));
   if (index && !w.operands.empty() && w.operands[0] >= 0) {
     int t = through_copies(caller, w.operands[0]);
     if (t >= 0 && caller.instructions[t].opcode == "tuple" && *index >= 0 &&
         static_cast<size_t>(*index) < caller.instructions[t].operands.size()) {
       int e = caller.instructions[t].operands[*index];
-      if (e >= 0)
-        if (auto v = constant_value(caller, e)) { init = *v; init_known = true; }
+      if (e >= 0) start = constant_value(caller, e);
     }
   }
-  if (!init_known) return std::nullopt;
+  if (!start) return std::nullopt;
+  const int64_t init = *start;
   constexpr int64_t kBig = int64_t{1} << 40;  // keeps the arithmetic below from overflowing
   if (*limit > kBig || *limit < -kBig || init > kBig || init < -kBig) return std::nullopt;
   // The step: what the body adds to the variable (the TPU compiler's windowed einsum loops

@@ -270,7 +270,7 @@ def _stage1_rows(summ: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                          _verdict(v >= GOALS["spearman_min"])))
         # Over all of a setting's Top-K pairs together, as the paper's figure is (a
         # sharding whose few placements simulate within noise drives the least above).
-        pooled = summ.get("spearman_pooled_min_per_slice", {}).get(t)
+        pooled = summ["spearman_pooled_min_per_slice"].get(t)
         if pooled is not None:
             rows.append((f"least pooled Spearman rho (Q2 vs simulator, every Top-K pair of a "
                          f"setting) on {t}", "paper vs measured: 0.817-0.985", _f(pooled), "-"))
