@@ -5,7 +5,8 @@ candidate's best simulated step (`stage1.candidates`), the best over every place
 ranks for it (the oracle's pool). A change to the simulator or to the HLO loader is measured
 on the same compiled programs without compiling again: each candidate's analysis compile is
 read back from the compile cache the evaluation filled (as `q2_rescore_results.py` does),
-every placement Stage 2 ranks is simulated, and the best is set beside the stored one. The
+every placement Stage 2 ranks is simulated, and the best is set beside the stored one (a
+candidate whose compile is not in the cache keeps its stored step and is counted apart). The
 table gives per setting the candidates whose step moved, the simulator's winner before and
 after, and the new winner's rank by the Q1 the evaluation stored (Stage 1's recall on the
 corrected steps). Every latency is simulated or predicted, never measured.
@@ -54,9 +55,9 @@ def main() -> int:
     ap.add_argument("--json", help="write the per-candidate rows here")
     a = ap.parse_args()
     compiles = analysis_compiles(os.environ.get("AOIZORA_CACHE", ""))
-    print("| setting | resimulated | moved (> 0.01 %) | largest move | winner stored -> today "
-          "| today's winner's stored Q1 rank | seconds |")
-    print("|---|---|---|---|---|---|---|")
+    print("| setting | resimulated | not in the cache | moved (> 0.01 %) | largest move "
+          "| winner stored -> today | today's winner's stored Q1 rank | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
     dump = {}
     for path in a.results:
         with open(path) as f:
@@ -73,7 +74,9 @@ def main() -> int:
         winner = min(steps, key=steps.get)
         rank = sorted(steps, key=lambda n: q1[n]).index(winner)
         largest = max(moved, key=lambda m: abs(m[0])) if moved else (0.0, "-")
-        print(f"| {result['key']} | {len(rows)} | {len(moved)} | {largest[0]:+.1%} ({largest[1]}) "
+        missing = [n for n, r in rows.items() if r["today"] is None]
+        print(f"| {result['key']} | {len(rows) - len(missing)} | {len(missing)} | {len(moved)} "
+              f"| {largest[0]:+.1%} ({largest[1]}) "
               f"| {result['stage1']['winner']} -> {winner} ({steps[winner]:.4f} s) | {rank} "
               f"| {time.perf_counter() - t0:.0f} |", flush=True)
     if a.json:
