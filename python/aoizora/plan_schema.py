@@ -60,6 +60,8 @@ def check_choice(c, where: str) -> None:
         raise ValueError(f"{where}.extra must be an object")
     for kind, iv in (c.get("extra", {}).get("interval") or {}).items():
         _check_interval(iv, f"{where}.extra.interval.{kind}")
+    if "speedup" in c["extra"]:
+        _check_speedup(c["extra"]["speedup"], f"{where}.extra.speedup")
 
 
 def _check_interval(iv, where: str) -> None:
@@ -192,8 +194,9 @@ def _check_flags(f) -> None:
 
 
 def _check_uncertainty(u) -> None:
-    """uncertainty (optional; plans before intervals have none): the bands, the rule that
-    chose ("point" or "robust"), the ranked figure, the ties (each with its interval)."""
+    """uncertainty (optional; plans before intervals have none): the joint draws (or, in
+    plans made without them, the bands), the rule that chose ("point" or "robust"), the
+    ranked figure, the ties (each with its interval)."""
     from aoizora.planning import intervals
 
     if not isinstance(u, dict):
@@ -206,11 +209,10 @@ def _check_uncertainty(u) -> None:
     if u.get("ranked_by") not in (intervals.PER_VIDEO, intervals.PER_FORWARD):
         raise ValueError("uncertainty.ranked_by must be 'seconds per video' or 'seconds per "
                          "forward'")
-    bands = u.get("bands")
-    for part in ("communication", "compute"):
-        rel = (bands or {}).get(part, {}).get("rel") if isinstance(bands, dict) else None
-        if not (_is_number(rel) and rel >= 0):
-            raise ValueError(f"uncertainty.bands.{part}.rel must be a number >= 0")
+    if "draws" in u:
+        _check_draws(u)
+    else:
+        _check_bands(u.get("bands"))
     ties = u.get("ties")
     if not isinstance(ties, list):
         raise ValueError("uncertainty.ties must be a list")
@@ -218,6 +220,40 @@ def _check_uncertainty(u) -> None:
         if not (isinstance(t, dict) and isinstance(t.get("name"), str)):
             raise ValueError(f"uncertainty.ties[{i}] must be an object with a 'name'")
         _check_interval(t, f"uncertainty.ties[{i}]")
+
+
+def _check_speedup(s, where: str) -> None:
+    """A speedup over joint draws (speedups.Speedup.record): low <= median <= high, all
+    > 0, 0 <= p_faster <= 1."""
+    if not isinstance(s, dict) or not all(_is_number(s.get(k)) and s[k] > 0
+                                          for k in ("median", "low", "high")):
+        raise ValueError(f"{where}: median, low and high must be numbers > 0")
+    if not s["low"] <= s["median"] <= s["high"]:
+        raise ValueError(f"{where}: low {s['low']} <= median {s['median']} <= high "
+                         f"{s['high']} does not hold")
+    if not (_is_number(s.get("p_faster")) and 0 <= s["p_faster"] <= 1):
+        raise ValueError(f"{where}.p_faster must be a number in [0, 1]")
+
+
+def _check_draws(u: dict) -> None:
+    """uncertainty from joint draws (confidence.py): their count, each row's speedup, the
+    changes considered."""
+    if isinstance(u["draws"], bool) or not isinstance(u["draws"], int) or u["draws"] < 1:
+        raise ValueError("uncertainty.draws must be an integer >= 1")
+    for i, r in enumerate(u.get("speedups") or []):
+        _check_speedup(r, f"uncertainty.speedups[{i}]")
+    for i, c in enumerate(u.get("changes") or []):
+        if not (isinstance(c, dict) and isinstance(c.get("made"), bool)
+                and _is_number(c.get("p"))):
+            raise ValueError(f"uncertainty.changes[{i}] must say whether it was made and "
+                             "its P")
+
+
+def _check_bands(bands) -> None:
+    for part in ("communication", "compute"):
+        rel = (bands or {}).get(part, {}).get("rel") if isinstance(bands, dict) else None
+        if not (_is_number(rel) and rel >= 0):
+            raise ValueError(f"uncertainty.bands.{part}.rel must be a number >= 0")
 
 
 def _check_video(video) -> None:

@@ -41,7 +41,9 @@ class Row(NamedTuple):
     notes: tuple[str, ...] = ()
     video_s: float | None = None     # simulated seconds per video (None: not priced)
     interval: dict | None = None     # the ranked figure's interval (intervals.py), or None
-    tie: bool = False                # its interval overlaps the plan's
+    tie: bool = False                # it ties the plan (intervals.py, confidence.py)
+    drawn: dict | None = None        # the plan's speedup over it across the joint draws
+                                     # (speedups.Speedup.record), or None
 
 
 def comparison_rows(plan: Plan) -> list[Row]:
@@ -59,7 +61,7 @@ def comparison_rows(plan: Plan) -> list[Row]:
         rows.append(Row(b.label(tag), b.candidate, b.placement, b.simulated_s, speed, tag,
                         tuple(b.notes()), plan.seconds_per_video(tag),
                         intervals.ranked_interval(b.extra, by),
-                        (b.candidate, b.placement) in tied))
+                        (b.candidate, b.placement) in tied, b.extra.get("speedup")))
     for tag, f in plan.planning.get("baselines_failed", {}).items():
         note = f"not compared: {f['why']}"
         rows.append(Row(f"{tag} ({note})", f["candidate"], "-", None, None, tag, (note,)))
@@ -112,6 +114,8 @@ def print_choice(plan: Plan, console=None) -> None:
     error = intervals.sentence(plan)
     if error:
         line(f"      {error}", markup=False, highlight=False)
+    for change in intervals.change_lines(plan):
+        line(f"      {change}", markup=False, highlight=False)
     hw = hardware_line(plan)
     if hw:
         line(f"      {hw}", markup=False, highlight=False)
@@ -149,9 +153,9 @@ def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = ""):
     per_video = any(r.video_s is not None for r in rows)
     if per_video:
         t.add_column("s /\nvideo", justify="right", no_wrap=True)
-    if ranged == "interval":  # the ranked figure's interval; "tie": it overlaps the plan's
+    if ranged == "interval":  # the ranked figure's interval, or the speedup's; and ties
         name, scale = _interval_unit(plan, rows)
-        t.add_column(f"interval\n({name})", justify="right", no_wrap=True)
+        t.add_column(_interval_header(plan, name), justify="right", no_wrap=True)
     for label, r in zip(labels, rows):
         cells = [Text(label), Text(r.sharding), Text(r.placement),
                  "-" if r.simulated_s is None else f"{r.simulated_s * 1e3:.2f}",
@@ -159,7 +163,7 @@ def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = ""):
         if per_video:
             cells.append("-" if r.video_s is None else f"{r.video_s:.4g}")
         if ranged == "interval":
-            cells.append(_interval_cell(r, scale) + (" tie" if r.tie else ""))
+            cells.append(_interval_cell(r, scale, _drawn(plan)) + (" tie" if r.tie else ""))
         t.add_row(*cells)
     return t
 
@@ -171,9 +175,22 @@ def _interval_unit(plan: Plan, rows: list[Row]) -> tuple[str, float]:
     return f"{unit} / {per}", scale
 
 
-def _interval_cell(r: Row, scale: float) -> str:
-    """"12.3-14.5": the row's interval in the table's unit (`scale` seconds), three
-    significant digits (whole numbers from 100)."""
+def _drawn(plan: Plan) -> bool:
+    return "draws" in (plan.uncertainty or {})
+
+
+def _interval_header(plan: Plan, unit_name: str) -> str:
+    return "speedup 90 %,\nP(faster)" if _drawn(plan) else f"interval\n({unit_name})"
+
+
+def _interval_cell(r: Row, scale: float, drawn: bool = False) -> str:
+    """"1.50-1.94 P1.00": the plan's speedup over the row, its 90 % interval across the
+    joint draws and P (a plan with draws; "-" on the plan's own row); else "12.3-14.5": the
+    row's interval in the table's unit (`scale` seconds), three significant digits (whole
+    numbers from 100)."""
+    if drawn:
+        return "-" if r.drawn is None else (
+            f"{r.drawn['low']:.2f}-{r.drawn['high']:.2f} P{r.drawn['p_faster']:.2f}")
     if r.interval is None:
         return "-"
     num = lambda x: f"{x:.0f}" if x >= 100 else f"{x:.3g}"
@@ -184,8 +201,11 @@ def _interval_lines(plan: Plan, rows: list[Row], labels: list[str]) -> list[str]
     """The intervals beneath a table too narrow to hold them, one row each."""
     name, scale = _interval_unit(plan, rows)
     w = max(len(label.split("\n")[0]) for label in labels)
-    return [f"interval ({name}; tie: it overlaps the plan's):"] + [
-        f"  {label.split(chr(10))[0]:{w}}  {_interval_cell(r, scale)}{' tie' if r.tie else ''}"
+    head = ("the plan's speedup, 90 % interval and P(faster); tie: it contains 1"
+            if _drawn(plan) else f"interval ({name}; tie: it overlaps the plan's)")
+    return [f"{head}:"] + [
+        f"  {label.split(chr(10))[0]:{w}}  {_interval_cell(r, scale, _drawn(plan))}"
+        f"{' tie' if r.tie else ''}"
         for label, r in zip(labels, rows)]
 
 
@@ -230,7 +250,12 @@ def print_comparison(plan: Plan, console=None) -> None:
     if existing:
         below.append(f"existing = {existing}: the fastest of the deployments listed that "
                      "JAX's default order can lay out, its row repeated")
-    if plan.uncertainty:
+    if _drawn(plan):
+        u = plan.uncertainty
+        below.append(f"speedup 90 %, P(faster): the plan's {u['ranked_by']} speedup over "
+                     f"the row across {u['draws']} joint draws of the model, and the share "
+                     "of draws in which the plan is faster; tie: the interval contains 1")
+    elif plan.uncertainty:
         below.append("interval: the ranked figure's, from the generation's leave-one-out "
                      "error bands (intervals.py); tie: it overlaps the plan's")
     for n in below:

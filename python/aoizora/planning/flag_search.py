@@ -15,12 +15,16 @@
                (none unless one is strictly faster); the best (sharding, placement, flags)
                triple is recorded beside it; one that beats the plan under its chosen
                flags is reported, not adopted (the plan's sharding and placement were
-               chosen per video, with the stages around the loop, without flags).
+               chosen per video, with the stages around the loop, without flags). A set
+               other than none is adopted only where it is faster in at least
+               speedups.DEFEND of the joint draws of the model (confidence.py); else the
+               plan keeps none and the search record's "change" says why.
 
     plan_flags(mode, generation, platform, in_process) -> FlagSet   what the jobs run under
     apply(plan, mode, chosen, search=None)          plan.json's "flags" and the compile
                                                     target's libtpu_init_args
     search(...) -> (chosen FlagSet, search record)
+    defended(chosen, best, graphs, speedup, p) -> (FlagSet, change record or None)
 
 Every figure is simulated on the model of the chip, never measured. The stages around the
 loop (text encoder, VAE) are compiled without flags in every mode.
@@ -34,7 +38,7 @@ from aoizora import _core
 from aoizora.compile import compile_flags
 from aoizora.compile.compile_flags import FlagSet
 from aoizora.compile.jobs import Job
-from aoizora.planning import flag_effects
+from aoizora.planning import flag_effects, speedups
 from aoizora.planning.stage2 import Pair, Stage2, UnknownTripCount
 
 MODES = ("none", "published", "search")
@@ -120,10 +124,13 @@ def _budgeted(shardings: list, sets: list[FlagSet], budget: int):
 def search(stage2: Stage2, best: Pair, simulated: list[Pair], generation: str, *,
            make_job: Callable[..., Job], run_batch: Callable[[str, list[Job]], list],
            budget: int = FLAG_BUDGET, shardings: int = FLAG_SHARDINGS,
-           sets: list[FlagSet] | None = None):
+           sets: list[FlagSet] | None = None, speedup: Callable | None = None,
+           defend_p: float = speedups.DEFEND):
     """(chosen FlagSet, the search record). make_job(candidate, flags) gives a sharding's
     analysis job under flags; run_batch(name, jobs) runs them (cached) in job order; sets:
-    the flag sets, none first (default compile_flags.search_sets(generation))."""
+    the flag sets, none first (default compile_flags.search_sets(generation));
+    speedup(new_graph, old_graph, device_of) -> speedups.Speedup over joint draws of the
+    model (confidence.Pricer.step_speedup): a set replaces none only where P >= defend_p."""
     order = [best.candidate] + [p.candidate for p in simulated
                                 if p.candidate.name != best.candidate.name]
     distinct = list({c.name: c for c in order}.values())[:shardings]
@@ -131,7 +138,7 @@ def search(stage2: Stage2, best: Pair, simulated: list[Pair], generation: str, *
                                       budget)
     jobs = [make_job(c, s.flags) for c in cands for s in sets]
     outs = run_batch("compile the best shardings under each flag set", jobs)
-    rows, failed = [], []
+    rows, failed, graphs = [], [], {}
     for i, c in enumerate(cands):
         plan_devices = list(best.device_of) if c.name == best.candidate.name else None
         base = None
@@ -147,12 +154,30 @@ def search(stage2: Stage2, best: Pair, simulated: list[Pair], generation: str, *
             row = _row(stage2, c, s, out.text, graph, plan_devices, base)
             base = base or row["summary"]
             rows.append(row)
-    chosen = _chosen(rows, best)
+            graphs[(c.name, s.name)] = graph
+    chosen, change = defended(_chosen(rows, best), best, graphs, speedup, defend_p)
     return chosen, {
         "budget": {"max_compiles": budget, "shardings": [c.name for c in cands],
                    "flag_sets": [s.name for s in sets], "compiles": len(jobs),
                    "left_out": left_out},
-        "rows": rows, "failed": failed, "best_triple": _best_triple(rows, chosen)}
+        "rows": rows, "failed": failed, "best_triple": _best_triple(rows, chosen),
+        "change": change}
+
+
+def defended(chosen: FlagSet, best: Pair, graphs: dict, speedup, p: float):
+    """(the flags the plan runs under, the change's record or None): the fastest set by
+    the point figure replaces none only where it is faster in P >= p of the joint draws."""
+    name = best.candidate.name
+    if speedup is None or chosen.name == compile_flags.NONE or (
+            (name, compile_flags.NONE) not in graphs):
+        return chosen, None
+    s = speedup(graphs[(name, chosen.name)], graphs[(name, compile_flags.NONE)],
+                list(best.device_of))
+    record = {"what": "compiler flags", "to": chosen.name, "from": compile_flags.NONE,
+              "made": speedups.defended(s, p), "gain_pct": 100 * (1 - 1 / s.median),
+              "p": s.p_faster,
+              "words": speedups.change_words(f"flags {chosen.name}", "no flags", s, p)}
+    return (chosen if record["made"] else compile_flags.lookup(compile_flags.NONE)), record
 
 
 def _best_triple(rows: list[dict], chosen: FlagSet) -> dict | None:

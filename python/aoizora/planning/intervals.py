@@ -25,6 +25,7 @@ is a tie; what separates it from the plan is the part whose point figures differ
         plan.uncertainty (bands, rule, ranked_by, ties)
     ties(plan) -> [dict]                   plan.uncertainty["ties"], [] for an old plan
     sentence(plan) -> str | None           the intervals and ties in words
+    change_lines(plan) -> [str]            the changes the plan considered (confidence.py)
 
 Every figure is simulated or predicted and its interval derived; none is measured.
 """
@@ -94,7 +95,7 @@ def separation(plan_iv: dict, other_iv: dict) -> dict:
     return {"by_part_s": by_part, "most": most}
 
 
-def _rows(plan) -> list[tuple[str, str, object]]:
+def compared_rows(plan) -> list[tuple[str, str, object]]:
     """(role, name, Choice) of every candidate the plan compares with its choice, once each
     (the "existing" baseline repeats another; a runner-up that is a baseline's pair is named
     by its tag)."""
@@ -116,7 +117,7 @@ def _ties(plan, by: str) -> list[dict]:
     if mine is None:
         return []
     out = []
-    for role, name, c in _rows(plan):
+    for role, name, c in compared_rows(plan):
         iv = ranked_interval(c.extra, by)
         if iv is not None and overlap(mine, iv):
             out.append({"name": name, "role": role, "candidate": c.candidate,
@@ -183,6 +184,8 @@ def sentence(plan) -> str | None:
     u = getattr(plan, "uncertainty", None) or {}
     if not u:
         return None
+    if "draws" in u:
+        return _drawn_sentence(plan, u)
     by = u["ranked_by"]
     mine = ranked_interval(plan.choice.extra, by)
     b = u["bands"]
@@ -207,3 +210,26 @@ def _basis(band: dict) -> str:
     if band["basis"] == "derived":
         return f"derived from {band['from']}"
     return f"leave-one-out, worst {band['worst']}"
+
+
+def _drawn_sentence(plan, u: dict) -> str:
+    """The sentence of a plan priced under joint draws (confidence.py)."""
+    by = u["ranked_by"]
+    mine = ranked_interval(plan.choice.extra, by)
+    text = (f"Interval ({by}): {span(mine)}, 90 % of {u['draws']} joint draws of "
+            f"{u['generation']}'s figures (seed {u['seed']}); a row ties the plan where the "
+            f"90 % interval of the plan's speedup over it contains 1.")
+    tied = u["ties"]
+    if not tied:
+        return text + " No row ties it."
+    each = "; ".join(f"{t['name']} {t['speedup']['low']:.3f}-{t['speedup']['high']:.3f}x "
+                     f"(P = {t['speedup']['p_faster']:.2f})" for t in tied[:SHOWN])
+    more = (f"; and {len(tied) - SHOWN} more (plan.json's uncertainty.ties)"
+            if len(tied) > SHOWN else "")
+    return text + f" Ties: {each}{more}."
+
+
+def change_lines(plan) -> list[str]:
+    """Each change the plan considered to what the user runs, made or kept, in words."""
+    u = getattr(plan, "uncertainty", None) or {}
+    return [f"{c['what']}: {c['words']}" for c in u.get("changes", [])]

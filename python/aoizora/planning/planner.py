@@ -27,7 +27,8 @@ from aoizora.compile import jaxenv  # noqa: F401
 from aoizora import _core
 from aoizora.compile import compile_flags, optimized_hlo
 from aoizora.compile.compile_flags import FlagSet
-from aoizora.planning import baselines, flag_search, kernels, stage1, strategies
+from aoizora.planning import (baselines, flag_search, kernels, model_draws, speedups, stage1,
+                              strategies)
 from aoizora.compile.batch import run_jobs
 from aoizora.compile.cache import Cache
 from aoizora.compile.compile_target import CompileTarget, compile_target_for
@@ -80,6 +81,9 @@ class Settings:
     flags: str = "none"               # compiler flags: "none", "published" (MaxDiffusion's set
                                       # for the generation) or "search" (flag_search.py)
     flag_budget: int = flag_search.FLAG_BUDGET  # --flags search: compiles under flags at most
+    draws: int = model_draws.DRAWS    # joint draws of the chip's figures (model_draws.py)
+    defend_p: float = speedups.DEFEND  # P(better) a change to what the user runs needs
+                                      # (confidence.py); 0: the best point figure, always
 
 
 class Progress:
@@ -151,6 +155,7 @@ class _Run:
     predicted: dict[str, str] = field(default_factory=dict)
     ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
     video_why: str = ""               # why seconds per video was not priced (_video_model)
+    not_drawn: str = ""               # why the figures were not drawn (_pricer)
     # The compiler flags every transformer job runs under (flag_search.plan_flags).
     flag_set: FlagSet = field(default_factory=lambda: compile_flags.lookup(compile_flags.NONE))
 
@@ -567,7 +572,8 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     the stages around the loop priced (`video`), the best per video."""
     decision = min(pool, key=_decision_key)
     simulated = _pooled(pool, base_pairs, video, _robust_bands(run))
-    best = simulated[0]
+    pricer = _pricer(run, video)
+    best, changes = _defended(run, pricer, simulated[0], base_pairs)
     stage2, graphs = run.stage2, run.graphs
     choice = _chosen(run, best, ranked)
     run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
@@ -585,14 +591,14 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
         video=_video_record(run, video, best, base_pairs, oracle,
                             _pooled(pool, base_pairs)[0]),
     )
-    _intervals(run, the_plan, simulated, video)
-    _flags(run, the_plan, best, simulated)
+    _intervals(run, the_plan, simulated, video, pricer, best, base_pairs, oracle, changes)
+    _flags(run, the_plan, best, simulated, pricer)
     return PlanResult(the_plan, simulated, choice.extra["placements"], run.skipped,
                       graphs[best.candidate.name], stage2.topology, stage1=s1, ranked=ranked,
                       graphs=graphs, stage2=stage2)
 
 
-def _flags(run: _Run, the_plan: Plan, best: Pair, simulated: list[Pair]) -> None:
+def _flags(run: _Run, the_plan: Plan, best: Pair, simulated: list[Pair], pricer=None) -> None:
     """plan.json's "flags": the mode, the chosen set, and with --flags search the search
     (flag_search.py); the compile target's libtpu_init_args carry the chosen flags, so that
     --emit maxdiffusion runs the plan under them."""
@@ -604,10 +610,14 @@ def _flags(run: _Run, the_plan: Plan, best: Pair, simulated: list[Pair]) -> None
             make_job=lambda c, flags: Job(run.analysis_kind, c, run.cfg, run.wl,
                                           run.target.spec, flags=flags),
             run_batch=lambda name, jobs: _run(run.progress, name, run.settings, jobs),
-            budget=run.settings.flag_budget)
+            budget=run.settings.flag_budget,
+            speedup=None if pricer is None else pricer.step_speedup,
+            defend_p=run.settings.defend_p)
         run.lap("flag search", t0)
         run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
         the_plan.planning["seconds"] = run.timings["total"]
+    if searched and searched.get("change") and the_plan.uncertainty:
+        the_plan.uncertainty.setdefault("changes", []).append(searched["change"])
     flag_search.apply(the_plan, run.settings.flags, chosen, searched)
 
 
@@ -878,16 +888,60 @@ def _high_end(bands, video):
     return key
 
 
-def _intervals(run: _Run, plan: Plan, simulated: list[Pair], video) -> None:
-    """Every choice of `plan` with its interval, plan.uncertainty with the bands, the rule
-    that chose and the ties (intervals.annotate); the runners-up priced per video here, as
-    plan.video holds only the plan's and the baselines'."""
-    from aoizora.planning import intervals
+def _intervals(run: _Run, plan: Plan, simulated: list[Pair], video, pricer, best: Pair,
+               base_pairs: dict[str, Pair], oracle: Pair | None, changes: list[dict]) -> None:
+    """Every choice of `plan` with its interval and its speedup's, plan.uncertainty
+    (confidence.annotate) from the joint draws; where the slice's figures cannot be drawn
+    (`pricer` None), the error bands' intervals and ties (intervals.annotate), and
+    plan.uncertainty says why."""
+    from aoizora.planning import confidence, intervals
 
+    if pricer is not None:
+        pairs = {(p.candidate.name, p.placement): (p, "") for p in simulated + [best]}
+        pairs |= {(p.candidate.name, p.placement): (p, tag) for tag, p in base_pairs.items()}
+        if oracle is not None:
+            pairs[(oracle.candidate.name, oracle.placement)] = (oracle, "oracle")
+        confidence.annotate(plan, pricer, pairs, best, changes, run.settings.defend_p,
+                            intervals.ROBUST if run.settings.robust else intervals.POINT)
+        return
     parts = ({(p.candidate.name, p.placement): video.parts(p) for p in simulated}
              if video is not None else {})
     intervals.annotate(plan, _bands(run), intervals.ROBUST if run.settings.robust
                        else intervals.POINT, parts)
+    plan.uncertainty["not_drawn"] = run.not_drawn
+
+
+def _pricer(run: _Run, video):
+    """The joint draws of the slice's figures every row is priced under (confidence.py);
+    None, with run.not_drawn, where the figures have no profile to draw from."""
+    from aoizora.planning import confidence
+
+    try:
+        draws = model_draws.ModelDraws(run.stage2, run.settings.draws, run.settings.seed)
+    except model_draws.UncertainModel as e:
+        run.not_drawn = str(e)
+        run.progress.note(f"no joint draws: {e}; intervals from the error bands")
+        return None
+    return confidence.Pricer(draws, run.graphs, video)
+
+
+def _defended(run: _Run, pricer, best: Pair, base_pairs: dict[str, Pair]
+              ) -> tuple[Pair, list[dict]]:
+    """The plan's pair once each change it makes to what the user runs is defended
+    (confidence.defend), and the changes considered; `best` as it is without draws."""
+    from aoizora.planning import confidence
+
+    if pricer is None or run.settings.defend_p <= 0:
+        return best, []
+    graph = run.graphs[best.candidate.name]
+    try:
+        default = run.stage2.simulate(run.stage2.default_pair(best.candidate, graph,
+                                                              q1=best.q1), graph)
+    except NoDefaultOrder:
+        default = None
+    tag = _existing_tag(base_pairs, run.no_default_order)
+    return confidence.defend(pricer, best, default, base_pairs.get(tag), tag or "",
+                             run.settings.defend_p)
 
 
 def _decision_key(p: Pair):
