@@ -572,11 +572,13 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     the stages around the loop priced (`video`), the best per video."""
     decision = min(pool, key=_decision_key)
     simulated = _pooled(pool, base_pairs, video, _robust_bands(run))
+    t0 = time.perf_counter()
     pricer = _pricer(run, video)
     best, changes = _defended(run, pricer, simulated[0], base_pairs)
+    drawn_s = time.perf_counter() - t0
     stage2, graphs = run.stage2, run.graphs
     choice = _chosen(run, best, ranked)
-    run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
+    t0 = time.perf_counter()
     the_plan = Plan(
         model={"name": asked["name"], "layers": getattr(run.cfg, "layers", None),
                "params": _param_count(run.cfg), **_model_facts(run.cfg)},
@@ -592,6 +594,9 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
                             _pooled(pool, base_pairs)[0]),
     )
     _intervals(run, the_plan, simulated, video, pricer, best, base_pairs, oracle, changes)
+    run.timings["joint_draws"] = round(drawn_s + time.perf_counter() - t0, 3)
+    run.timings["total"] = the_plan.planning["seconds"] = round(
+        time.perf_counter() - run.t_start, 3)
     _flags(run, the_plan, best, simulated, pricer)
     return PlanResult(the_plan, simulated, choice.extra["placements"], run.skipped,
                       graphs[best.candidate.name], stage2.topology, stage1=s1, ranked=ranked,
