@@ -139,23 +139,27 @@ def test_plan_compiles_the_14b_two_block_proxy_for_the_tpu(result):
 
 
 def test_every_simulated_figure_carries_its_interval_and_the_rule_that_chose(result):
+    """Each compared row has its interval across the joint draws and the plan's speedup over
+    it; a row ties exactly where that speedup's interval holds 1; each change the plan made
+    to what the user runs was defended."""
     from aoizora import plan_schema
-    from aoizora.planning import intervals
+    from aoizora.planning import intervals, speedups
 
     plan = result.plan
     u = plan.uncertainty
-    assert u["rule"] == intervals.POINT and u["bands"]["generation"] == "v5e"
-    by = u["ranked_by"]
-    mine = intervals.ranked_interval(plan.choice.extra, by)
+    assert u["rule"] == intervals.POINT and u["method"] == "joint draws"
+    assert u["generation"] == "v5e" and u["draws"] == 100
     for c in [plan.choice, *plan.runners_up, *plan.baselines.values()]:
         fwd = c.extra["interval"]["forward"]
-        assert fwd["low_s"] < c.simulated_s < fwd["high_s"]
+        assert fwd["low_s"] <= c.simulated_s <= fwd["high_s"]
         assert fwd["point_s"] == pytest.approx(c.simulated_s)
     tied = {(t["candidate"], t["placement"]) for t in u["ties"]}
     for c in [*plan.runners_up, *plan.baselines.values()]:
-        iv = intervals.ranked_interval(c.extra, by)
+        sp = c.extra["speedup"]
+        assert sp["low"] <= sp["median"] <= sp["high"]
         if (c.candidate, c.placement) != (plan.choice.candidate, plan.choice.placement):
-            assert ((c.candidate, c.placement) in tied) == intervals.overlap(mine, iv)
+            assert ((c.candidate, c.placement) in tied) == (sp["low"] <= 1 <= sp["high"])
+    assert all(ch["made"] == (ch["p"] >= speedups.DEFEND) for ch in u["changes"])
     plan_schema.check(plan.to_dict())
 
 

@@ -36,7 +36,9 @@ def run(args) -> int:
     if args.json:  # speedup: a number, the row's simulated step over the plan's (or null)
         rows = [{"label": r.label, "sharding": r.sharding, "placement": r.placement,
                  "simulated_s": r.simulated_s, "speedup": r.speedup, "video_s": r.video_s,
-                 "video_parts": _parts(plan, r.tag)}
+                 "video_parts": _parts(plan, r.tag),
+                 # the plan's speedup across joint draws of the model (confidence.py)
+                 "speedup_drawn": r.drawn, "tie": r.tie}
                 for r in comparison_rows(plan)]
         print(json.dumps(rows, indent=2))
     else:

@@ -12,13 +12,13 @@ from aoizora.plan_summary import (comparison_rows, print_choice, print_compariso
 DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:2x4"}
 # The options that choose what is planned (compare --plan refuses them beside a saved plan).
 WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "hardware", "top_k", "workers",
-                  "oracle", "steps", "no_video", "robust")
+                  "oracle", "steps", "no_video", "robust", "defend", "draws")
 
 
 def add_workload_args(p) -> None:
     from aoizora.compile import executor
     from aoizora.hardware import hardware_file
-    from aoizora.inputs.validate import int_arg
+    from aoizora.inputs.validate import float_arg, int_arg
 
     p.add_argument("--model", help=f"model preset (default {DEFAULTS['model']}), or your own: "
                    "FILE.py:FUNCTION or pkg.module:FUNCTION returning a FunctionSpec or a "
@@ -40,6 +40,13 @@ def add_workload_args(p) -> None:
                    help="choose the best worst case: the lowest high end of each candidate's "
                         "interval from the leave-one-out error bands, not the best simulated "
                         "figure (plan.json's uncertainty.rule says which chose)")
+    p.add_argument("--defend", type=float_arg("--defend", 0.0, 1.0), default=None,
+                   help="P(faster) across joint draws of the model a change to what you run "
+                        "(the placement, the existing deployment, compiler flags) needs "
+                        "(default 0.9; 0: take the best simulated figure, always)")
+    p.add_argument("--draws", type=int_arg("--draws", 10, 10_000), default=None,
+                   help="joint draws of the chip's figures every compared row is priced "
+                        "under (default 100; docs/planner.md, 'How sure')")
     p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
                    help="shardings kept by Stage 1, 1 to 1000 (default: K from measured recall)")
     p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
@@ -141,6 +148,8 @@ def run_planner(args):
                             run_ahead=not args.no_run_ahead, executor=jobs_on,
                             video=not args.no_video, steps=args.steps,
                             robust=bool(args.robust), flags=args.flags,
+                            **({"defend_p": args.defend} if args.defend is not None else {}),
+                            **({"draws": args.draws} if args.draws else {}),
                             **({"flag_budget": args.flag_budget} if args.flag_budget else {}))
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:

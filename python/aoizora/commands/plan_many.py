@@ -96,11 +96,13 @@ def print_table(rows, out=None) -> None:
 
     t = Table(title="plan-many (latencies simulated, planning time measured)")
     for col in ("setting", "status", "sharding", "placement", "simulated ms/fwd",
-                "vs existing", "planning s", "cached jobs", "skipped"):
+                "vs existing", "90 %, P", "planning s", "cached jobs", "skipped"):
         t.add_column(col)
     for r in rows:
         t.add_row(r.key, r.status, r.candidate or "-", r.placement or "-",
                   _num(r.simulated_s, 1e3, ".3f"), _num(r.speedup_vs_existing, 1, ".3f", "x"),
+                  "-" if r.speedup_interval is None else
+                  f"{r.speedup_interval[0]:.2f}-{r.speedup_interval[1]:.2f} P{r.p_faster:.2f}",
                   _num(r.planning_s, 1, ".1f"),
                   f"{r.cache_hits}/{r.jobs}" if r.jobs is not None else "-",
                   "-" if r.skipped is None else str(r.skipped))

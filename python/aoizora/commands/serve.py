@@ -155,15 +155,16 @@ def print_survey(result, request, chosen, args, out=None) -> None:
     frames = f", {request.frames} frames" if request.frames else ""
     t = Table(title=f"serve {request.model}, {request.video}{frames}: latency per video "
                     "against videos per hour and cost (simulated)")
-    for col in ("slice", "split", "chips", "replica plan", "replicas", "s / video",
+    for col in ("slice", "split", "chips", "replica plan", "replicas", "s / video [90 %]",
                 "videos / h", "USD / video", "frontier"):
-        t.add_column(col, justify="right" if col in ("chips", "s / video", "videos / h",
+        t.add_column(col, justify="right" if col in ("chips", "s / video [90 %]", "videos / h",
                                                       "USD / video") else "left")
     for r in result.rows:
         on = [k for k in frontier.OBJECTIVES if id(r) in marks[k]]
         t.add_row(r.topology, r.split + (f", batch {r.batch}" if r.batch != 1 else ""),
                   str(r.chips), r.plan or r.why_not, r.pricing.partition(":")[0] or "-",
-                  _num(r.latency_s, ".4g"),
+                  _num(r.latency_s, ".4g") + ("" if r.latency_interval_s is None else
+                                              " [{:.3g}-{:.3g}]".format(*r.latency_interval_s)),
                   _num(r.videos_per_hour, ",.1f"), _num(r.usd_per_video, ".3g"),
                   ", ".join(on) or "-")
     out = out or sys.stdout

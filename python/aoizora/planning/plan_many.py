@@ -40,6 +40,10 @@ class Row:
     placement: str | None = None
     simulated_s: float | None = None   # simulated seconds per forward pass of the plan
     speedup_vs_existing: float | None = None
+    # across joint draws of the model: the 90 % interval of that speedup and P(plan faster)
+    # (confidence.py); None for a plan made without draws
+    speedup_interval: tuple[float, float] | None = None
+    p_faster: float | None = None
     planning_s: float | None = None    # measured wall clock of the planning run
     cache_hits: int | None = None
     jobs: int | None = None
@@ -79,8 +83,11 @@ def row_of(r: Request, status: str, path: str, d: dict, reason: str = "") -> Row
     ch, p = d.get("choice") or {}, d.get("planning") or {}
     existing = (d.get("baselines") or {}).get("existing") or {}
     sim, base = ch.get("simulated_s"), existing.get("simulated_s")
+    drawn = (existing.get("extra") or {}).get("speedup")
     return Row(r.key, status, path, reason, ch.get("candidate"), ch.get("placement"), sim,
-               base / sim if sim and base else None, p.get("seconds"), p.get("cache_hits"),
+               base / sim if sim and base else None,
+               (drawn["low"], drawn["high"]) if drawn else None,
+               drawn["p_faster"] if drawn else None, p.get("seconds"), p.get("cache_hits"),
                p.get("jobs"), len(p.get("skipped") or []))
 
 

@@ -156,6 +156,7 @@ class _Run:
     ahead: Prefetch = field(default_factory=Prefetch)  # jobs started before they are asked for
     video_why: str = ""               # why seconds per video was not priced (_video_model)
     not_drawn: str = ""               # why the figures were not drawn (_pricer)
+    pricer: Any = None                # the joint draws every row is priced under (_pricer)
     # The compiler flags every transformer job runs under (flag_search.plan_flags).
     flag_set: FlagSet = field(default_factory=lambda: compile_flags.lookup(compile_flags.NONE))
 
@@ -215,6 +216,7 @@ def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None
         pool = _verify_decision(run, pool, base_cands.values())
         base_pairs = _baselines(run, s1, base_cands, pool, ranked)
         whole = _video_model(run)
+        run.pricer = _pricer(run, whole)
         pool, base_pairs = _verify_pooled(run, pool, base_pairs, whole)
     finally:
         run.ahead.close()
@@ -571,9 +573,9 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     plan slower than their deployment), saying when a baseline replaced the decision; with
     the stages around the loop priced (`video`), the best per video."""
     decision = min(pool, key=_decision_key)
-    simulated = _pooled(pool, base_pairs, video, _robust_bands(run))
     t0 = time.perf_counter()
-    pricer = _pricer(run, video)
+    simulated = _pooled(pool, base_pairs, video, _robust_key(run, video))
+    pricer = run.pricer
     best, changes = _defended(run, pricer, simulated[0], base_pairs)
     drawn_s = time.perf_counter() - t0
     stage2, graphs = run.stage2, run.graphs
@@ -835,10 +837,10 @@ def _pooled(pool: list[Pair], base_pairs: dict[str, Pair], video=None,
     """The decision's pool and the baselines' own pairs, one per (sharding, placement), best
     first: the plan is the first. Best: the fewest simulated seconds per forward, or with
     `video` (plan_video.VideoModel) per video (the steps and the reshards); with `robust`
-    (error_bands.Bands, Settings.robust) the least high end of that figure's interval."""
+    (a pair's worst case, _robust_key) the least worst case."""
     first = video.order_key if video is not None else (lambda p: p.simulated)
     if robust is not None:
-        first = _high_end(robust, video)
+        first = robust
     return sorted({(p.candidate.name, p.placement): p
                    for p in pool + list(base_pairs.values())}.values(),
                   key=lambda p: (first(p), p.simulated, p.q2))
@@ -853,7 +855,7 @@ def _verify_pooled(run: _Run, pool: list[Pair], base_pairs: dict[str, Pair], vid
     baseline so refused is listed in run.failed_baselines, and the next best pair is the
     plan (the decision, held to the rule by _verify_decision, ends the search)."""
     while True:
-        best = _pooled(pool, base_pairs, video, _robust_bands(run))[0].candidate
+        best = _pooled(pool, base_pairs, video, _robust_key(run, video))[0].candidate
         name = best.name
         if (run.analysis_kind == "compile" or name in run.verified
                 or not _unpredicted(run, [best], force=_verify_plan(run))):
@@ -875,8 +877,15 @@ def _bands(run: _Run):
     return error_bands.for_generation(run.stage2.topology.spec["generation"])
 
 
-def _robust_bands(run: _Run):
-    return _bands(run) if run.settings.robust else None
+def _robust_key(run: _Run, video):
+    """With Settings.robust, a pair's worst case: the high end of its 90 % interval across
+    the joint draws (per video with `video`, else per forward), or where there are no draws
+    the high end of the error bands' interval; None without --robust."""
+    if not run.settings.robust:
+        return None
+    if run.pricer is None:
+        return _high_end(_bands(run), video)
+    return lambda p: speedups.interval(run.pricer.times(p, p.tag))[1]
 
 
 def _high_end(bands, video):

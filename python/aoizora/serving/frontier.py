@@ -40,6 +40,9 @@ class Row:
     # How the replicas were priced: "apart: <why no link is shared>", or "together: <the
     # replicas simulated at once on the slice, and against the plan alone>"; "" unpriced.
     pricing: str = ""
+    # latency_s's 90 % interval across joint draws of the model (the replica plan's, scaled
+    # to latency_s); None where the plan has none
+    latency_interval_s: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

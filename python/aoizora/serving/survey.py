@@ -62,6 +62,9 @@ class ReplicaPlan:
     error: str = ""                    # why there is no plan
     step_s: float | None = None        # one forward, simulated alone on planned_as, seconds
     steps: int = 0                     # forwards latency_s counts (the denoising steps)
+    # latency_s's 90 % interval across joint draws of the model, relative to latency_s
+    # ((low, high) / latency_s: confidence.py); None for a plan made without draws
+    relative_interval: tuple[float, float] | None = None
 
 
 @dataclass
@@ -159,7 +162,20 @@ def plan_replica(request: Request, shape: str, settings,
         else request.steps
     program = together.Program(result.graph, result.topology, tuple(c.chip_ids), c.simulated_s)
     return ReplicaPlan(shape, seconds, scope, f"{c.candidate} @ {c.placement}",
-                       step_s=c.simulated_s, steps=int(steps or 0)), program
+                       step_s=c.simulated_s, steps=int(steps or 0),
+                       relative_interval=_relative_interval(result.plan, scope)), program
+
+
+def _relative_interval(plan, scope: str) -> tuple[float, float] | None:
+    """The interval of the plan's figure that latency_s is (per video, or its forward for
+    transformer steps only) over its point figure; None without joint draws."""
+    if "draws" not in (plan.uncertainty or {}):
+        return None
+    iv = (plan.choice.extra.get("interval") or {}).get(
+        "forward" if scope.startswith(TRANSFORMER_ONLY) else "video")
+    if not iv or not iv["point_s"]:
+        return None
+    return iv["low_s"] / iv["point_s"], iv["high_s"] / iv["point_s"]
 
 
 def seconds_per_video(plan, steps: int) -> tuple[float, str]:
@@ -194,9 +210,11 @@ def row_of(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan |
                         else _together_latency(s, replica, run))
     vph = frontier.videos_per_hour(s.replicas, batch, latency)
     usd = request.prices.usd_per_chip_hour(s.generation)
+    rel = replica.relative_interval
     return Row(**base, latency_s=latency, videos_per_hour=vph,
                usd_per_video=None if usd is None else frontier.usd_per_video(chips, usd, vph),
-               scope=replica.scope, plan=replica.plan, pricing=pricing)
+               scope=replica.scope, plan=replica.plan, pricing=pricing,
+               latency_interval_s=None if rel is None else (latency * rel[0], latency * rel[1]))
 
 
 def _together_latency(s: splits.Split, replica: ReplicaPlan,
