@@ -580,6 +580,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     drawn_s = time.perf_counter() - t0
     stage2, graphs = run.stage2, run.graphs
     choice = _chosen(run, best, ranked)
+    run.timings["total"] = round(time.perf_counter() - run.t_start, 3)
     t0 = time.perf_counter()
     the_plan = Plan(
         model={"name": asked["name"], "layers": getattr(run.cfg, "layers", None),
