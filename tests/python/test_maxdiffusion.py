@@ -215,12 +215,31 @@ def test_a_model_without_a_maxdiffusion_config_is_refused_in_one_line():
 FAKE_GENERATE_WAN = '''
 import sys, types
 import jax
-from maxdiffusion import max_utils
-# What generate_wan does with the mesh: max_utils.create_device_mesh(config).
+from maxdiffusion import max_utils, pyconfig
+# What generate_wan does: pyconfig.initialize(argv), then reads config.use_magcache, then
+# max_utils.create_device_mesh(config).
+pyconfig.initialize(sys.argv)
+print("MAGCACHE", pyconfig.config.use_magcache, pyconfig.config.magcache_K)
 ici = {k: int(v) for k, v in (a.split("=", 1) for a in sys.argv[2:]) if k.startswith("ici_")}
 grid = max_utils.create_device_mesh(types.SimpleNamespace(**ici))
 print("ARGV", sys.argv[1:])
 print("IDS", [int(d.id) for d in grid.flat], list(grid.shape))
+'''
+# MaxDiffusion's pyconfig as generate_wan meets it: keys from the config file only (a
+# 1.3B-like config without the MagCache keys), read back by attribute.
+FAKE_PYCONFIG = '''
+import types
+_config = None
+config = None
+class HyperParameters:
+    def __getattr__(self, attr):
+        if attr not in _config.keys:
+            raise AttributeError(f"Requested key {attr}, not in config")
+        return _config.keys[attr]
+def initialize(argv, **kwargs):
+    global _config, config
+    _config = types.SimpleNamespace(keys={"model_name": "wan2.1"})
+    config = HyperParameters()
 '''
 
 
@@ -239,6 +258,7 @@ def test_the_launcher_runs_maxdiffusions_entry_point_with_the_planned_devices(tm
     (pkg / "max_utils.py").write_text("def create_device_mesh(config, devices=None, "
                                       "logging=True):\n    raise AssertionError('not replaced')\n")
     (pkg / "generate_wan.py").write_text(FAKE_GENERATE_WAN)
+    (pkg / "pyconfig.py").write_text(FAKE_PYCONFIG)
     usp = strategies.baseline_shardings(MODEL, WORKLOAD, 8)[strategies.MAXDIFFUSION_USP]
     order = [3, 1, 2, 0, 4, 6, 5, 7]
     doc = maxdiffusion.to_maxdiffusion(_plan("tpu7x:2x2x1", usp, list(range(8))), order)
@@ -254,6 +274,8 @@ def test_the_launcher_runs_maxdiffusions_entry_point_with_the_planned_devices(tm
     assert argv[0] == str(pkg / "configs" / "base_wan_14b.yml")
     assert argv[1:-1] == doc["maxdiffusion"]["args"] and argv[-1] == "prompt=a cat"
     assert f"IDS {order} [2, 1, 4, 1]" in run.stdout
+    # the config lacked the MagCache keys generate_wan reads: filled as base_wan_14b has them
+    assert "MAGCACHE False 2" in run.stdout and "lacks use_magcache" in run.stderr
     if doc["maxdiffusion"]["libtpu_init_args"]:
         assert "LIBTPU_INIT_ARGS +=" in run.stderr
     # Degrees changed on the command line no longer match the planned order: it stops.
@@ -261,4 +283,7 @@ def test_the_launcher_runs_maxdiffusions_entry_point_with_the_planned_devices(tm
                           str(tmp_path / "plan.yaml"), "--", "ici_data_parallelism=1",
                           "ici_context_parallelism=8"],
                          capture_output=True, text=True, env=env, timeout=120)
-    assert bad.returncode != 0 and "plan's device order is for [2, 1, 4, 1]" in bad.stderr
+    assert bad.returncode == 2 and "plan's device order is for [2, 1, 4, 1]" in bad.stderr
+    last = bad.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in bad.stderr and last.startswith("aoizora.launch.maxdiffusion: "
+                                                               "error: the config asks for")

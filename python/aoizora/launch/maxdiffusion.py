@@ -9,7 +9,11 @@ through `max_utils` (generate_wan.py, the Wan pipeline's VAE and transformer mes
 one that returns the plan's device array, then runs `maxdiffusion.generate_wan` as its own
 `__main__` with the emitted config file and overrides, followed by your arguments (a key
 you repeat wins: pyconfig keeps the last). The planned array is checked against the config
-MaxDiffusion parsed: if your arguments change the ici_*_parallelism degrees, it stops.
+MaxDiffusion parsed: if your arguments change the ici_*_parallelism degrees, it stops, in
+one line. MaxDiffusion 7cfb880's generate_wan reads `use_magcache`, `magcache_thresh` and
+`magcache_K` from every Wan config, and base_wan_1_3b.yml has none of them (nor can they be
+passed: pyconfig refuses a key its file lacks); the launcher adds each missing one, with
+base_wan_14b.yml's value (MagCache off), after pyconfig has read the config, and says so.
 """
 
 from __future__ import annotations
@@ -66,11 +70,35 @@ def create_device_mesh_for(doc: dict[str, Any]):
     return create_device_mesh
 
 
+# Keys generate_wan reads that a config may lack, with base_wan_14b.yml's values.
+MISSING_KEY_DEFAULTS = {"use_magcache": False, "magcache_thresh": 0.12, "magcache_K": 2}
+
+
+def with_missing_keys(initialize):
+    """pyconfig.initialize, then each key of MISSING_KEY_DEFAULTS the config lacks added
+    to pyconfig's parsed keys (said on stderr)."""
+    from maxdiffusion import pyconfig
+
+    def initialize_then_fill(argv, **kwargs):
+        initialize(argv, **kwargs)
+        keys = pyconfig._config.keys
+        added = {k: v for k, v in MISSING_KEY_DEFAULTS.items() if k not in keys}
+        keys.update(added)
+        if added:
+            print(f"aoizora: {os.path.basename(argv[1])} lacks {', '.join(added)}, which "
+                  "generate_wan reads: set as in base_wan_14b.yml "
+                  f"({', '.join(f'{k}={v}' for k, v in added.items())})", file=sys.stderr)
+
+    return initialize_then_fill
+
+
 def install(doc: dict[str, Any]) -> None:
-    """Replace maxdiffusion.max_utils.create_device_mesh with the plan's order."""
-    from maxdiffusion import max_utils
+    """Replace maxdiffusion.max_utils.create_device_mesh with the plan's order, and
+    pyconfig.initialize with one that fills the keys generate_wan reads (module doc)."""
+    from maxdiffusion import max_utils, pyconfig
 
     max_utils.create_device_mesh = create_device_mesh_for(doc)
+    pyconfig.initialize = with_missing_keys(pyconfig.initialize)
 
 
 def command_argv(doc: dict[str, Any], config_dir: str, extra: list[str]) -> list[str]:
@@ -119,7 +147,11 @@ def main(argv: list[str]) -> int:
     except (OSError, yaml.YAMLError, LaunchError) as e:
         print(f"aoizora.launch.maxdiffusion: error: {e}", file=sys.stderr)
         return 2
-    runpy.run_module("maxdiffusion.generate_wan", run_name="__main__", alter_sys=True)
+    try:
+        runpy.run_module("maxdiffusion.generate_wan", run_name="__main__", alter_sys=True)
+    except LaunchError as e:  # raised from inside generate_wan, by the planned mesh
+        print(f"aoizora.launch.maxdiffusion: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
