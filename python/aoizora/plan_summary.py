@@ -61,7 +61,9 @@ def comparison_rows(plan: Plan) -> list[Row]:
         rows.append(Row(b.label(tag), b.candidate, b.placement, b.simulated_s, speed, tag,
                         tuple(b.notes()), plan.seconds_per_video(tag),
                         intervals.ranked_interval(b.extra, by),
-                        (b.candidate, b.placement) in tied, b.extra.get("speedup")))
+                        (b.candidate, b.placement) in tied,
+                        None if (b.candidate, b.placement) == (c.candidate, c.placement)
+                        else b.extra.get("speedup")))
     for tag, f in plan.planning.get("baselines_failed", {}).items():
         note = f"not compared: {f['why']}"
         rows.append(Row(f"{tag} ({note})", f["candidate"], "-", None, None, tag, (note,)))

@@ -114,23 +114,32 @@ def test_a_placement_is_kept_on_jax_default_unless_the_draws_defend_it(stage2, d
     near = _pair(stage2, "s", graph, range(8), "near")
     far = _pair(stage2, "s", graph, [0, 7, 1, 6, 2, 5, 3, 4], "jax-default")
     assert near.simulated < far.simulated
-    best, changes = confidence.defend(pricer, near, far)
+    best, changes = confidence.defend(pricer, [near], lambda p: far)
     assert best is near and changes[0]["made"] and changes[0]["p"] >= speedups.DEFEND
     mirror = _pair(stage2, "s", graph, list(range(8))[::-1], "mirror")
     assert mirror.simulated == pytest.approx(near.simulated, rel=1e-9)
-    best, changes = confidence.defend(pricer, mirror, near)
+    best, changes = confidence.defend(pricer, [mirror], lambda p: near)
     assert best is near and not changes[0]["made"]
     assert "not worth a change" in changes[0]["words"]
 
 
-def test_the_existing_deployment_is_kept_where_the_plan_is_not_surely_faster(stage2, draws):
-    heavy, gathers = _core.load_hlo(program(6900)), _core.load_hlo(program(4096, 2048))
-    pricer = confidence.Pricer(draws, {"heavy": heavy, "gathers": gathers})
-    plan, existing = _pair(stage2, "heavy", heavy), _pair(stage2, "gathers", gathers)
-    assert plan.simulated < existing.simulated
-    best, changes = confidence.defend(pricer, plan, None, existing, "xdit-usp")
-    assert best is existing and changes[0]["what"] == confidence.EXISTING
-    assert not changes[0]["made"] and changes[0]["p"] < speedups.DEFEND
+def test_the_existing_deployment_is_left_only_for_a_pair_surely_faster(stage2, draws):
+    """The best by the point figure is not surely faster than the existing deployment (it
+    trades gathers for matmul); the next, the existing program with a smaller gather, is:
+    it is the plan. Without it, the plan keeps the existing deployment."""
+    heavy, fewer = _core.load_hlo(program(7000)), _core.load_hlo(program(4096, 2000))
+    gathers = _core.load_hlo(program(4096, 2048))
+    pricer = confidence.Pricer(draws, {"heavy": heavy, "fewer": fewer, "gathers": gathers})
+    existing, plan = _pair(stage2, "gathers", gathers), _pair(stage2, "heavy", heavy)
+    near = _pair(stage2, "fewer", fewer)
+    assert plan.simulated < near.simulated < existing.simulated
+    best, changes = confidence.defend(pricer, [plan, near, existing], lambda p: None,
+                                      existing, "xdit-usp")
+    assert best is near and [c["made"] for c in changes] == [False, True]
+    assert changes[0]["what"] == confidence.EXISTING and changes[0]["p"] < speedups.DEFEND
+    best, changes = confidence.defend(pricer, [plan, existing], lambda p: None, existing,
+                                      "xdit-usp")
+    assert best is existing and [c["made"] for c in changes] == [False]
 
 
 def _flag_case(stage2, draws, flagged_text: str):

@@ -192,7 +192,7 @@ def test_robust_picks_the_best_worst_case_where_the_point_rule_does_not():
     b = Pair(SimpleNamespace(name="b"), "p", [0], q2=1.1, simulated=1.1,
              split={"forward_s": {"compute": 1.1}, "step_s": 1.1})
     assert planner._pooled([a, b], {})[0] is a
-    assert planner._pooled([a, b], {}, robust=bands)[0] is b
+    assert planner._pooled([a, b], {}, robust=planner._high_end(bands, None))[0] is b
 
 
 def test_unknown_model_lists_the_valid_ones():

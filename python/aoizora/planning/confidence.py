@@ -2,13 +2,13 @@
 (model_draws.py), the speedup of the plan over each row with its interval and P
 (speedups.py), and the changes the plan makes to what the user runs, each defended.
 
-The plan is first the best point figure (planner._pooled). Then, in this order:
-  placement  a placement other than JAX's default order for the chosen sharding is kept
-             only where P(faster than that sharding on JAX's default order) >= DEFEND;
-             else the plan takes JAX's default order;
-  existing   a plan other than the existing deployment (the "existing" baseline) is kept
-             only where P(faster than it) >= DEFEND; else the plan is the existing
-             deployment.
+The pairs are ranked by the point figure (planner._pooled). Each, best first, is taken:
+  placement  on a placement other than JAX's default order for its sharding only where
+             P(faster than that sharding on JAX's default order) >= DEFEND, else on JAX's
+             default order;
+  existing   as the plan only where P(faster than the existing deployment, the "existing"
+             baseline) >= DEFEND; else the next pair is tried, and where none is defended
+             the plan is the existing deployment.
 Each change, made or not, is recorded with its median gain and P (plan.json's
 uncertainty.changes). The compiler flags are defended the same way in flag_search.py.
 
@@ -17,7 +17,7 @@ uncertainty.changes). The compiler flags are defended the same way in flag_searc
             without a video model)
         .step_speedup(new_graph, old_graph, device_of) -> Speedup (per forward)
         .by -> intervals.PER_VIDEO | PER_FORWARD
-    defend(pricer, best, default_pair, existing, existing_tag, p) -> (Pair, [change dict])
+    defend(pricer, ranked, default_of, existing, existing_tag, p) -> (Pair, [change dict])
     change(what, new, old, speedup, p) -> dict: one change's record
     annotate(plan, pricer, pairs, best, changes, p, rule) -> None: each choice's extra["interval"] and
         extra["speedup"], and plan.uncertainty
@@ -26,6 +26,8 @@ Every figure is simulated; none measured.
 """
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 import numpy as np
 
@@ -77,23 +79,39 @@ def change(what: str, new: str, old: str, s: Speedup, p: float = speedups.DEFEND
             "words": speedups.change_words(new, old, s, p)}
 
 
-def defend(pricer: Pricer, best, default_pair=None, existing=None, existing_tag: str = "",
-           p: float = speedups.DEFEND):
-    """(the plan's pair, the changes considered): the module doc's two steps at P >= p."""
-    changes = []
-    if default_pair is not None and not _same(best, default_pair):
-        s = speedups.speedup(pricer.times(best), pricer.times(default_pair))
-        changes.append(change(PLACEMENT, f"{best.candidate.name} on {best.placement}",
-                              f"{best.candidate.name} on JAX's default order", s, p))
-        if not speedups.defended(s, p):
-            best = default_pair
-    if existing is not None and not _same(best, existing):
-        s = speedups.speedup(pricer.times(best), pricer.times(existing, existing_tag))
-        changes.append(change(EXISTING, best.candidate.name,
-                              f"the existing deployment ({existing_tag})", s, p))
-        if not speedups.defended(s, p):
-            best = existing
-    return best, changes
+def _placement(pricer: Pricer, pair, default, p: float) -> tuple[Any, dict | None]:
+    """`pair`, or its sharding on JAX's default order where the move off it is not
+    defended; with the record of that move (None where there is none to make)."""
+    if default is None or _same(pair, default):
+        return pair, None
+    s = speedups.speedup(pricer.times(pair, pair.tag), pricer.times(default, pair.tag))
+    record = change(PLACEMENT, f"{pair.candidate.name} on {pair.placement}",
+                    f"{pair.candidate.name} on JAX's default order", s, p)
+    return (pair if record["made"] else default), record
+
+
+def defend(pricer: Pricer, ranked: list, default_of: Callable, existing=None,
+           existing_tag: str = "", p: float = speedups.DEFEND) -> tuple[Any, list[dict]]:
+    """(the plan's pair, the changes considered): the first of `ranked` (best first by the
+    point figure), each on its defended placement (default_of(pair): its sharding on JAX's
+    default order, or None), that is faster than `existing` in P >= p of the draws; the
+    existing deployment where none is. The records: the placement move of the plan, and
+    each move away from the existing deployment considered (made or not)."""
+    changes: list[dict] = []
+    for pair in ranked:
+        pair, moved = _placement(pricer, pair, default_of(pair), p)
+        if existing is None or _same(pair, existing):
+            return pair, changes + ([moved] if moved else [])
+        if pair.simulated >= existing.simulated and changes:
+            break  # slower by the point figure: no later one is the defended best
+        s = speedups.speedup(pricer.times(pair, pair.tag),
+                             pricer.times(existing, existing_tag))
+        record = change(EXISTING, pair.candidate.name,
+                        f"the existing deployment ({existing_tag})", s, p)
+        changes.append(record)
+        if record["made"]:
+            return pair, ([moved] if moved else []) + changes
+    return existing, changes
 
 
 def _interval(point: float, t: np.ndarray, split_parts: tuple[float, float, float]) -> dict:

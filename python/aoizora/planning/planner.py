@@ -576,7 +576,7 @@ def _result(run: _Run, asked: dict[str, str], candidates: list, s1: list, top: l
     t0 = time.perf_counter()
     simulated = _pooled(pool, base_pairs, video, _robust_key(run, video))
     pricer = run.pricer
-    best, changes = _defended(run, pricer, simulated[0], base_pairs)
+    best, changes = _defended(run, pricer, simulated, base_pairs)
     drawn_s = time.perf_counter() - t0
     stage2, graphs = run.stage2, run.graphs
     choice = _chosen(run, best, ranked)
@@ -940,23 +940,28 @@ def _pricer(run: _Run, video):
     return confidence.Pricer(draws, run.graphs, video)
 
 
-def _defended(run: _Run, pricer, best: Pair, base_pairs: dict[str, Pair]
+def _defended(run: _Run, pricer, ranked: list[Pair], base_pairs: dict[str, Pair]
               ) -> tuple[Pair, list[dict]]:
     """The plan's pair once each change it makes to what the user runs is defended
-    (confidence.defend), and the changes considered; `best` as it is without draws."""
+    (confidence.defend), and the changes considered; the first of `ranked` without draws."""
     from aoizora.planning import confidence
 
     if pricer is None or run.settings.defend_p <= 0:
-        return best, []
-    graph = run.graphs[best.candidate.name]
-    try:
-        default = run.stage2.simulate(run.stage2.default_pair(best.candidate, graph,
-                                                              q1=best.q1), graph)
-    except NoDefaultOrder:
-        default = None
+        return ranked[0], []
     tag = _existing_tag(base_pairs, run.no_default_order)
-    return confidence.defend(pricer, best, default, base_pairs.get(tag), tag or "",
-                             run.settings.defend_p)
+    return confidence.defend(pricer, ranked, lambda p: _on_default_order(run, p),
+                             base_pairs.get(tag), tag or "", run.settings.defend_p)
+
+
+def _on_default_order(run: _Run, pair: Pair) -> Pair | None:
+    """`pair`'s sharding on JAX's default device order, simulated; None where JAX has none."""
+    graph = run.graphs[pair.candidate.name]
+    try:
+        default = run.stage2.default_pair(pair.candidate, graph, q1=pair.q1)
+    except NoDefaultOrder:
+        return None
+    default.tag = pair.tag  # the same row (a baseline's, or none), on another order
+    return run.stage2.simulate(default, graph)
 
 
 def _decision_key(p: Pair):
