@@ -374,16 +374,28 @@ def test_outputs_are_checked_before_planning(tmp_path, capsys):
         (["--out", old, "--trace", tmp_path / "." / "plan.json"], "both name"),
         (["--out", old, "--trace", tmp_path], "folder"),
         (["--out", tmp_path], "folder"),
-        (["--out", old, "--report", "/proc/aoizora-test/report.html"], "cannot write"),
+        (["--out", old, "--report", "/proc/report.html"], "cannot write"),
         (["--out", a_file / "plan.json"], "not a folder"),
     ]
+    # A folder that does not exist is a typo, not a folder to make: each output refuses it.
+    missing = tmp_path / "typo" / "deeper"
+    for flag in (["--out"], ["--report"], ["--trace"], ["--emit", "maxdiffusion"]):
+        cases.append(([*flag, missing / "f.json"], f"no such folder {tmp_path / 'typo'}:"))
     for argv, word in cases:
         refused(["plan", *TINY, *argv], capsys, word)
     assert old.read_text() == "the user's previous plan"
+    assert not (tmp_path / "typo").exists()
     refused(["eval", "--out", a_file], capsys, "folder")
     refused(["eval", "--report-only", "--out", tmp_path / "empty"], capsys, "no results")
     refused(["simulate", "--hlo", HLO8, "--topology", "v5e:2x4", "--trace", tmp_path],
             capsys, "folder")
+
+
+def test_eval_writes_nowhere_it_was_not_told(tmp_path, monkeypatch, capsys):
+    # From a repository root a default of docs/results would be the shipped results.
+    monkeypatch.chdir(tmp_path)
+    refused(["eval", "--grid", "tiny", "--list"], capsys, "--out")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_batch_writes_all_files_or_none(tmp_path):
