@@ -130,9 +130,16 @@ def test_a_bad_price_file_is_refused_naming_the_field(tmp_path, entry, message):
     assert str(e.value).startswith(f"--prices {path}: ") and "\n" not in str(e.value)
 
 
-def test_a_file_that_is_not_a_price_table_says_which_schema(tmp_path):
-    with pytest.raises(UserError, match=r"not a price table of schema aoizora.prices/1"):
-        prices.load(_write(tmp_path, {"v5e": 1.2}))
+@pytest.mark.parametrize("doc,said", [
+    ({"v5e": 1.2}, "a JSON object without a 'schema' key (keys: v5e)"),
+    ({"schema": "aoizora.plan/1", "choice": {}}, "a file of schema 'aoizora.plan/1'"),
+    ({"traceEvents": []}, "a Perfetto/Chrome trace (traceEvents)"),
+])
+def test_a_file_that_is_not_a_price_table_is_said_for_what_it_is(tmp_path, doc, said):
+    with pytest.raises(UserError) as e:
+        prices.load(_write(tmp_path, doc))
+    assert str(e.value).endswith("not a price table (schema aoizora.prices/1, as "
+                                 f"serving/prices.json): {said}")
 
 
 # ---- the frontier and the pick, on hand-made figures ---------------------------------------

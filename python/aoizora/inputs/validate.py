@@ -174,6 +174,14 @@ def workload(model, video: str, frames: int | None):
     from aoizora.models import MODELS, get_model, get_workload
     from aoizora.models.video import TINY_VIDEO
 
+    if isinstance(model, str) and model not in MODELS and (model.endswith(".py")
+                                                          or os.path.isfile(model)):
+        if not os.path.isfile(model):
+            raise UserError(f"--model {model}: no such file (your own model is "
+                            "FILE.py:FUNCTION, as examples/flux_dit.py:make_spec)")
+        raise UserError(f"--model {model}: a file, not a preset: name the function in it that "
+                        f"returns your model, --model {model}:FUNCTION (FILE.py:FUNCTION, as "
+                        "examples/flux_dit.py:make_spec)")
     if isinstance(model, str) and model not in MODELS:
         hint = did_you_mean(model, sorted(MODELS)) or f"use one of {', '.join(sorted(MODELS))}"
         raise UserError(f"--model: unknown model {model!r}: {hint} (or MODULE.py:FUNCTION for "
