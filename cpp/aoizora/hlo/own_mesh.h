@@ -1,7 +1,7 @@
 // The logical mesh a compiled HLO program was built for, read from its shardings' text: what
-// `aoizora rank`, `aoizora simulate` and `aoizora-rank` rank and simulate on without --mesh.
-// The Python commands read it in python/aoizora/compile/compiled_program.py, which states
-// the rule at length; tests/python/test_topology_cli.py checks the two agree.
+// `aoizora rank`, `aoizora simulate` and `aoizora-rank` rank and simulate on without --mesh
+// (the Python commands through _core.own_mesh, python/aoizora/compile/compiled_program.py,
+// which also refuses a --mesh these shardings do not allow).
 //
 // Each tiled sharding `devices=[t0,t1,...]<=[N]` (a plain iota) splits the devices, in
 // order, at the prefix products of its tile sizes; one with a transposed iota,

@@ -12,11 +12,11 @@ check that it spans the slice, and its own logical mesh.
         sizes whose product is `partitions`, and a mesh the shardings allow: below), else
         own_mesh. Both commands' default.
 
-The own mesh: each tiled sharding `devices=[tile]<=[N]` (plain iota) splits the devices,
-in order, into blocks at the prefix products of its tile sizes; one with a transposed iota,
-`<=[r0,r1,...]T(...)`, at the prefix products of its reshape sizes (the mesh axes it was
-built from). The mesh is the common refinement of those splits: the coarsest mesh in which
-every sharding is a product of consecutive axes. E.g. `devices=[2,1,4]<=[8]` and
+The own mesh is read by the core (cpp/aoizora/hlo/own_mesh.h states the rule; the C++
+`aoizora-rank` takes it too): each tiled sharding splits the devices, in order, at the
+prefix products of its tile sizes (a transposed iota at those of its reshape sizes), and the
+mesh is the common refinement of those splits, the coarsest mesh in which every sharding is
+a product of consecutive axes. E.g. `devices=[2,1,4]<=[8]` and
 `devices=[1,4,2]<=[2,4]T(1,0)` give 2x4. Axes of size 1 leave no trace in the HLO and are
 not part of it. Explicit device lists are not read.
 
@@ -29,11 +29,8 @@ every mesh of the right size is allowed.
 from __future__ import annotations
 
 import math
-import re
 
 from aoizora.errors import UserError
-
-_TILED = re.compile(r"devices=\[([\d,]+)\]<=\[([\d,]+)\](T\([\d,]+\))?")
 
 
 def load(path: str, flag: str = "--hlo"):
@@ -65,27 +62,10 @@ def _splits(sizes: list[int]) -> set[int]:
     return out
 
 
-def _program_splits(text: str, partitions: int) -> set[int]:
-    """Where the program's shardings split its devices (the own mesh's prefix products), or
-    the empty set where they do not tell (no tiled sharding, or splits that are no chain)."""
-    splits: set[int] = set()
-    for tile, reshape, transpose in _TILED.findall(text):
-        sizes = [int(x) for x in (reshape if transpose else tile).split(",")]
-        if math.prod(sizes) == partitions:
-            splits |= _splits(sizes)
-    bounds = sorted(splits) + [partitions]
-    if any(b % a for a, b in zip([1] + bounds, bounds)):   # not one chain of divisors
-        return set()
-    return splits
-
-
-def _mesh_of(splits: set[int], partitions: int) -> list[int]:
-    bounds = sorted(splits) + [partitions]
-    return [b // a for a, b in zip([1] + bounds, bounds)]
-
-
 def own_mesh(text: str, partitions: int) -> list[int]:
-    return _mesh_of(_program_splits(text, partitions), partitions)
+    from aoizora import _core
+
+    return list(_core.own_mesh(text, partitions))
 
 
 def _refinements(mesh: list[int], limit: int) -> list[list[int]]:
@@ -109,10 +89,10 @@ def mesh_shape(flag_text: str | None, text: str, partitions: int) -> list[int]:
     if not flag_text:
         return own_mesh(text, partitions)
     mesh = validate.mesh_shape(flag_text, "--mesh", partitions)
-    need = _program_splits(text, partitions)
+    own = own_mesh(text, partitions)
+    need = _splits(own)   # where the shardings split the devices (none: they do not tell)
     missing = need - _splits(mesh)
     if missing:
-        own = _mesh_of(need, partitions)
         some = _refinements(own, 5)
         allowed = " or ".join("x".join(map(str, m)) for m in some[:4]) + (
             " or another that splits its axes further" if len(some) > 4 else "")
