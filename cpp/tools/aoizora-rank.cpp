@@ -1,15 +1,19 @@
 // aoizora-rank: the placements of a compiled HLO best first by Q2, with JAX's default
-// placement and the ratio, without Python. Same ranking as `aoizora rank`.
+// placement and the ratio, without Python. Same ranking as `aoizora rank`, on the same
+// mesh: --mesh, else the program's own (hlo/own_mesh.h).
 //
 //   aoizora-rank --hlo FILE --topology T [--hardware FILE] [--mesh AxB] [--top N] [--seed S]
 //                [--search-iterations N] [--search-starts N] [--json]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "aoizora/hlo/hlo_loader.h"
+#include "aoizora/hlo/own_mesh.h"
 #include "aoizora/stage2/placement_search.h"
 #include "aoizora/topo/catalog.h"
 
@@ -106,10 +110,11 @@ int main(int argc, char** argv) {
   std::vector<int> mesh;
   if (!mesh_text.empty()) {
     if (!parse_mesh(mesh_text, &mesh)) return usage("--mesh expects sizes like 2x4");
-  } else {
-    for (int d : t->dims)
-      if (d > 1) mesh.push_back(d);
-    if (mesh.empty()) mesh.push_back(1);
+  } else {  // the program's own mesh, as `aoizora rank` takes it (hlo/own_mesh.h)
+    std::ifstream in(hlo_path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    mesh = hlo::own_mesh(text.str(), g->num_partitions);
   }
   const auto t0 = std::chrono::steady_clock::now();
   Result<stage2::Ranking> r = stage2::rank_placements(*g, *t, mesh, options);

@@ -118,8 +118,11 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Plan":
-        if d.get("schema") != SCHEMA:
-            raise UserError(f"not an AoiZora plan of schema {SCHEMA}: found {d.get('schema')!r}")
+        if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+            from aoizora.inputs import json_document
+
+            raise UserError(f"not an AoiZora plan (schema {SCHEMA}, written by `aoizora "
+                            f"plan`): {json_document.describe(d)}")
         d = _unbounded(d, None, math.inf)
         return cls(
             model=d["model"], workload=d["workload"], topology=d["topology"],

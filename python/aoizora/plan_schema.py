@@ -143,10 +143,11 @@ def check_slice(d: dict) -> None:
 def check(d) -> None:
     from aoizora.plan_format import SCHEMA
 
-    if not isinstance(d, dict):
-        raise ValueError(f"expected a JSON object of schema {SCHEMA}")
-    if d.get("schema") != SCHEMA:
-        raise ValueError(f"not an AoiZora plan of schema {SCHEMA}: found {d.get('schema')!r}")
+    from aoizora.inputs import json_document
+
+    if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+        raise ValueError(f"not an AoiZora plan (schema {SCHEMA}, written by `aoizora plan`): "
+                         f"{json_document.describe(d)}")
     for key in _OBJECTS:
         if not isinstance(d.get(key), dict):
             raise ValueError(f"'{key}' must be an object")

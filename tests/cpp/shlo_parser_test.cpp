@@ -218,6 +218,76 @@ TEST(ShloParser, CaseRegionsPrettyReduceAndChloSignature) {
   EXPECT_EQ(m->values[sel->results[0]].type.dtype, "f32");
 }
 
+// The pretty form MLIR prints for a reduce whose body is more than one op: the signature
+// first, then `reducer(...)` with the region's arguments on the next line.
+constexpr const char* kReducerForm = R"(module {
+  func.func @main(%arg0: tensor<8x4xf32>) -> tensor<8xf32> {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [1] : (tensor<8x4xf32>, tensor<f32>) -> tensor<8xf32>
+     reducer(%arg1: tensor<f32>, %arg2: tensor<f32>)  {
+      %1 = stablehlo.add %arg1, %arg2 : tensor<f32>
+      stablehlo.return %1 : tensor<f32>
+    }
+    return %0 : tensor<8xf32>
+  }
+})";
+
+TEST(ShloParser, PrettyReduceWithReducerRegion) {
+  Result<Module> m = parse_module(kReducerForm);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const Op* red = find_op(m->entry()->body, "stablehlo.reduce");
+  ASSERT_NE(red, nullptr);
+  EXPECT_EQ(red->operands.size(), 2u);
+  ASSERT_EQ(red->results.size(), 1u);
+  EXPECT_EQ(m->values[red->results[0]].type.shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(attr_int_list(red->attrs, "dimensions"), (std::vector<int64_t>{1}));
+  ASSERT_EQ(red->regions.size(), 1u);
+  EXPECT_EQ(red->regions[0].args.size(), 2u);
+  EXPECT_EQ(red->regions[0].ops[0].name, "stablehlo.add");
+  EXPECT_EQ(m->entry()->body.ops.back().name, "func.return");
+}
+
+// Text saved on Windows: every line ends in "\r\n". It reads as the same module, regions
+// (a while's cond and do, a reducer) included.
+TEST(ShloParser, CrlfTextReadsAsItsLfText) {
+  for (const std::string lf : {std::string(testdata::kLayersScan), std::string(kReducerForm)}) {
+    std::string crlf;
+    for (char c : lf) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    Result<Module> a = parse_module(lf);
+    Result<Module> b = parse_module(crlf);
+    ASSERT_TRUE(a.ok()) << a.error().to_string();
+    ASSERT_TRUE(b.ok()) << b.error().to_string();
+    ASSERT_EQ(a->values.size(), b->values.size());
+    for (size_t i = 0; i < a->values.size(); ++i) {
+      EXPECT_EQ(a->values[i].name, b->values[i].name);
+      EXPECT_EQ(a->values[i].type.shape, b->values[i].type.shape);
+    }
+    EXPECT_EQ(a->entry()->body.ops.size(), b->entry()->body.ops.size());
+  }
+  // Errors keep their line and column.
+  Result<Module> e = parse_module("module {\r\n  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\r\n"
+                                  "    %0 = stablehlo.add %a, %b : tensor<2xf32>\r\n  }\r\n}\r\n");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().line, 3);
+  EXPECT_EQ(e.error().column, 28);
+}
+
+TEST(ShloParser, OversizedCountsAreErrorsWithTheirPlace) {
+  Result<Module> count = parse_module(
+      "module {\n  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+      "    %0:99999999999999999999 = stablehlo.add %a, %a : tensor<2xf32>\n    return %a : tensor<2xf32>\n  }\n}\n");
+  ASSERT_FALSE(count.ok());
+  EXPECT_EQ(count.error().line, 3);
+  EXPECT_NE(count.error().message.find("result count 99999999999999999999"), std::string::npos)
+      << count.error().message;
+  Result<Module> axis = parse_module(
+      "module {\n  sdy.mesh @mesh = <[\"x\"=99999999999999999999]>\n"
+      "  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n    return %a : tensor<2xf32>\n  }\n}\n");
+  ASSERT_FALSE(axis.ok());
+  EXPECT_EQ(axis.error().line, 2);
+  EXPECT_NE(axis.error().message.find("mesh axis 'x'"), std::string::npos) << axis.error().message;
+}
+
 TEST(ShloParser, QuotedAttributeWithColonArrowAndCommaKeepsTheSignature) {
   // The string holds " : ", "->", ',' and unbalanced brackets; none of them may be read as
   // the signature, an operand list or the end of the op.

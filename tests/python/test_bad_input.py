@@ -185,6 +185,14 @@ def test_model_reference_that_names_nothing_is_one_line(ref, words, capsys):
     refused(["plan", "--quiet", "--model", ref], capsys, *words)
 
 
+def test_a_model_file_without_its_function_asks_for_it(capsys):
+    example = str(Path(__file__).parents[2] / "examples" / "flux_dit.py")
+    refused(["plan", "--quiet", "--model", example], capsys,
+            f"--model {example}: a file, not a preset", f"--model {example}:FUNCTION")
+    refused(["plan", "--quiet", "--model", "no/such/flux_dit.py"], capsys,
+            "--model no/such/flux_dit.py: no such file", "FILE.py:FUNCTION")
+
+
 def test_function_spec_refuses_video_and_frames(capsys):
     example = str(Path(__file__).parents[2] / "examples" / "flux_dit.py")
     refused(["plan", "--quiet", "--model", f"{example}:make_spec", "--video", "480p"], capsys,
@@ -299,7 +307,7 @@ def _edit(d, path, value):
 
 
 @pytest.mark.parametrize("path,value,word", [
-    ((), [1, 2], "object"),
+    ((), [1, 2], "a JSON array"),
     (("schema",), "other/1", "schema"),
     (("choice", "simulated_s"), "fast", "simulated_s"),
     (("choice", "mesh_shape"), [3], "device_coords"),
@@ -317,6 +325,21 @@ def test_bad_plan_file_is_refused(path, value, word, tmp_path, capsys):
     f = tmp_path / "plan.json"
     f.write_text(json.dumps(d))
     refused(["compare", "--plan", f], capsys, word)
+
+
+@pytest.mark.parametrize("doc,said", [
+    ({"traceEvents": [{"ph": "X"}]}, "a Perfetto/Chrome trace (traceEvents)"),
+    ([{"ph": "X", "ts": 0}], "a Perfetto/Chrome trace (an array of events)"),
+    ({"model": 1, "choice": 2}, "a JSON object without a 'schema' key (keys: model, choice)"),
+    ({"schema": "aoizora.prices/1"}, "a file of schema 'aoizora.prices/1'"),
+    ([1, 2], "a JSON array of 2 items"),
+])
+def test_a_file_that_is_not_a_plan_is_said_for_what_it_is(doc, said, tmp_path, capsys):
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps(doc))
+    err = refused(["compare", "--plan", f], capsys, f"not an AoiZora plan (schema "
+                  "aoizora.plan/1, written by `aoizora plan`): " + said)
+    assert "None" not in err
 
 
 SAVED_PLAN = Path(__file__).parents[1] / "data" / "plans" / "wan_tiny.v5e_2x2.json"
@@ -374,16 +397,28 @@ def test_outputs_are_checked_before_planning(tmp_path, capsys):
         (["--out", old, "--trace", tmp_path / "." / "plan.json"], "both name"),
         (["--out", old, "--trace", tmp_path], "folder"),
         (["--out", tmp_path], "folder"),
-        (["--out", old, "--report", "/proc/aoizora-test/report.html"], "cannot write"),
+        (["--out", old, "--report", "/proc/report.html"], "cannot write"),
         (["--out", a_file / "plan.json"], "not a folder"),
     ]
+    # A folder that does not exist is a typo, not a folder to make: each output refuses it.
+    missing = tmp_path / "typo" / "deeper"
+    for flag in (["--out"], ["--report"], ["--trace"], ["--emit", "maxdiffusion"]):
+        cases.append(([*flag, missing / "f.json"], f"no such folder {tmp_path / 'typo'}:"))
     for argv, word in cases:
         refused(["plan", *TINY, *argv], capsys, word)
     assert old.read_text() == "the user's previous plan"
+    assert not (tmp_path / "typo").exists()
     refused(["eval", "--out", a_file], capsys, "folder")
     refused(["eval", "--report-only", "--out", tmp_path / "empty"], capsys, "no results")
     refused(["simulate", "--hlo", HLO8, "--topology", "v5e:2x4", "--trace", tmp_path],
             capsys, "folder")
+
+
+def test_eval_writes_nowhere_it_was_not_told(tmp_path, monkeypatch, capsys):
+    # From a repository root a default of docs/results would be the shipped results.
+    monkeypatch.chdir(tmp_path)
+    refused(["eval", "--grid", "tiny", "--list"], capsys, "--out")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_batch_writes_all_files_or_none(tmp_path):

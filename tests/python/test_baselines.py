@@ -70,9 +70,13 @@ def test_executions_multiply_alpha_and_beta():
         40 * 21e-6, rel=1e-12)
 
 
-def test_an_unknown_kind_is_an_error_not_free():
-    with pytest.raises(ValueError, match="send-recv"):
+def test_an_unknown_kind_is_a_named_error_not_free_and_no_value_error():
+    # A ValueError would be read as unreadable text where planning code catches one.
+    with pytest.raises(baselines.UnknownCollectiveKind, match="'send-recv'") as e:
         seconds(C("send-recv", ("x",), 2, 1e6))
+    assert not isinstance(e.value, ValueError) and e.value.kind == "send-recv"
+    with pytest.raises(baselines.UnknownCollectiveKind):
+        baselines.alpa_cost(result("a", [C("send-recv", ("x",), 2, 1e6)]), LINK, ALPHA)
 
 
 def test_cost_is_compute_plus_every_collective():

@@ -315,7 +315,12 @@ GOOD = _point("p", "collective-permute", 4096, seconds=5e-6, pairs=RING)
 
 @pytest.mark.parametrize("body, message", [
     ("{not json", "not JSON"),
-    ({"schema": "aoizora.measurements/9", "points": []}, "'schema'"),
+    ({"schema": "aoizora.measurements/9", "points": []},
+     "not a measurements file (schema aoizora.measurements/1, as `aoizora measure collectives` "
+     "writes): a file of schema 'aoizora.measurements/9'"),
+    ({"traceEvents": []}, "not a measurements file (schema aoizora.measurements/1, as "
+                          "`aoizora measure collectives` writes): a Perfetto/Chrome trace"),
+    ({"points": []}, "a JSON object without a 'schema' key (keys: points)"),
     ({"schema": measurements.SCHEMA}, "'points' must be a list"),
     (_doc([{k: v for k, v in GOOD.items() if k != "seconds"}]), "missing 'seconds'"),
     (_doc([{**GOOD, "seconds": -1}]), "'seconds' must be a positive"),

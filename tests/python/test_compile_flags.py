@@ -176,3 +176,30 @@ def test_plan_schema_checks_the_flags_record():
         plan_schema._check_flags({"mode": "none", "chosen": {"name": "x", "flags": ["x=1"]}})
     with pytest.raises(ValueError, match="flags.mode"):
         plan_schema._check_flags({"mode": "fast", "chosen": {}})
+
+
+@pytest.mark.parametrize("budget", [1, 5, 16, 17, 40])
+def test_flag_search_compiles_under_flags_no_more_than_it_says(budget):
+    # Every compile fails, so no Stage 2 is needed: what counts is what was compiled and
+    # what the record and the terminal say of it.
+    from types import SimpleNamespace as NS
+
+    jobs = []
+
+    def run_batch(name, batch):
+        jobs.extend(batch)
+        return [NS(ok=False, error="stub")] * len(batch)
+
+    best = NS(candidate=NS(name="a"), device_of=[0, 1])
+    _, record = flag_search.search(None, best, [NS(candidate=NS(name="b"))], "v5e",
+                                   make_job=lambda c, flags: (c.name, tuple(flags)),
+                                   run_batch=run_batch, budget=budget)
+    flagged = [j for j in jobs if j[1]]
+    assert 1 <= len(flagged) <= budget
+    said = record["budget"]
+    assert said["compiles"] == len(flagged) and said["unflagged"] == len(jobs) - len(flagged)
+    line = flag_search.lines({"mode": "search", "chosen": {"name": "none", "flags": []},
+                              "search": record})[1]
+    assert (f"({len(flagged)} compiles under flags, at most {budget}; "
+            f"{len(jobs) - len(flagged)} without, the plan's own)") in line
+

@@ -46,6 +46,43 @@ def test_own_mesh_is_the_common_refinement_of_the_shardings(text, partitions, me
     assert compiled_program.own_mesh(text, partitions) == mesh
 
 
+TWO_BY_TWO_BY_TWO = "sharding={devices=[2,4]<=[8]} sharding={devices=[4,2]<=[8]}"
+
+
+@pytest.mark.parametrize("mesh, missing", [("4x2", "at 2: use 2x2x2"),
+                                           ("1x8", "at 2, 4: use 2x2x2"),
+                                           ("2x4", "at 4: use 2x2x2")])
+def test_a_mesh_the_shardings_do_not_allow_is_refused_with_the_ones_they_do(mesh, missing):
+    with pytest.raises(UserError) as e:
+        compiled_program.mesh_shape(mesh, TWO_BY_TWO_BY_TWO, 8)
+    assert str(e.value) == (f"--mesh {mesh}: the program's shardings split its 8 devices at "
+                            f"2, 4 (its mesh 2x2x2), {mesh} does not split them {missing}")
+
+
+@pytest.mark.parametrize("text, mesh", [
+    (TWO_BY_TWO_BY_TWO, "2x2x2"), (TWO_BY_TWO_BY_TWO, "2x1x2x2"),   # size 1 leaves no trace
+    ("sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}", "2x2x2"),   # 2x4, split
+    ("sharding={replicated}", "4x2"),                                # nothing to go by
+])
+def test_a_mesh_the_shardings_allow_is_taken(text, mesh):
+    assert compiled_program.mesh_shape(mesh, text, 8) == [int(s) for s in mesh.split("x")]
+
+
+def test_the_allowed_meshes_are_listed_where_they_are_several():
+    with pytest.raises(UserError, match=r"use 2x4 or 2x2x2$"):
+        compiled_program.mesh_shape("8", "sharding={devices=[2,4]<=[8]}", 8)
+    with pytest.raises(UserError, match=r"use 2x16 or 2x8x2 or 2x4x4 or 2x4x2x2 or another "
+                                        r"that splits its axes further$"):
+        compiled_program.mesh_shape("32", "sharding={devices=[2,16]<=[32]}", 32)
+
+
+def test_rank_refuses_a_mesh_its_program_does_not_allow(capsys):
+    # matmul.v5e_2x4 was compiled on 2x4: 4x2 has as many devices, and is another mesh.
+    rc, _, err = _run(capsys, "rank", "--hlo", HLO / "matmul.v5e_2x4.hlo", "--topology",
+                      "v5e:2x4", "--mesh", "4x2")
+    assert rc == 2 and err.count("\n") == 1 and "use 2x4 or 2x2x2" in err, err
+
+
 def test_a_program_smaller_than_the_slice_is_refused_with_both_numbers():
     from aoizora import _core
 

@@ -88,8 +88,9 @@ def test_tpu_devices_name_their_slice_and_xla_compiles_the_recorded_groups():
 
 # ---- the sweep and calibrate ----------------------------------------------------------------
 
-def test_collective_sweep_is_a_file_calibrate_reads(tmp_path, capsys):
+def test_collective_sweep_is_a_file_calibrate_reads(tmp_path, capsys, monkeypatch):
     out = tmp_path / "m.json"
+    (tmp_path / "cwd").mkdir()
     rc, stdout, err = run(["measure", "collectives", "--platform", "cpu", "--devices", "4",
                            "--kinds", "all-gather", "all-reduce", "--sizes", "1KiB,16MiB",
                            "--repeats", "2", "-o", out, "--quiet", "--json"], capsys)
@@ -121,6 +122,17 @@ def test_collective_sweep_is_a_file_calibrate_reads(tmp_path, capsys):
     assert fit["measured_on"] == platform.HARNESS_NOTE and len(fit["points"]) == 12
     profile = json.loads((tmp_path / "profile.json").read_text())
     assert profile["provenance"]["note"].startswith(fitted_profile.HARNESS_CHECK)
+
+    # The command the sweep's last line suggests is one that works on its file.
+    from aoizora.commands.measure import print_collectives
+
+    print_collectives(doc, str(out))
+    last = capsys.readouterr().out.splitlines()[-1]
+    suggested = re.search(r"`aoizora (calibrate [^`]+)`", last).group(1).split()
+    assert "--harness-check" in suggested, last
+    monkeypatch.chdir(tmp_path / "cwd")
+    rc, _, err = run(suggested, capsys)
+    assert rc == 0 and (tmp_path / "cwd" / "profile.json").exists(), err
 
 
 # ---- a saved plan ---------------------------------------------------------------------------

@@ -130,9 +130,16 @@ def test_a_bad_price_file_is_refused_naming_the_field(tmp_path, entry, message):
     assert str(e.value).startswith(f"--prices {path}: ") and "\n" not in str(e.value)
 
 
-def test_a_file_that_is_not_a_price_table_says_which_schema(tmp_path):
-    with pytest.raises(UserError, match=r"not a price table of schema aoizora.prices/1"):
-        prices.load(_write(tmp_path, {"v5e": 1.2}))
+@pytest.mark.parametrize("doc,said", [
+    ({"v5e": 1.2}, "a JSON object without a 'schema' key (keys: v5e)"),
+    ({"schema": "aoizora.plan/1", "choice": {}}, "a file of schema 'aoizora.plan/1'"),
+    ({"traceEvents": []}, "a Perfetto/Chrome trace (traceEvents)"),
+])
+def test_a_file_that_is_not_a_price_table_is_said_for_what_it_is(tmp_path, doc, said):
+    with pytest.raises(UserError) as e:
+        prices.load(_write(tmp_path, doc))
+    assert str(e.value).endswith("not a price table (schema aoizora.prices/1, as "
+                                 f"serving/prices.json): {said}")
 
 
 # ---- the frontier and the pick, on hand-made figures ---------------------------------------
@@ -171,6 +178,13 @@ def test_the_pick_keeps_the_bound_and_follows_the_objective():
     assert frontier.pick(ROWS, 2.5, "cost").row is A    # cheaper per video than BIG
     assert frontier.pick(ROWS, 10.0, "throughput").row is WIDE
     assert frontier.pick(ROWS, 2.0, "throughput").row is A    # the bound is inclusive
+
+
+def test_a_pick_without_a_bound_weighs_every_split():
+    p = frontier.pick(ROWS, None, "cost")
+    assert p.row is WIDE and "no latency bound" in p.why and "would give" not in p.why
+    assert "the lowest cost per video of the 5 splits with figures" in p.why
+    assert frontier.pick(ROWS, None, "throughput").row is WIDE   # SHARED is not priced
 
 
 def test_the_chart_draws_each_slice_with_its_own_frontier_and_skips_unpriced_rows(tmp_path):
@@ -268,6 +282,53 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     lines = [line for line in r.stderr.splitlines() if "error" in line]
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert "serve: [" not in r.stderr   # nothing was planned
+
+
+@pytest.fixture
+def fake_survey(monkeypatch):
+    """serve's survey replaced by one that reports progress and returns ROWS: the requests
+    it was given, in order."""
+    from aoizora.serving import survey as survey_module
+
+    asked = []
+
+    def fake(request, settings, progress_for, log):
+        asked.append(request)
+        log("[1/1] planning a replica on v5e:2x4")
+        with progress_for("v5e:2x4") as progress:
+            progress.phase("Stage 1", 1)
+            progress.note("planning")
+        return SimpleNamespace(rows=ROWS, notes=[], replicas={})
+
+    monkeypatch.setattr(survey_module, "survey", fake)
+    return asked
+
+
+def _serve_here(capsys, *args):
+    from aoizora import cli
+
+    rc = cli.main(["serve", "--no-cache", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_an_objective_without_a_bound_still_picks(fake_survey, capsys):
+    rc, out, _ = _serve_here(capsys, "--objective", "cost")
+    pick = [line for line in out.splitlines() if line.startswith("pick")]
+    assert rc == 0 and len(pick) == 1, out
+    assert pick[0].startswith("pick (no --latency-bound, --objective cost): wide on v5e:4x4")
+    rc, out, _ = _serve_here(capsys)           # neither asked: the table alone
+    assert rc == 0 and "pick" not in out
+
+
+def test_serve_defaults_to_plans_slice_and_is_quiet_when_asked(fake_survey, capsys):
+    from aoizora.commands.plan import DEFAULTS as PLAN
+
+    rc, _, err = _serve_here(capsys, "--quiet")
+    assert rc == 0 and err == ""
+    assert fake_survey[0].topologies == (PLAN["topology"],)
+    rc, _, err = _serve_here(capsys)
+    assert rc == 0 and "planning a replica" in err
 
 
 def test_an_unknown_generation_in_a_user_price_file_is_refused(tmp_path):

@@ -108,12 +108,28 @@ def _tool():
 @pytest.mark.skipif(_tool() is None, reason="aoizora-rank neither built next to _core nor installed")
 def test_cpp_tool_matches_python(capsys):
     hlo = str(HLO / "layers_scan.v5e_4x4.hlo")
-    # The tool's default mesh is the slice's shape; `rank`'s is the program's own (2x8).
-    out = subprocess.run([str(_tool()), "--hlo", hlo, "--topology", "v5e:4x4", "--mesh", "2x8",
-                          "--json"], capture_output=True, text=True, check=True).stdout
+    # Without --mesh both take the program's own mesh (2x8), not the slice's shape (4x4).
+    out = subprocess.run([str(_tool()), "--hlo", hlo, "--topology", "v5e:4x4", "--json"],
+                         capture_output=True, text=True, check=True).stdout
     tool = json.loads(out)
     rc, py, _ = _run(capsys, "rank", "--hlo", hlo, "--topology", "v5e:4x4", "--json")
     py = json.loads(py)
+    assert tool["mesh"] == py["mesh"] == [2, 8]
     assert tool["default"]["q2_seconds"] == pytest.approx(py["default"]["q2_seconds"])
     assert [r["name"] for r in tool["ranked"]] == [r["name"] for r in py["ranked"]]
     assert tool["ranked"][0]["q2_seconds"] == pytest.approx(py["ranked"][0]["q2_seconds"])
+
+
+@pytest.mark.skipif(_tool() is None, reason="aoizora-rank neither built next to _core nor installed")
+@pytest.mark.parametrize("name", sorted(p.name for p in HLO.glob("*.hlo")))
+def test_cpp_tool_and_rank_take_the_same_default_mesh(name):
+    from aoizora.compile import compiled_program
+
+    text, graph = compiled_program.load(str(HLO / name))
+    slice_name = {8: "v5e:2x4", 16: "v5e:4x4"}.get(graph.num_partitions)
+    if slice_name is None:
+        pytest.skip(f"{name}: {graph.num_partitions} partitions")
+    out = subprocess.run([str(_tool()), "--hlo", str(HLO / name), "--topology", slice_name,
+                          "--json", "--top", "1", "--search-starts", "0"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["mesh"] == compiled_program.own_mesh(text, graph.num_partitions)

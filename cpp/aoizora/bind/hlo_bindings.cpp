@@ -13,6 +13,7 @@
 #include "aoizora/hlo/collective_graph.h"
 #include "aoizora/hlo/hlo_loader.h"
 #include "aoizora/hlo/hlo_parser.h"
+#include "aoizora/hlo/own_mesh.h"
 
 namespace nb = nanobind;
 
@@ -131,6 +132,10 @@ void bind_hlo(nb::module_& m) {
       "made). Simulated under the copies' device orders concatenated, it is the copies "
       "running together on one slice. CoreError when replicas < 1 or the graph has several "
       "replicas.");
+  m.def("own_mesh", &own_mesh, nb::arg("text"), nb::arg("partitions"),
+        "own_mesh(text, partitions) -> [sizes]: the logical mesh a compiled HLO program was "
+        "built for, read from its shardings (hlo/own_mesh.h); [partitions] when they do not "
+        "tell. Never fails.");
   m.def(
       "load_hlo_file",
       [](const std::string& path, int num_devices) {

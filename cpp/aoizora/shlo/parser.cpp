@@ -1,7 +1,11 @@
 #include "aoizora/shlo/parser.h"
 
 #include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -30,6 +34,20 @@ struct ResultGroup {
   std::string name;
   int count = 1;
 };
+
+// The most values one `%0:N` may stand for. One signature type may stand for each of them,
+// so N sizes an allocation: text that claims more is refused, not allocated.
+constexpr int64_t kMaxResultCount = 1 << 16;
+// The largest size of a mesh axis: a device count.
+constexpr int64_t kMaxMeshAxisSize = std::numeric_limits<int32_t>::max();
+
+// Decimal digits as a number of at most `max`; nullopt when they say more.
+std::optional<int64_t> number_at_most(std::string_view digits, int64_t max) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size() || v > max) return std::nullopt;
+  return v;
+}
 
 // The name after `at` in `text` (name characters only).
 std::string name_at(std::string_view text, size_t at) {
@@ -63,6 +81,8 @@ std::string_view result_part(std::string_view sig, bool* arrow_free) {
   if (!res.empty() && res.front() == '(' && res.back() == ')') res = res.substr(1, res.size() - 2);
   if (size_t r = res.find("{R}"); r != std::string_view::npos) res = trim(res.substr(0, r));
   if (size_t r = res.find(" cond"); r != std::string_view::npos) res = trim(res.substr(0, r));
+  // A reduce's `reducer(%a: T, ...)` continues the op after its signature.
+  if (size_t r = res.find(" reducer("); r != std::string_view::npos) res = trim(res.substr(0, r));
   return res;
 }
 
@@ -180,7 +200,11 @@ class Parser {
       c_.skip_ws();
       std::string_view digits = c_.read_digits();
       if (digits.empty()) return err(c_.pos(), "expected the size of mesh axis '" + a.name + "'");
-      a.size = std::stoll(std::string(digits));
+      const std::optional<int64_t> size = number_at_most(digits, kMaxMeshAxisSize);
+      if (!size)
+        return err(c_.pos() - digits.size(), "mesh axis '" + a.name + "' of size " + std::string(digits) +
+                                                 ": more than " + std::to_string(kMaxMeshAxisSize) + " devices");
+      a.size = *size;
       mesh.axes.push_back(a);
       c_.skip_ws();
       c_.eat(',');
@@ -392,7 +416,11 @@ class Parser {
       if (c_.eat(':')) {
         std::string_view digits = c_.read_digits();
         if (digits.empty()) return err(c_.pos(), "expected a result count after '" + r.name + ":'");
-        r.count = std::stoi(std::string(digits));
+        const std::optional<int64_t> count = number_at_most(digits, kMaxResultCount);
+        if (!count)
+          return err(c_.pos() - digits.size(), "result count " + std::string(digits) + " of " + r.name +
+                                                   ": more than " + std::to_string(kMaxResultCount));
+        r.count = static_cast<int>(*count);
       }
       results->push_back(std::move(r));
       c_.skip_blanks();
@@ -612,6 +640,16 @@ class Parser {
 
 }  // namespace
 
-Result<Module> parse_module(std::string_view text) { return Parser(text).run(); }
+// Text saved with CRLF line ends reads as its LF text: the parser's line rules (a region's
+// '{' ends its line, an op ends at its newline) then see "\n" alone. Lines and columns are
+// those of the original text.
+Result<Module> parse_module(std::string_view text) {
+  if (text.find("\r\n") == std::string_view::npos) return Parser(text).run();
+  std::string lf;
+  lf.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] != '\r' || i + 1 == text.size() || text[i + 1] != '\n') lf += text[i];
+  return Parser(lf).run();
+}
 
 }  // namespace aoizora::shlo

@@ -1,7 +1,7 @@
-"""`aoizora eval --grid paper [--jobs N] [--only SUBSTRING] [--out docs/results]
-[--oracle/--no-oracle] [--json]`: runs the paper's evaluation grid (or part of it), one JSON
-per setting under OUT/settings (written as soon as the setting is done, so the grid resumes
-where it stopped), then the table, CSV and plots under OUT. Every latency is simulated."""
+"""`aoizora eval --grid paper --out DIR [--jobs N] [--only SUBSTRING] [--oracle/--no-oracle]
+[--json]`: runs the paper's evaluation grid (or part of it), one JSON
+per setting under DIR/settings (written as soon as the setting is done, so the grid resumes
+where it stopped), then the table, CSV and plots under DIR. Every latency is simulated."""
 
 from __future__ import annotations
 
@@ -24,7 +24,11 @@ def register(sub) -> None:
     p.add_argument("--only", action="append", metavar="SUBSTRING",
                    help="run only settings whose key contains it (repeat to narrow), "
                         "e.g. --only 14b_v5e-2x4_480p-21f")
-    p.add_argument("--out", default="docs/results", help="output folder (docs/results)")
+    # No default: the repository's docs/results holds the shipped results, and a default
+    # there would overwrite them from the repository root.
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="the folder to write into (made if missing): one JSON per setting "
+                        "under DIR/settings, then the table, CSV and plots")
     p.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=False,
                    help="compile every fitting candidate for the oracle and recall (slow: "
                         "tens of compiles per setting)")

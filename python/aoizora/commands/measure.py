@@ -77,7 +77,7 @@ def run_collectives(args) -> int:
     if args.json:
         print(json.dumps({"out": args.out, **doc}, indent=1))
     else:
-        _print_collectives(doc, args.out)
+        print_collectives(doc, args.out)
     return 0
 
 
@@ -85,7 +85,7 @@ def _us(s: float) -> str:
     return f"{s * 1e6:10.1f}"
 
 
-def _print_collectives(doc: dict, out: str) -> None:
+def print_collectives(doc: dict, out: str) -> None:
     from aoizora.measure.sizes import fmt
 
     prov = doc["provenance"]
@@ -103,8 +103,18 @@ def _print_collectives(doc: dict, out: str) -> None:
               f"{_us(p['seconds'])} {_us(p['min_seconds'])} {_us(p['max_seconds'])}")
     for s in doc["skipped"]:
         print(f"skipped {s['id']}: {s['why']}")
-    print(f"wrote {out} ({len(doc['points'])} points; `aoizora calibrate {out}` fits a "
-          "profile to them)")
+    print(f"wrote {out} ({len(doc['points'])} points; `{calibrate_command(out, prov)}` fits "
+          "a profile to them" + (", marked a harness check" if prov["platform"] != "tpu"
+                                 else "") + ")")
+
+
+def calibrate_command(out: str, provenance: dict) -> str:
+    """The `aoizora calibrate` command line that fits the measurements file `out`: calibrate
+    wants -o, and refuses CPU timings unless --harness-check."""
+    import shlex
+
+    return (f"aoizora calibrate {shlex.quote(out)} -o profile.json"
+            + (" --harness-check" if provenance["platform"] != "tpu" else ""))
 
 
 def run_plan(args) -> int:

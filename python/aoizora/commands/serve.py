@@ -2,9 +2,10 @@
 [--objective throughput|cost] [--prices FILE] [--batch 1] [--steps N] [--json]`: the
 frontier of latency per video against videos per hour and cost per video over the splits of
 each slice into replicas, each replica shape planned by the planner (serving/survey.py;
-docs/serving.md). With --latency-bound, the split that serves the most videos per hour (or,
---objective cost, the cheapest per video) within the bound, and why. Exit 0; 1 when no split
-meets the bound (the table is still printed); 2 on bad input, before any work."""
+docs/serving.md). With --latency-bound or --objective, the pick: the split that serves the
+most videos per hour (or, --objective cost, the cheapest per video) within the bound (any
+latency without one), and why. Exit 0; 1 when no split meets the bound (the table is still
+printed); 2 on bad input, before any work."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import json
 import sys
 from dataclasses import asdict
 
-DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:4x4"}
+from aoizora.commands.plan import DEFAULTS as PLAN_DEFAULTS
+
+# As `plan`'s: the same command line without --topology plans the same slice.
+DEFAULTS = {"model": PLAN_DEFAULTS["model"], "video": PLAN_DEFAULTS["video"],
+            "topology": PLAN_DEFAULTS["topology"]}
 
 
 def register(sub) -> None:
@@ -36,9 +41,10 @@ def register(sub) -> None:
                    help="denoising steps, where a plan has no seconds per video (default 30)")
     p.add_argument("--latency-bound", type=float_arg("--latency-bound", 1e-9), metavar="S",
                    help="pick the best split within S seconds per video")
-    p.add_argument("--objective", choices=("throughput", "cost"), default="throughput",
-                   help="what the pick maximises within the bound: videos per hour "
-                        "(default) or the lowest cost per video")
+    p.add_argument("--objective", choices=("throughput", "cost"), default=None,
+                   help="what the pick maximises within the bound (without --latency-bound, "
+                        "over every split): videos per hour (default) or the lowest cost "
+                        "per video; either --objective or --latency-bound asks for a pick")
     p.add_argument("--prices", metavar="FILE",
                    help="a price table replacing the shipped one (serving/prices.json)")
     p.add_argument("--top-k", type=int_arg("--top-k", 1, 1000), default=None,
@@ -96,18 +102,21 @@ def run(args) -> int:
     request = request_of(args)
     validate.output_files({"--chart": args.chart})
     by_slice = survey.check(request)
-    if args.objective == "cost" and args.latency_bound is not None:
+    wants_pick = args.latency_bound is not None or args.objective is not None
+    objective = args.objective or "throughput"
+    if objective == "cost":
         check_cost(request, by_slice)
     jobs_on = executor.from_args(args)
     try:
         settings = Settings(top_k=args.top_k, workers=args.workers,
                             cache=None if args.no_cache else Cache(),
                             compile_target=args.compile_target, executor=jobs_on)
-        result = survey.survey(request, settings, progress_for=_progress(args), log=log)
+        result = survey.survey(request, settings, progress_for=_progress(args),
+                               log=(lambda text: None) if args.quiet else log)
     finally:
         jobs_on.close()
-    chosen = (frontier.pick(result.rows, args.latency_bound, args.objective)
-              if args.latency_bound is not None else None)
+    chosen = (frontier.pick(result.rows, args.latency_bound, objective) if wants_pick
+              else None)
     if args.chart:
         from aoizora.serving import chart
 
@@ -139,7 +148,7 @@ def as_json(result, chosen, args) -> dict:
     return {"rows": [asdict(r) for r in result.rows], "frontier": on,
             "replicas": {k: asdict(v) for k, v in result.replicas.items()},
             "pick": None if chosen is None else {
-                "bound_s": args.latency_bound, "objective": args.objective,
+                "bound_s": args.latency_bound, "objective": args.objective or "throughput",
                 "row": None if chosen.row is None else asdict(chosen.row), "why": chosen.why},
             "notes": result.notes,
             "note": "latencies simulated on the model of each chip; none is measured"}
@@ -175,8 +184,10 @@ def print_survey(result, request, chosen, args, out=None) -> None:
         if r.pricing.startswith("together"):
             print(f"note: {r.split} on {r.topology}: {r.pricing}", file=out)
     if chosen is not None:
-        print(f"pick (--latency-bound {args.latency_bound:g} s, --objective {args.objective}): "
-              f"{chosen.why}", file=out)
+        bound = ("no --latency-bound" if args.latency_bound is None
+                 else f"--latency-bound {args.latency_bound:g} s")
+        print(f"pick ({bound}, --objective {args.objective or 'throughput'}): {chosen.why}",
+              file=out)
 
 
 def _num(x, fmt: str) -> str:

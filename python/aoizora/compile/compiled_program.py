@@ -9,25 +9,28 @@ check that it spans the slice, and its own logical mesh.
     own_mesh(text, partitions) -> [sizes]: the logical mesh the program was compiled for, read
         from its shardings (below); [partitions] when they do not tell.
     mesh_shape(flag_text, text, partitions) -> [sizes]: --mesh when given (checked: positive
-        sizes whose product is `partitions`), else own_mesh. Both commands' default.
+        sizes whose product is `partitions`, and a mesh the shardings allow: below), else
+        own_mesh. Both commands' default.
 
-The own mesh: each tiled sharding `devices=[tile]<=[N]` (plain iota) splits the devices,
-in order, into blocks at the prefix products of its tile sizes; one with a transposed iota,
-`<=[r0,r1,...]T(...)`, at the prefix products of its reshape sizes (the mesh axes it was
-built from). The mesh is the common refinement of those splits: the coarsest mesh in which
-every sharding is a product of consecutive axes. E.g. `devices=[2,1,4]<=[8]` and
+The own mesh is read by the core (cpp/aoizora/hlo/own_mesh.h states the rule; the C++
+`aoizora-rank` takes it too): each tiled sharding splits the devices, in order, at the
+prefix products of its tile sizes (a transposed iota at those of its reshape sizes), and the
+mesh is the common refinement of those splits, the coarsest mesh in which every sharding is
+a product of consecutive axes. E.g. `devices=[2,1,4]<=[8]` and
 `devices=[1,4,2]<=[2,4]T(1,0)` give 2x4. Axes of size 1 leave no trace in the HLO and are
 not part of it. Explicit device lists are not read.
+
+A --mesh the shardings allow splits the devices at least where they do: the own mesh, or
+one that splits its axes further (2x4 allows 2x4 and 2x2x2, not 4x2 nor 1x8), axes of size
+1 anywhere. Where the shardings do not tell (no tiled sharding, splits that are no chain),
+every mesh of the right size is allowed.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
 from aoizora.errors import UserError
-
-_TILED = re.compile(r"devices=\[([\d,]+)\]<=\[([\d,]+)\](T\([\d,]+\))?")
 
 
 def load(path: str, flag: str = "--hlo"):
@@ -60,20 +63,41 @@ def _splits(sizes: list[int]) -> set[int]:
 
 
 def own_mesh(text: str, partitions: int) -> list[int]:
-    splits: set[int] = set()
-    for tile, reshape, transpose in _TILED.findall(text):
-        sizes = [int(x) for x in (reshape if transpose else tile).split(",")]
-        if math.prod(sizes) == partitions:
-            splits |= _splits(sizes)
-    bounds = sorted(splits) + [partitions]
-    if any(b % a for a, b in zip([1] + bounds, bounds)):   # not one chain of divisors
-        return [partitions]
-    return [b // a for a, b in zip([1] + bounds, bounds)]
+    from aoizora import _core
+
+    return list(_core.own_mesh(text, partitions))
+
+
+def _refinements(mesh: list[int], limit: int) -> list[list[int]]:
+    """Meshes that split `mesh`'s axes further (itself first), axes of size 1 left out; at
+    most `limit` of them."""
+    def factorisations(n: int) -> list[list[int]]:
+        if n == 1:
+            return [[]]
+        return [[d] + rest for d in range(n, 1, -1) if n % d == 0
+                for rest in factorisations(n // d)]
+
+    out: list[list[int]] = [[]]
+    for size in mesh:
+        out = [m + f for m in out for f in factorisations(size)][:limit]
+    return out
 
 
 def mesh_shape(flag_text: str | None, text: str, partitions: int) -> list[int]:
     from aoizora.inputs import validate
 
-    if flag_text:
-        return validate.mesh_shape(flag_text, "--mesh", partitions)
-    return own_mesh(text, partitions)
+    if not flag_text:
+        return own_mesh(text, partitions)
+    mesh = validate.mesh_shape(flag_text, "--mesh", partitions)
+    own = own_mesh(text, partitions)
+    need = _splits(own)   # where the shardings split the devices (none: they do not tell)
+    missing = need - _splits(mesh)
+    if missing:
+        some = _refinements(own, 5)
+        allowed = " or ".join("x".join(map(str, m)) for m in some[:4]) + (
+            " or another that splits its axes further" if len(some) > 4 else "")
+        raise UserError(f"--mesh {flag_text}: the program's shardings split its {partitions} "
+                        f"devices at {', '.join(map(str, sorted(need)))} (its mesh "
+                        f"{'x'.join(map(str, own))}), {flag_text} does not split them at "
+                        f"{', '.join(map(str, sorted(missing)))}: use {allowed}")
+    return mesh

@@ -117,10 +117,11 @@ def _program(d, folder: str):
 
 
 def _parse(doc, folder: str = ".") -> Measurements:
-    if not isinstance(doc, dict):
-        raise ValueError("expected a JSON object with 'schema' and 'points'")
-    if doc.get("schema") != SCHEMA:
-        raise ValueError(f"'schema' is {doc.get('schema')!r}, expected {SCHEMA!r}")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        from aoizora.inputs import json_document
+
+        raise ValueError(f"not a measurements file (schema {SCHEMA}, as `aoizora measure "
+                         f"collectives` writes): {json_document.describe(doc)}")
     if not isinstance(doc.get("points"), list):
         raise ValueError("'points' must be a list of measured points")
     if not isinstance(doc.get("programs", []), list):

@@ -8,8 +8,8 @@ do; nothing here compiles, plans or writes.
     mesh_shape(text, flag, devices=None) -> [sizes], "2x4" -> [2, 4]; product == devices
     input_file(path, flag) -> path of an existing regular file we can read
     hlo_text(path, flag) -> the text of an HLO file (UTF-8, not empty)
-    output_files({flag: path or None}) -> each names a file (not a folder) in a writable
-        folder, and no two name the same file
+    output_files({flag: path or None}) -> each names a file (not a folder) in an existing
+        writable folder, and no two name the same file
     output_folder(path, flag) -> path that is, or can be made, a writable folder
     workload(model, video, frames) -> (ModelSpec, Video) with tokens > 0
     did_you_mean(name, choices) -> "did you mean 'a' or 'b'?" (the closest few by difflib),
@@ -120,14 +120,20 @@ def hlo_text(path: str, flag: str = "--hlo") -> str:
     return text
 
 
-def _writable_folder(folder: str, flag: str, path: str) -> None:
-    """The nearest existing folder on the way to `folder` takes a file: tried by creating
-    and removing an empty temporary file (permission bits do not tell for root or /proc)."""
+def _writable_folder(folder: str, flag: str, path: str, create: bool) -> None:
+    """`folder` takes a file: tried by creating and removing an empty temporary file
+    (permission bits do not tell for root or /proc). With `create` the nearest existing
+    folder on the way to it is tried instead (it will be made); without, a missing folder
+    is refused: a typo in a path is not a folder to make."""
     probe = folder
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
         raise UserError(f"{flag} {path}: {probe} is a file, not a folder")
+    if probe != folder and not create:
+        raise UserError(f"{flag} {path}: no such folder {probe.rstrip(os.sep)}{os.sep}"
+                        f"{os.path.relpath(folder, probe).split(os.sep)[0]}: create it "
+                        "first, or write elsewhere")
     try:
         fd, tmp = tempfile.mkstemp(dir=probe, prefix=".tmp-aoizora-probe-")
     except OSError as e:
@@ -146,7 +152,7 @@ def output_files(paths: dict[str, str | None]) -> None:
             raise UserError(f"{flag} {path!r}: expected a file name")
         if os.path.isdir(path):
             raise UserError(f"{flag} {path}: is a folder, expected a file name")
-        _writable_folder(os.path.dirname(os.path.abspath(path)), flag, path)
+        _writable_folder(os.path.dirname(os.path.abspath(path)), flag, path, create=False)
         real = os.path.realpath(path)
         if real in seen:
             raise UserError(f"{seen[real]} and {flag} both name {path}: give each output "
@@ -157,7 +163,7 @@ def output_files(paths: dict[str, str | None]) -> None:
 def output_folder(path: str, flag: str) -> str:
     if os.path.exists(path) and not os.path.isdir(path):
         raise UserError(f"{flag} {path}: is a file, expected a folder")
-    _writable_folder(os.path.abspath(path), flag, path)
+    _writable_folder(os.path.abspath(path), flag, path, create=True)
     return path
 
 
@@ -168,6 +174,14 @@ def workload(model, video: str, frames: int | None):
     from aoizora.models import MODELS, get_model, get_workload
     from aoizora.models.video import TINY_VIDEO
 
+    if isinstance(model, str) and model not in MODELS and (model.endswith(".py")
+                                                          or os.path.isfile(model)):
+        if not os.path.isfile(model):
+            raise UserError(f"--model {model}: no such file (your own model is "
+                            "FILE.py:FUNCTION, as examples/flux_dit.py:make_spec)")
+        raise UserError(f"--model {model}: a file, not a preset: name the function in it that "
+                        f"returns your model, --model {model}:FUNCTION (FILE.py:FUNCTION, as "
+                        "examples/flux_dit.py:make_spec)")
     if isinstance(model, str) and model not in MODELS:
         hint = did_you_mean(model, sorted(MODELS)) or f"use one of {', '.join(sorted(MODELS))}"
         raise UserError(f"--model: unknown model {model!r}: {hint} (or MODULE.py:FUNCTION for "

@@ -37,6 +37,19 @@ from aoizora.models.base import FunctionSpec
 ALPA = "alpa-style"
 
 
+class UnknownCollectiveKind(Exception):
+    """Stage 1 predicted a collective kind the alpha-beta model has no form for
+    (_BETA_FACTOR): a bug in aoizora (Stage 1 and this table disagree), never bad input.
+    Deliberately no ValueError, so that no handler for unreadable text turns it into a
+    skipped candidate or a priced-at-zero baseline: it ends the command as a bug."""
+
+    def __init__(self, kind: str):
+        super().__init__(f"alpa-style cost: Stage 1 predicted a collective of kind {kind!r}, "
+                         f"which the alpha-beta model cannot price (it knows "
+                         f"{', '.join(_BETA_FACTOR)})")
+        self.kind = kind
+
+
 # Bytes per link, per byte of V, as a function of the group size n (see the docstring).
 _BETA_FACTOR: dict[str, Callable[[int], float]] = {
     "all-gather": lambda n: (n - 1) / n,
@@ -52,9 +65,10 @@ def collective_seconds(c: stage1.PredictedCollective, link_bandwidth: float,
                        alpha: float = 1e-6) -> float:
     """One predicted collective's alpha-beta time, all executions, in seconds.
 
-    Raises ValueError on a kind the model does not know (never priced at zero silently)."""
+    Raises UnknownCollectiveKind on a kind the model does not know (never priced at zero
+    silently)."""
     if c.kind not in _BETA_FACTOR:
-        raise ValueError(f"alpa-style cost: unknown collective kind {c.kind!r}")
+        raise UnknownCollectiveKind(c.kind)
     n = c.group_size
     if n <= 1:
         return 0.0

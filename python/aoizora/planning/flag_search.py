@@ -6,7 +6,8 @@
     search     after the plan is chosen, the best few shardings (FLAG_SHARDINGS) are compiled
                again under each set of compile_flags.search_sets: none, the published set,
                each of its flags alone, then the rest of the catalogue, at most `budget`
-               compiles (the sets left out are listed). Each (sharding, flags) program gets
+               compiles under flags (the sets left out are listed), beside each
+               sharding's compile without flags (the plan's own, counted apart). Each (sharding, flags) program gets
                Stage 2's best placement by Q2 and is simulated there and on the plan's own
                placement; a set whose program
                is the same as none's (flag_effects: "identical" or "attributes only") is
@@ -138,6 +139,7 @@ def search(stage2: Stage2, best: Pair, simulated: list[Pair], generation: str, *
                                       budget)
     jobs = [make_job(c, s.flags) for c in cands for s in sets]
     outs = run_batch("compile the best shardings under each flag set", jobs)
+    unflagged = sum(1 for s in sets if not s.flags) * len(cands)
     rows, failed, graphs = [], [], {}
     for i, c in enumerate(cands):
         plan_devices = list(best.device_of) if c.name == best.candidate.name else None
@@ -157,9 +159,11 @@ def search(stage2: Stage2, best: Pair, simulated: list[Pair], generation: str, *
             graphs[(c.name, s.name)] = graph
     chosen, change = defended(_chosen(rows, best), best, graphs, speedup, defend_p)
     return chosen, {
+        # compiles: those under flags, what the budget bounds; unflagged: each sharding's
+        # compile without flags, the plan's own programs (from the cache unless --no-cache).
         "budget": {"max_compiles": budget, "shardings": [c.name for c in cands],
-                   "flag_sets": [s.name for s in sets], "compiles": len(jobs),
-                   "left_out": left_out},
+                   "flag_sets": [s.name for s in sets], "compiles": len(jobs) - unflagged,
+                   "unflagged": unflagged, "left_out": left_out},
         "rows": rows, "failed": failed, "best_triple": _best_triple(rows, chosen),
         "change": change}
 
@@ -234,8 +238,10 @@ def lines(flags: dict) -> list[str]:
     s = flags.get("search")
     if s:
         b = s["budget"]
+        without = (f"; {b['unflagged']} without, the plan's own" if "unflagged" in b else "")
         out.append(f"  searched {len(b['flag_sets'])} flag sets x {len(b['shardings'])} "
-                   f"shardings ({b['compiles']} compiles, at most {b['max_compiles']})"
+                   f"shardings ({b['compiles']} compiles under flags, at most "
+                   f"{b['max_compiles']}{without})"
                    + (f"; left out: {', '.join(b['left_out'])}" if b["left_out"] else ""))
         for r in table(flags):
             out.append(f"  {r['candidate']:<16} {r['flag_set']:<56} "

@@ -8,7 +8,8 @@ latency bound, with why.
                                                    over the videos of that hour
     frontier(rows, against="throughput"|"cost")    the rows on the Pareto frontier
     pick(rows, bound_s, objective="throughput"|"cost") -> Pick: the row and why, or no row
-                                                   and why (nothing meets the bound)
+                                                   and why (nothing meets the bound); bound_s
+                                                   None: every split is within it
 
 Units: seconds, videos per hour, USD. A batch of b videos on a replica finishes together, so
 each of its videos waits the batch's latency. Rows not `priced` (the replicas could share
@@ -84,10 +85,10 @@ def frontier(rows: list[Row], against: str = "throughput") -> list[Row]:
                   key=lambda r: (r.latency_s, -_value(r, against)))
 
 
-def pick(rows: list[Row], bound_s: float, objective: str = "throughput") -> Pick:
-    """The row within `bound_s` seconds per video with the most videos per hour (objective
-    "throughput") or the fewest USD per video ("cost"), ties to the faster; with a sentence
-    saying why it wins, or why nothing does."""
+def pick(rows: list[Row], bound_s: float | None, objective: str = "throughput") -> Pick:
+    """The row within `bound_s` seconds per video (None: any latency) with the most videos
+    per hour (objective "throughput") or the fewest USD per video ("cost"), ties to the
+    faster; with a sentence saying why it wins, or why nothing does."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective {objective!r}: use one of {OBJECTIVES}")
     pts = [r for r in rows if r.priced and r.latency_s is not None
@@ -96,7 +97,7 @@ def pick(rows: list[Row], bound_s: float, objective: str = "throughput") -> Pick
         return Pick(None, "no split has figures to choose from" + (
             " with a price (the price table has none for these generations)"
             if objective == "cost" else ""))
-    within = [r for r in pts if r.latency_s <= bound_s]
+    within = [r for r in pts if bound_s is None or r.latency_s <= bound_s]
     if not within:
         fastest = min(pts, key=lambda r: r.latency_s)
         return Pick(None, f"no split meets the latency bound of {_s(bound_s)}: the fastest, "
@@ -105,17 +106,22 @@ def pick(rows: list[Row], bound_s: float, objective: str = "throughput") -> Pick
     return Pick(best, _why(best, within, pts, bound_s, objective))
 
 
-def _why(best: Row, within: list[Row], pts: list[Row], bound_s: float, objective: str) -> str:
-    measure = ("videos per hour" if objective == "throughput" else "the lowest cost per video")
-    text = (f"{_label(best)}: {_s(best.latency_s)} per video, within the bound of "
-            f"{_s(bound_s)}, and {_figures(best)}: "
-            + ("the most videos per hour" if objective == "throughput" else measure)
-            + f" of the {len(within)} split{'s' if len(within) > 1 else ''} that meet it")
+def _why(best: Row, within: list[Row], pts: list[Row], bound_s: float | None,
+         objective: str) -> str:
+    measure = ("the most videos per hour" if objective == "throughput"
+               else "the lowest cost per video")
+    splits = f"{len(within)} split{'s' if len(within) > 1 else ''}"
+    if bound_s is None:
+        text = (f"{_label(best)}: {_s(best.latency_s)} per video (no latency bound) and "
+                f"{_figures(best)}: {measure} of the {splits} with figures")
+    else:
+        text = (f"{_label(best)}: {_s(best.latency_s)} per video, within the bound of "
+                f"{_s(bound_s)}, and {_figures(best)}: {measure} of the {splits} that meet it")
     faster = [r for r in within if r.latency_s < best.latency_s]
     if faster:
         f = min(faster, key=lambda r: r.latency_s)
         text += f"; {_label(f)} is faster ({_s(f.latency_s)}) but {_figures(f)}"
-    over = [r for r in pts if r.latency_s > bound_s and _value(r, objective) > _value(
+    over = [r for r in pts if r not in within and _value(r, objective) > _value(
         best, objective)]
     if over:
         o = max(over, key=lambda r: _value(r, objective))

@@ -82,8 +82,10 @@ def load(path: str | None = None) -> PriceTable:
 
 def _table(path: str, d) -> PriceTable:
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-        found = d.get("schema") if isinstance(d, dict) else type(d).__name__
-        raise ValueError(f"not a price table of schema {SCHEMA} (found {found!r})")
+        from aoizora.inputs import json_document
+
+        raise ValueError(f"not a price table (schema {SCHEMA}, as serving/prices.json): "
+                         f"{json_document.describe(d)}")
     if d.get("currency") != "USD":
         raise ValueError(f"'currency' must be \"USD\", got {d.get('currency')!r}")
     prices, missing = d.get("prices"), d.get("missing", {})
