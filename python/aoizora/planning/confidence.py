@@ -98,8 +98,12 @@ def defend(pricer: Pricer, ranked: list, default_of: Callable, existing=None,
     existing deployment where none is. The records: the placement move of the plan, and
     each move away from the existing deployment considered (made or not)."""
     changes: list[dict] = []
+    tried: set[tuple] = set()
     for pair in ranked:
         pair, moved = _placement(pricer, pair, default_of(pair), p)
+        if (pair.candidate.name, tuple(pair.device_of)) in tried:
+            continue  # another placement of a sharding tried on its default order already
+        tried.add((pair.candidate.name, tuple(pair.device_of)))
         if existing is None or _same(pair, existing):
             return pair, changes + ([moved] if moved else [])
         if pair.simulated >= existing.simulated and changes:
