@@ -387,3 +387,22 @@ def test_a_replica_plans_program_runs_together_on_a_wrapped_slice_as_alone(tiny_
     assert run.slowest == pytest.approx(program.step_s, rel=1e-9)
     row = survey.row_of(request, s, 1, replica, run)
     assert row.priced and row.latency_s == pytest.approx(replica.latency_s, rel=1e-9)
+
+
+def test_a_split_carries_its_plans_interval_across_the_joint_draws():
+    """A replica plan with joint draws gives its split's latency the plan's 90 % interval,
+    relative to its own figure (scaled with the latency); one without draws gives none."""
+    choice = SimpleNamespace(simulated_s=0.1, extra={"interval": {
+        "video": {"point_s": 4.0, "low_s": 3.0, "high_s": 6.0},
+        "forward": {"point_s": 0.1, "low_s": 0.09, "high_s": 0.12}}})
+    drawn = SimpleNamespace(choice=choice, uncertainty={"draws": 100})
+    assert survey._relative_interval(drawn, "video") == (0.75, 1.5)
+    assert survey._relative_interval(drawn, "transformer steps only") == pytest.approx(
+        (0.9, 1.2))
+    assert survey._relative_interval(SimpleNamespace(choice=choice, uncertainty={
+        "bands": {}}), "video") is None
+    request = survey.Request("wan-tiny", "tiny", None, ("v5e:4x4",), prices.load())
+    planned = survey.ReplicaPlan("v5e:2x4", 3.0, "video", "p @ q", step_s=0.1, steps=30,
+                                 relative_interval=(0.75, 1.5))
+    row = survey.row_of(request, _names("v5e:4x4")["2 x 2x4"], 1, planned)
+    assert row.latency_interval_s == (2.25, 4.5)
