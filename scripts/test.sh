@@ -12,7 +12,7 @@ echo "== Code checks (scripts/check_code.py)"
 checks_failed=0
 python3 scripts/check_code.py || checks_failed=1
 
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 
 echo "== C++ tests (ctest)"
 cmake -S . -B build/test -G Ninja -DAOIZORA_BUILD_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -213,8 +213,8 @@ def test_report_loads_in_chromium_without_console_errors(result, tmp_path):
     if browser is None:
         if os.environ.get("AOIZORA_REQUIRE_BROWSER"):  # scripts/test.sh: setup.sh installed it
             pytest.fail("chromium is missing, but AOIZORA_REQUIRE_BROWSER is set")
-        pytest.skip("chromium is not installed (scripts/setup.sh installs it: apt-get install "
-                    "chromium)")
+        pytest.skip("chromium is not installed (scripts/setup.sh --test installs it: apt-get "
+                    "install chromium)")
     page = tmp_path / "report.html"
     page.write_text(render(result.plan, trace="trace.json"))
     text = page.read_text()
