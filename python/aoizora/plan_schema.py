@@ -60,7 +60,7 @@ def check_choice(c, where: str) -> None:
         raise ValueError(f"{where}.extra must be an object")
     for kind, iv in (c.get("extra", {}).get("interval") or {}).items():
         _check_interval(iv, f"{where}.extra.interval.{kind}")
-    if "speedup" in c["extra"]:
+    if "speedup" in c.get("extra", {}):
         _check_speedup(c["extra"]["speedup"], f"{where}.extra.speedup")
 
 
