@@ -130,7 +130,10 @@ def lost_line(stderr: str, what: str, error: str, command: str) -> int:
 
 def resumed(out: Path, env, command: list[str], kept: int) -> dict:
     """Runs the same command again: it finishes, every result kept read from the cache."""
-    rc, stdout, stderr = run(command, env)
+    for _ in range(2):   # see test_a_stopped_ray_cluster_...: Ray's client server, busy
+        rc, stdout, stderr = run(command, env)
+        if "cannot reach the Ray cluster" not in stderr:
+            break
     assert rc == 0, stderr
     plan = json.loads(out.read_text())
     assert plan["planning"]["cache_hits"] >= kept > 0
@@ -186,7 +189,10 @@ class Cluster:
                         "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
                         "--include-dashboard=false", "--disable-usage-stats",
                         "--temp-dir", self.folder], check=True, capture_output=True,
-                       timeout=120, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+                       timeout=120, env={**os.environ, "RAY_AUTH_MODE": "disabled",
+                                         # the client server's wait for the server it starts
+                                         # per client (30 s: too short on a busy machine)
+                                         "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"})
 
     def stop(self, *_) -> list[int]:
         mine = [p for p in _pids() if self.folder in _cmdline(p)
@@ -215,7 +221,11 @@ def test_a_stopped_ray_cluster_is_one_line_and_the_same_command_resumes(tmp_path
     out, cache = tmp_path / "plan.json", tmp_path / "cache"
     command = plan_command(out, "--executor", cluster.address)
     env = environment(cache, RAY_AUTH_MODE="disabled", RAY_CLIENT_RECONNECT_GRACE_PERIOD="3")
-    rc, _, stderr, killed, _ = run_with_fault(command, env, cache, 4, cluster.stop)
+    for _ in range(2):   # Ray's client server may fail to serve a new client on a busy
+        # machine (its server per client not up in time): the plan, not yet faulted, again
+        rc, _, stderr, killed, _ = run_with_fault(command, env, cache, 4, cluster.stop)
+        if killed or "cannot reach the Ray cluster" not in stderr:
+            break
     assert killed and rc == RESUMES, stderr
     kept = lost_line(stderr, f"the Ray cluster {cluster.address}", "ConnectionError",
                      f"--executor {cluster.address}")

@@ -493,7 +493,12 @@ def _init_ray(address: str | None, num_cpus: int) -> None:
                      log_to_driver=False, logging_level=logging.WARNING)
         else:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-    except ConnectionError as e:
-        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {one_line(e)} "
+            # The client's log channel carries workers' logs, which are not shown
+            # (log_to_driver); when the cluster goes, it logs a traceback of its own for the
+            # fault that ExecutorLost says in one line.
+            logging.getLogger("ray.util.client.logsclient").setLevel(logging.CRITICAL)
+    except ConnectionError as e:   # Ray's client puts the reason after the first line
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:600]
+        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {why} "
                         "(is its client server up? a cluster with token authentication also "
                         "needs RAY_AUTH_MODE=token and its token here)") from None
