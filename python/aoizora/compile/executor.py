@@ -387,7 +387,9 @@ class RayExecutor:
             with self._lost_ray(attempt):
                 for i, job in enumerate(jobs):
                     attempt[self._submit(job, fresh_process)] = (i, "")
-                self._wait_all(jobs, attempt, done, fresh_process, stop)
+            while attempt:   # done() runs outside _lost_ray: its errors are its own
+                for i, out in self._arrived(jobs, attempt, fresh_process, stop):
+                    done(i, out)
         except ExecutorLost:
             raise   # nothing there to cancel
         except BaseException:
@@ -395,11 +397,13 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
             raise
 
-    def _wait_all(self, jobs, attempt: dict, done: Done, fresh_process: bool,
-                  stop: threading.Event | None) -> None:
-        """Hands each outcome to done() as it arrives; a job whose worker was lost the first
-        time is submitted again (`attempt` is updated in place)."""
-        while attempt:
+    def _arrived(self, jobs, attempt: dict, fresh_process: bool,
+                 stop: threading.Event | None) -> list[tuple[int, Outcome]]:
+        """The outcomes that arrived (at least one wait's worth), each taken out of
+        `attempt`; a job whose worker was lost the first time is submitted again (into
+        `attempt`) instead."""
+        arrived = []
+        with self._lost_ray(attempt):
             for ref in self._wait(list(attempt), stop):
                 i, before = attempt[ref]
                 out = self._outcome(ref, jobs[i])
@@ -410,7 +414,8 @@ class RayExecutor:
                 if isinstance(out, _Lost):
                     out = _died(jobs[i], out.why, out.out_of_memory, before)
                 out.retried = before
-                done(i, out)
+                arrived.append((i, out))
+        return arrived
 
     def _submit(self, job: Job, fresh_process: bool):
         opts = {"num_cpus": 1 if job.kind == "lower" else self.compile_cpus}
