@@ -11,7 +11,9 @@
   count, no half-written entry, a rerun hits every entry that was written.
 
 Each fault strikes once the cache holds a few entries, so it lands mid-plan. A cold run
-takes 25-40 s here (two shared cores); the module about 3 minutes, Ray's starts included."""
+takes 25-40 s on two shared cores; the module 4.5-7.5 minutes there (load 5-6), Ray's
+starts included: 30-60 s a test, the stopped cluster up to 3.5 minutes when Ray's client
+server is slow to serve the first connection (the test connects again once)."""
 
 from __future__ import annotations
 
