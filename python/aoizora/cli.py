@@ -3,7 +3,9 @@ registers itself with ``register(subparsers)``; only the ones that exist are off
 
 Exit status: 0 done; 1 a check failed (doctor); 2 bad input or an impossible request (one
 line on stderr, and `{"error": ...}` on stdout under --json; argparse errors alike);
-70 an internal error (a bug: the traceback, then one line); 130 interrupted (SIGINT);
+70 an internal error (a bug: the traceback, then one line); 75 the executor was lost under
+the command (a Ray node or cluster: one line, what was lost and kept and the same command,
+which resumes; sysexits' EX_TEMPFAIL, "try again"); 130 interrupted (SIGINT);
 143 terminated (SIGTERM). Worker processes are stopped before exiting.
 """
 
@@ -14,6 +16,7 @@ import importlib
 import json
 import os
 import pkgutil
+import shlex
 import signal
 import sys
 import threading
@@ -21,7 +24,7 @@ import traceback
 
 from aoizora import __version__, commands
 from aoizora.hardware import hardware_file
-from aoizora.errors import UserError
+from aoizora.errors import ExecutorLost, UserError
 
 EXIT_USAGE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 2, 70, 130, 143
 
@@ -70,6 +73,11 @@ def _core_error() -> type[Exception]:
     return CoreError
 
 
+def resume_command(argv: list[str]) -> str:
+    """The command line that ran, as a shell would take it again."""
+    return shlex.join(["aoizora", *argv])
+
+
 def _on_sigterm(signum, frame):
     raise Terminated()
 
@@ -90,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
 
         _fail(prog, suggest_topology(str(e)), as_json)
         return EXIT_USAGE
+    except ExecutorLost as e:
+        _fail(prog, f"{e}; the same command resumes: {resume_command(argv)}", as_json)
+        return ExecutorLost.exit_code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_SIGINT

@@ -1,8 +1,9 @@
 """Errors a user can act on, and the expected failures of one candidate.
 
-The CLI prints a UserError (or the C++ core's CoreError) as one line and exits 2. Any other
-exception is a bug in aoizora: it is never turned into a skipped candidate or a silent
-answer, and the CLI reports it as an internal error.
+The CLI prints a UserError (or the C++ core's CoreError) as one line and exits 2, an
+ExecutorLost as one line with the command that resumes and exits 75. Any other exception is
+a bug in aoizora: it is never turned into a skipped candidate or a silent answer, and the
+CLI reports it as an internal error.
 """
 
 
@@ -13,6 +14,27 @@ class UserError(Exception):
 class NoFitError(UserError):
     """The model and workload fit in no legal sharding on the slice (memory): a result of
     planning, not a fault. Tell it from other failures by this type, never by its text."""
+
+
+class ExecutorLost(Exception):
+    """Where the jobs run failed under the command, not its input nor aoizora: the Ray on
+    this machine died (its raylet), a `ray://` cluster stopped or became unreachable. The
+    jobs that finished are in the cache, so the same command resumes from them.
+
+    str() is one line: what was lost (`lost`, set by the executor), then what was kept
+    (`kept`, set by batch.run_jobs, which knows the cache)."""
+
+    # The CLI's exit status: sysexits' EX_TEMPFAIL ("try again later"), which a script can
+    # tell from bad input (2) and a bug (70) and answer by running the same command again.
+    exit_code = 75
+
+    def __init__(self, lost: str):
+        super().__init__(lost)
+        self.lost = lost
+        self.kept: str | None = None
+
+    def __str__(self) -> str:
+        return self.lost if self.kept is None else f"{self.lost}; {self.kept}"
 
 
 class CompileError(Exception):

@@ -12,7 +12,8 @@ import pytest
 # once; the modules that read the tiny plan share a worker (it is planned once), and so do
 # the modules that start Ray (one Ray per machine at a time).
 _SHARED_WORKER = {"test_planner": "tiny-plan", "test_report": "tiny-plan",
-                  "test_executor": "ray", "test_plan_many": "ray", "test_prefetch": "ray"}
+                  "test_executor": "ray", "test_plan_many": "ray", "test_prefetch": "ray",
+                  "test_executor_faults": "ray"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

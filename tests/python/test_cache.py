@@ -214,3 +214,36 @@ def test_a_program_the_compiler_refuses_is_cached_as_that_failure(tmp_path, monk
         out = run_jobs(jobs, workers=0, cache=other)[0]
         assert out.out_of_memory and not out.verdict and not out.cached
     assert len(calls) == 4                                   # this machine's: tried each time
+
+
+def test_entries_a_full_disk_refuses_are_one_line_with_their_count(tmp_path, monkeypatch):
+    """Every write fails after the first entry: nothing half-written is left, and the
+    failures are said once, counted, with what to do (not one line per entry)."""
+    import errno
+
+    from aoizora.compile import cache as cache_module
+
+    warnings = []
+    cache = _cache(tmp_path, warnings)
+    cache.put(cache_key({"n": 0}), TEXT)
+    real = cache_module.write_atomic
+
+    def full(path, data):
+        real(path, data)   # the sidecar goes in; the text then meets a full disk
+        if path.endswith(".gz"):
+            os.unlink(path)
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache_module, "write_atomic", full)
+    for n in range(1, 4):
+        cache.put(cache_key({"n": n}), TEXT)
+    cache.put_failure(cache_key({"n": 4}), "RESOURCE_EXHAUSTED")   # fits
+    assert warnings == [] and (cache.stored, cache.unwritten) == (2, 3)
+    cache.report_unwritten()
+    cache.report_unwritten()   # said once
+    assert warnings == [f"3 cache entries could not be written to {cache.root} (No space left "
+                        "on device): the results are good but a rerun computes them again; "
+                        "free space there or point AOIZORA_CACHE at a folder with room"]
+    left = [f for d in os.listdir(cache.root) for f in os.listdir(os.path.join(cache.root, d))]
+    assert sorted(f.split(".", 1)[1] for f in left) == ["failed.json", "gz", "json"]
+    assert all(cache.get(cache_key({"n": n})) is None for n in range(1, 4))

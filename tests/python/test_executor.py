@@ -101,8 +101,10 @@ def test_ray_retries_a_dead_worker_once_then_reports_its_job(ray_executor, by_va
     folder, work = attempts
     lower, dead = run_jobs(jobs, cache=None, executor=RayExecutor(None, work=work(dies)))
     assert lower.ok and "sdy.mesh" in lower.text and _attempts(folder, jobs[0]) == 2
+    assert lower.retried.startswith("WorkerCrashedError")   # said, for planning.retries
     assert not dead.ok and _attempts(folder, jobs[1]) == 2
     assert dead.error.startswith("dp2-uly2: worker died twice") and "\n" not in dead.error
+    assert dead.retried.startswith("WorkerCrashedError")
 
 
 def test_local_reruns_a_job_whose_worker_died_alone_once(jobs, attempts):
@@ -112,6 +114,7 @@ def test_local_reruns_a_job_whose_worker_died_alone_once(jobs, attempts):
     dead = run_jobs(jobs[1:], cache=None, executor=LocalExecutor(work=work(dies)))[0]
     assert not dead.ok and _attempts(folder, jobs[1]) == 2 and dead.out_of_memory
     assert dead.error.startswith("dp2-uly2: worker died twice") and "out of memory" in dead.error
+    assert dead.retried.startswith("its worker process died (BrokenProcessPool")
 
 
 def test_planner_skips_a_job_whose_worker_always_dies(ray_executor, by_value, jobs, attempts):

@@ -107,6 +107,47 @@ def test_settings_planned_at_once_on_ray_give_the_same_plans(fleet):
                                                           before[k].device_coords)
 
 
+def test_a_setting_lost_with_the_executor_stops_the_run_or_with_keep_going_is_listed(
+        fleet, monkeypatch):
+    """The executor lost under the first setting (a Ray cluster gone): the run stops in one
+    line, exit 75, the plan written before kept; with --keep-going the next setting is
+    planned and the lost one listed at the end, exit 75 still (a rerun plans it)."""
+    from aoizora.errors import ExecutorLost
+    from aoizora.planning import planner
+
+    path, out, _ = fleet
+    real = planner.plan
+
+    def lost_on_2x2(model, video, frames, topology, *args, **kwargs):
+        if topology == "v5e:2x2":
+            e = ExecutorLost("lost the Ray cluster ray://10.0.0.1:10001 mid-plan "
+                             "(ConnectionError: gone)")
+            e.kept = "kept the 3 results finished before it in the cache C (a rerun reads them)"
+            raise e
+        return real(model, video, frames, topology, *args, **kwargs)
+
+    monkeypatch.setattr(planner, "plan", lost_on_2x2)
+    lost, kept = (out / f"{k}.json" for k in KEYS)
+    lost.unlink(missing_ok=True)
+    before = kept.stat().st_mtime_ns
+    rc, _, stderr = main("plan-many", path, "--out-dir", out, "--quiet")
+    assert rc == 75 and stderr.strip().splitlines()[-1] == (
+        "aoizora plan-many: error: lost the Ray cluster ray://10.0.0.1:10001 mid-plan "
+        "(ConnectionError: gone); kept the 3 results finished before it in the cache C (a "
+        f"rerun reads them); the 1 plan(s) in {out} are kept; the same command resumes: "
+        f"aoizora plan-many {path} --out-dir {out} --quiet")
+    assert not lost.exists() and kept.stat().st_mtime_ns == before
+    rc, stdout, stderr = main("plan-many", path, "--out-dir", out, "--quiet", "--json",
+                              "--keep-going", "--force")
+    rows = json.loads(stdout)
+    assert rc == 75 and [r["status"] for r in rows] == ["lost", "planned"]
+    assert rows[0]["reason"].startswith("lost the Ray cluster ray://10.0.0.1:10001 mid-plan")
+    assert stderr.strip().splitlines()[-1] == (
+        f"plan-many: 1 setting(s) lost with the executor: {KEYS[0]}; the same command plans "
+        "them, keeping the plans written")
+    assert not lost.exists() and kept.stat().st_mtime_ns != before
+
+
 @pytest.mark.parametrize("text, words", [
     ("- {model: wan-huge, topology: v5e:2x4}\n", "setting 1 (line 1): unknown model 'wan-huge'"),
     ("- {model: wan-tiny, video: tiny, topology: v5e:2x4}\n- {model: wan-tiny, topology: "

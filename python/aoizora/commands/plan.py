@@ -232,6 +232,10 @@ def run(args) -> int:
               f"{plan.planning.get('chosen_from')} simulates faster, so the plan keeps it")
     for s in result.skipped:
         print(f"skipped: {s}")
+    retried = [r["job"] for r in plan.planning.get("retries", [])]
+    if retried:
+        print(f"retried {len(retried)} job(s) whose worker was lost: {', '.join(retried)} "
+              "(planning.retries says why)")
     decision = plan.planning.get("decision_seconds")
     print(f"planning took {plan.planning['seconds']:.1f} s (measured"
           + (f"; the decision {decision:.1f} s, the rest compiling and simulating the baselines"

@@ -2,7 +2,9 @@
 plans every setting of a settings file (settings_file.py), each plan written to
 DIR/<setting>.json as it completes, then a summary table (or --json). Rerun after an
 interruption, it keeps the plans this code already wrote and says so (plan_many.py).
-Exit 0 when every setting has a plan, 1 when one could not be planned (its row says why)."""
+Exit 0 when every setting has a plan, 1 when one could not be planned (its row says why),
+75 when the executor was lost under a setting (with --keep-going, listed at the end): the
+same command resumes, keeping the plans written."""
 
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ def register(sub) -> None:
     p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
                    help="compile for each slice's TPU via libtpu (default), or for CPU devices")
     p.add_argument("--force", action="store_true", help="plan again the settings planned before")
+    p.add_argument("--keep-going", action="store_true",
+                   help="when the executor is lost under a setting (a Ray node or cluster "
+                        "gone), go on with the next, listing it at the end (exit 75), rather "
+                        "than stop")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--json", action="store_true", help="print the summary rows as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -40,7 +46,7 @@ def run(args) -> int:
     from aoizora.inputs import settings_file, validate
     from aoizora.planning import plan_many
     from aoizora.compile.cache import Cache
-    from aoizora.errors import UserError
+    from aoizora.errors import ExecutorLost, UserError
     from aoizora.planning.planner import Settings
 
     requests = settings_file.load(args.settings)
@@ -55,14 +61,19 @@ def run(args) -> int:
         settings = Settings(workers=args.workers, cache=None if args.no_cache else Cache(),
                             compile_target=args.compile_target, executor=jobs_on)
         rows = plan_many.run(requests, args.out_dir, settings, concurrent=concurrent,
-                             force=args.force, progress_for=_progress(args, concurrent),
-                             log=log)
+                             force=args.force, keep_going=args.keep_going,
+                             progress_for=_progress(args, concurrent), log=log)
     finally:
         jobs_on.close()
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=1))
     else:
         print_table(rows)
+    lost = [r.key for r in rows if r.status == "lost"]
+    if lost:
+        log(f"{len(lost)} setting(s) lost with the executor: {', '.join(lost)}; the same "
+            "command plans them, keeping the plans written")
+        return ExecutorLost.exit_code
     return 0 if all(r.path for r in rows) else 1
 
 
@@ -111,7 +122,7 @@ def print_table(rows, out=None) -> None:
     console = Console(file=out, width=None if out.isatty() else 200)
     console.print(t)
     for r in rows:
-        if r.status in ("no-fit", "error"):
+        if r.status in ("no-fit", "error", "lost"):
             console.print(f"{r.key}: {r.status}: {r.reason}", markup=False)
 
 

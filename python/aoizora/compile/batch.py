@@ -6,7 +6,8 @@ compiler refused (the program does not fit the target) is cached as that failure
         on `executor` (executor.py; default local worker processes, `workers` of them;
         workers=0 runs in this process); a job `ahead` (prefetch.py) has started is taken
         from it, one it has not started is run here; this process fills the cache from the
-        results; progress(done, total, outcome) after each job.
+        results as they arrive; progress(done, total, outcome) after each job.
+        ExecutorLost (the executor died under the batch) says what the cache kept.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from typing import Callable, Sequence
 
 from aoizora.compile.cache import Cache, cache_key
-from aoizora.errors import UserError
+from aoizora.errors import ExecutorLost, UserError
 from aoizora.compile.executor import LocalExecutor
 from aoizora.compile.jobs import Job, Outcome, job_key, run_job, runs_in_process
 
@@ -69,16 +70,29 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, cache: Cache | 
             todo.append(i)
     run = functools.partial(_execute, jobs, finish, workers=workers, executor=executor,
                             fresh_process=fresh_process, background=background, stop=stop)
-    run(todo)
-    late = []
-    for i in run_ahead:  # its run ahead stored it in the cache
-        out = ahead.take(keys[i])
-        if out is None:
-            late.append(i)
-        else:
-            finish(i, out, store=False)
-    run(late)
+    try:
+        run(todo)
+        late = []
+        for i in run_ahead:  # its run ahead stored it in the cache
+            out = ahead.take(keys[i])
+            if out is None:
+                late.append(i)
+            else:
+                finish(i, out, store=False)
+        run(late)
+    except ExecutorLost as e:
+        if e.kept is None:
+            e.kept = _kept(cache)
+        raise
     return results
+
+
+def _kept(cache: Cache | None) -> str:
+    """What an executor's death left: the results this process stored, which a rerun reads."""
+    if cache is None:
+        return "nothing was kept (no cache: --no-cache)"
+    return (f"kept the {cache.stored} results finished before it in the cache {cache.root} "
+            "(a rerun reads them)")
 
 
 def _execute(jobs: Sequence[Job], finish, todo: list[int], *, workers, executor,

@@ -14,10 +14,17 @@ first, so an interrupted write leaves at most a sidecar without entry (a miss) o
 file, never read. On read the text must decompress, decode and match the checksum; an entry
 that does not (empty, truncated, junk, edited) is reported through `warn`, removed, and
 counted a miss, so the caller recomputes it. `damaged` lists the keys so removed.
+
+`stored` counts the entries this object wrote (what an interrupted command leaves for its
+rerun). A write that fails (a full disk, permissions) leaves no entry; the result is still
+good, so the command goes on, and the failures are said once, in one line with their count
+and what to do, when the process exits (not one line per entry).
 """
 
 from __future__ import annotations
 
+import atexit
+import errno
 import gzip
 import hashlib
 import json
@@ -72,6 +79,9 @@ class Cache:
         check_root(self.root)
         self.warn = warn or _warn_stderr
         self.damaged: list[str] = []
+        self.stored = 0                     # entries written by this object
+        self.unwritten = 0                  # entries whose write failed
+        self._first_failure: OSError | None = None
 
     def _path(self, key: str, ext: str) -> str:
         return os.path.join(self.root, key[:2], f"{key}{ext}")
@@ -132,7 +142,9 @@ class Cache:
             write_atomic(self._path(key, ".failed.json"), json.dumps(
                 {**(meta or {}), "error": error}, sort_keys=True, indent=1, default=str).encode())
         except OSError as e:
-            self.warn(f"cannot write cache entry {self._path(key, '.failed.json')}: {e}")
+            self._unwritten(e)
+            return
+        self.stored += 1
 
     def _remove(self, key: str) -> None:
         for ext in (".gz", ".json", ".failed.json"):
@@ -152,5 +164,28 @@ class Cache:
                          json.dumps(meta, sort_keys=True, indent=1, default=str).encode())
             write_atomic(self._path(key, ".gz"), gzip.compress(text.encode(), compresslevel=3))
         except OSError as e:
-            self.warn(f"cannot write cache entry {self._path(key, '.gz')}: {e}")
             self._remove(key)
+            self._unwritten(e)
+            return
+        self.stored += 1
+
+    def _unwritten(self, e: OSError) -> None:
+        """Counts an entry that could not be written; the first registers the one line said
+        at exit (report_unwritten)."""
+        self.unwritten += 1
+        if self._first_failure is None:
+            self._first_failure = e
+            atexit.register(self.report_unwritten)
+
+    def report_unwritten(self) -> None:
+        """Says, once, how many entries could not be written, why and what to do."""
+        if not self.unwritten:
+            return
+        e, n = self._first_failure, self.unwritten
+        todo = ("free space there or point AOIZORA_CACHE at a folder with room"
+                if e.errno in (errno.ENOSPC, errno.EDQUOT) else
+                "point AOIZORA_CACHE at a folder you can write")
+        self.warn(f"{n} cache entr{'y' if n == 1 else 'ies'} could not be written to "
+                  f"{self.root} ({e.strerror}): the results are good but a rerun computes "
+                  f"them again; {todo}")
+        self.unwritten = 0

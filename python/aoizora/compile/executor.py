@@ -18,10 +18,16 @@ target); the worker sends back an Outcome (for Ray through its object store) and
 nothing: the driver fills the content-addressed cache (batch.run_jobs), so a second run
 on any machine hits it, and Ctrl-C cannot leave a half-written entry (cache.py).
 
-A worker that dies (killed for memory, a crashed node) has its job retried once; dying again,
-the job comes back as a failed Outcome ("worker died twice") that the planner reports and
-skips like a failed compile. An exception raised by our own code in a worker is a bug and
-propagates, as in a local worker. Ray is imported only when asked for.
+Faults, by what is lost (docs/planner.md, "Where jobs run"):
+- a worker (killed, for memory or by hand; on Ray also a lost worker node): its job runs
+  once more, and the Outcome says why (Outcome.retried); dying again, the job comes back as
+  a failed Outcome ("worker died twice") that the planner reports and skips like a failed
+  compile;
+- the Ray itself (this machine's raylet died, a `ray://` cluster stopped or unreachable):
+  ExecutorLost, naming what was lost and the jobs in flight; nothing can run, the command
+  stops and the same command resumes from the cache.
+An exception raised by our own code in a worker is a bug and propagates, as in a local
+worker. Ray is imported only when asked for.
 
 `work` (default jobs.run_job) is what a worker runs for one job: a seam for tests that
 need a worker to die.
@@ -30,6 +36,7 @@ need a worker to die.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import functools
 import logging
 import multiprocessing
@@ -38,10 +45,11 @@ import re
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from aoizora.compile import compile_flags
-from aoizora.errors import UserError, one_line
+from aoizora.errors import ExecutorLost, UserError, one_line
 from aoizora.compile.jobs import Job, Outcome, run_job, versions
 
 Done = Callable[[int, Outcome], None]
@@ -85,9 +93,17 @@ def make_executor(name: str, *, work: Callable[[Job], Outcome] = run_job):
     return RayExecutor(None if name == "ray" else name, work=work)
 
 
-def _died(job: Job, why: str, out_of_memory: bool) -> Outcome:
-    return Outcome(job.name, job.kind, False, out_of_memory=out_of_memory,
+def _died(job: Job, why: str, out_of_memory: bool, retried: str) -> Outcome:
+    return Outcome(job.name, job.kind, False, out_of_memory=out_of_memory, retried=retried,
                    error=f"{job.candidate.name}: worker died twice (tried twice): {why}")
+
+
+def _marked(done: Done, why: str) -> Done:
+    """done(), each outcome marked as a second attempt after `why`."""
+    def again(i: int, out: Outcome) -> None:
+        out.retried = why
+        done(i, out)
+    return again
 
 
 # ---- local worker processes -------------------------------------------------------------
@@ -132,12 +148,13 @@ class LocalExecutor:
         for i, job in enumerate(jobs):
             by_flags.setdefault(job.flags, []).append(i)
         for flags, indices in by_flags.items():   # one pool per flag set, one set at a time
-            batch = functools.partial(self._batch, jobs, done=done, background=background,
+            batch = functools.partial(self._batch, jobs, background=background,
                                       stop=stop, flags=flags)
-            died = batch(indices, workers, fresh_process)
+            died = batch(indices, workers, fresh_process, done=done)
             for i, why in died:
-                if batch([i], 1, True):
-                    done(i, _died(jobs[i], f"most likely out of memory: {why}", True))
+                lost = f"its worker process died ({why})"
+                if batch([i], 1, True, done=_marked(done, lost)):
+                    done(i, _died(jobs[i], f"most likely out of memory: {why}", True, lost))
 
     def _batch(self, jobs, indices, workers: int, fresh_process: bool, *, done: Done,
                background: bool, stop: threading.Event | None,
@@ -350,50 +367,89 @@ class RayExecutor:
         # only beside room for its own (two compiles and their lowerings at once).
         self.room_ahead = self.cpus >= RAY_CPUS_FOR_RUNNING_AHEAD
         self.identity = worker_identity()
-        # Ray retries a task whose worker died (max_retries), never one that raised.
-        self._task = ray.remote(max_retries=1, retry_exceptions=False)(_ray_task)
-        self._refs: dict = {}
+        # Ray retries nothing: run() reruns a job whose worker was lost, once, and says so.
+        self._task = ray.remote(max_retries=0, retry_exceptions=False)(_ray_task)
+        self.where = ("the Ray on this machine" if address is None
+                      else f"the Ray cluster {address}")
 
     def run(self, jobs: Sequence[Job], done: Done, *, workers: int | None = None,
             fresh_process: bool = False, background: bool = False,
             stop: threading.Event | None = None) -> None:
         """workers is not used: the cluster's CPUs decide; fresh_process: one job per worker;
-        background is not used (Ray has no priorities: see room_ahead)."""
+        background is not used (Ray has no priorities: see room_ahead). A job whose worker
+        was lost runs once more (here, not by Ray, so that the retry is known and said);
+        ExecutorLost when the Ray itself is gone."""
         import ray
 
-        refs = {}
-        for i, job in enumerate(jobs):
-            opts = {"num_cpus": 1 if job.kind == "lower" else self.compile_cpus}
-            if job.flags:  # Ray starts workers of their own for this environment
-                opts["runtime_env"] = {"env_vars": {"LIBTPU_INIT_ARGS": compile_flags.env_value(
-                    os.environ.get("LIBTPU_INIT_ARGS", ""), job.flags)}}
-            if fresh_process:
-                opts["max_calls"] = 1
-            refs[self._task.options(**opts).remote(self.work, job)] = i
-        pending = list(refs)
+        attempt: dict = {}   # unfinished: ref -> (job index, why its previous attempt was
+                             # lost, or "")
         try:
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1,
-                                          timeout=None if stop is None else 0.2)
-                if stop is not None and stop.is_set():
-                    pending += ready
-                    raise Cancelled()
-                for ref in ready:
-                    done(refs[ref], self._outcome(ref, jobs[refs[ref]]))
+            with self._lost_ray(attempt):
+                for i, job in enumerate(jobs):
+                    attempt[self._submit(job, fresh_process)] = (i, "")
+            while attempt:   # done() runs outside _lost_ray: its errors are its own
+                for i, out in self._arrived(jobs, attempt, fresh_process, stop):
+                    done(i, out)
+        except ExecutorLost:
+            raise   # nothing there to cancel
         except BaseException:
-            for ref in pending:
+            for ref in attempt:
                 ray.cancel(ref, force=True)
             raise
 
-    def _outcome(self, ref, job: Job) -> Outcome:
+    def _arrived(self, jobs, attempt: dict, fresh_process: bool,
+                 stop: threading.Event | None) -> list[tuple[int, Outcome]]:
+        """The outcomes that arrived (at least one wait's worth), each taken out of
+        `attempt`; a job whose worker was lost the first time is submitted again (into
+        `attempt`) instead."""
+        arrived = []
+        with self._lost_ray(attempt):
+            for ref in self._wait(list(attempt), stop):
+                i, before = attempt[ref]
+                out = self._outcome(ref, jobs[i])
+                del attempt[ref]
+                if isinstance(out, _Lost) and not before:
+                    attempt[self._submit(jobs[i], fresh_process)] = (i, out.why)
+                    continue
+                if isinstance(out, _Lost):
+                    out = _died(jobs[i], out.why, out.out_of_memory, before)
+                out.retried = before
+                arrived.append((i, out))
+        return arrived
+
+    def _submit(self, job: Job, fresh_process: bool):
+        opts = {"num_cpus": 1 if job.kind == "lower" else self.compile_cpus}
+        if job.flags:  # Ray starts workers of their own for this environment
+            opts["runtime_env"] = {"env_vars": {"LIBTPU_INIT_ARGS": compile_flags.env_value(
+                os.environ.get("LIBTPU_INIT_ARGS", ""), job.flags)}}
+        if fresh_process:
+            opts["max_calls"] = 1
+        return self._task.options(**opts).remote(self.work, job)
+
+    @staticmethod
+    def _wait(pending: list, stop: threading.Event | None) -> list:
+        """The refs of `pending` that are ready (at least one), or Cancelled once `stop` is
+        set."""
+        import ray
+
+        while True:
+            ready, _ = ray.wait(pending, num_returns=1, timeout=None if stop is None else 0.2)
+            if stop is not None and stop.is_set():
+                raise Cancelled()
+            if ready:
+                return ready
+
+    def _outcome(self, ref, job: Job) -> "Outcome | _Lost":
         import ray
         from ray import exceptions as rx
 
         try:
             out, identity, host = ray.get(ref)
+        # A worker or the node it ran on died (on another node: this node's own death is
+        # _lost_ray's); the memory monitor killed it; its result was lost with its node.
         except (rx.WorkerCrashedError, rx.NodeDiedError, rx.OutOfMemoryError,
                 rx.ObjectLostError) as e:
-            return _died(job, one_line(e), isinstance(e, rx.OutOfMemoryError))
+            return _Lost(one_line(e), isinstance(e, rx.OutOfMemoryError))
         if identity != self.identity:
             diff = ", ".join(f"{k} {identity.get(k)!r} there, {v!r} here"
                              for k, v in self.identity.items() if identity.get(k) != v)
@@ -401,12 +457,33 @@ class RayExecutor:
                             "install the same aoizora, jax and libtpu on every node")
         return out
 
+    @contextlib.contextmanager
+    def _lost_ray(self, unfinished: dict):
+        """Turns Ray's own death under the block (this machine's raylet, a cluster stopped or
+        out of reach: Ray's client raises ConnectionError) into ExecutorLost, counting the
+        jobs it took with it (`unfinished`, read then)."""
+        from ray import exceptions as rx
+
+        try:
+            yield
+        except (rx.LocalRayletDiedError, rx.RaySystemError, ConnectionError) as e:
+            with_jobs = f" with {len(unfinished)} job(s) unfinished" if unfinished else ""
+            raise ExecutorLost(f"lost {self.where} mid-plan{with_jobs} ({one_line(e)})"
+                               ) from None
+
     def close(self) -> None:
         if self.started:
             import ray
 
             ray.shutdown()
             self.started = False
+
+
+@dataclass(frozen=True)
+class _Lost:
+    """A job whose worker was lost (killed, out of memory, its node gone)."""
+    why: str
+    out_of_memory: bool
 
 
 def _init_ray(address: str | None, num_cpus: int) -> None:
@@ -421,7 +498,12 @@ def _init_ray(address: str | None, num_cpus: int) -> None:
                      log_to_driver=False, logging_level=logging.WARNING)
         else:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-    except ConnectionError as e:
-        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {one_line(e)} "
+            # The client's log channel carries workers' logs, which are not shown
+            # (log_to_driver); when the cluster goes, it logs a traceback of its own for the
+            # fault that ExecutorLost says in one line.
+            logging.getLogger("ray.util.client.logsclient").setLevel(logging.CRITICAL)
+    except ConnectionError as e:   # Ray's client puts the reason after the first line
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:600]
+        raise UserError(f"--executor {address}: cannot reach the Ray cluster: {why} "
                         "(is its client server up? a cluster with token authentication also "
                         "needs RAY_AUTH_MODE=token and its token here)") from None

@@ -15,7 +15,7 @@
     versions() -> dict              jax, jaxlib, libtpu, tokamax
     runs_in_process(model) -> bool  a model a spawned worker could not load
     Outcome: job name, kind, ok, text, error, out_of_memory, verdict, seconds, cached,
-             peak_rss_mb, key
+             peak_rss_mb, key, retried
 
 A job carries only what a worker needs, so it travels to worker processes and Ray nodes
 (executor.py); batch.py runs many, cached.
@@ -69,6 +69,8 @@ class Outcome:
     cached: bool = False
     peak_rss_mb: float | None = None  # peak resident memory of the process that did the work
     key: str = ""
+    # why the job ran a second time (its first worker was lost: executor.py); "" if it did not
+    retried: str = ""
 
 
 def versions() -> dict[str, str]:

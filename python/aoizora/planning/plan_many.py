@@ -1,13 +1,15 @@
 """`aoizora plan-many`: plan a list of settings (settings_file.Request), their lowering and
 compile jobs on one executor (executor.py), each plan written atomically as it completes.
 
-    run(requests, out_dir, settings, *, concurrent=1, force=False, progress_for, log)
-        -> list[Row], in the order of `requests`
+    run(requests, out_dir, settings, *, concurrent=1, force=False, keep_going=False,
+        progress_for, log) -> list[Row], in the order of `requests`
 
 Resumable: a setting whose plan is in out_dir, written by this code (code fingerprint) for
 the same setting, compile target and files (sha256), is kept and said so; any other is
 planned again and the reason said. A setting the planner refuses (no sharding fits, every
-Top-K candidate failed) is a row with the reason; the others go on.
+Top-K candidate failed) is a row with the reason; the others go on. The executor lost under
+a setting (ExecutorLost: a Ray node or cluster gone) stops the run, the plans written kept;
+with keep_going it is a row ("lost") and the next setting is tried.
 
 Settings are planned one at a time in this thread, or `concurrent` at once in threads (for a
 Ray cluster: each setting's jobs then fill it while another setting's driver work runs).
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from aoizora.atomic import write_atomic
-from aoizora.errors import NoFitError, UserError
+from aoizora.errors import ExecutorLost, NoFitError, UserError
 from aoizora.inputs.settings_file import Request
 from aoizora.plan_format import plan_json
 
@@ -33,9 +35,10 @@ from aoizora.plan_format import plan_json
 @dataclass
 class Row:
     key: str
-    status: str                     # "planned" | "kept" | "no-fit" | "error"
+    status: str                     # "planned" | "kept" | "no-fit" | "error" | "lost"
     path: str | None = None         # the plan file (planned or kept)
-    reason: str = ""                # why it was not planned (no-fit, error), or was replanned
+    reason: str = ""                # why it was not planned (no-fit, error, lost), or was
+                                    # replanned
     candidate: str | None = None
     placement: str | None = None
     simulated_s: float | None = None   # simulated seconds per forward pass of the plan
@@ -92,11 +95,13 @@ def row_of(r: Request, status: str, path: str, d: dict, reason: str = "") -> Row
 
 
 def run(requests: list[Request], out_dir: str, settings, *, concurrent: int = 1,
-        force: bool = False, progress_for: Callable[[Request], Any] | None = None,
+        force: bool = False, keep_going: bool = False,
+        progress_for: Callable[[Request], Any] | None = None,
         log: Callable[[str], None] = lambda s: None) -> list[Row]:
     """Plans every request not planned before (see module doc); `settings` (planner.Settings)
     gives the executor, cache and compile target, a request its top_k and hardware.
-    progress_for(request) -> a context manager giving the setting's planner.Progress."""
+    progress_for(request) -> a context manager giving the setting's planner.Progress.
+    ExecutorLost, unless keep_going, saying how many plans are kept."""
     rows: dict[str, Row] = {}
     todo = []
     for r in requests:
@@ -110,14 +115,19 @@ def run(requests: list[Request], out_dir: str, settings, *, concurrent: int = 1,
                 log(f"{r.key}: {why}")
             todo.append((r, want, why))
     t0, n = time.perf_counter(), len(todo)
-    for i, (r, outcome, want, why) in enumerate(_planned(todo, settings, concurrent,
-                                                          progress_for), 1):
-        rows[r.key] = _finish(r, outcome, plan_path(out_dir, r), want, why)
-        row = rows[r.key]
-        log(f"[{i}/{n}] {r.key}: {row.status}"
-            + (f" in {row.planning_s:.1f} s -> {row.path}" if row.status == "planned"
-               else f": {row.reason}")
-            + f" ({time.perf_counter() - t0:.0f} s so far)")
+    try:
+        for i, (r, outcome, want, why) in enumerate(_planned(todo, settings, concurrent,
+                                                              progress_for, keep_going), 1):
+            rows[r.key] = _finish(r, outcome, plan_path(out_dir, r), want, why)
+            row = rows[r.key]
+            log(f"[{i}/{n}] {r.key}: {row.status}"
+                + (f" in {row.planning_s:.1f} s -> {row.path}" if row.status == "planned"
+                   else f": {row.reason}")
+                + f" ({time.perf_counter() - t0:.0f} s so far)")
+    except ExecutorLost as e:
+        done = sum(row.path is not None for row in rows.values())
+        e.kept = f"{e.kept or 'nothing cached'}; the {done} plan(s) in {out_dir} are kept"
+        raise
     return [rows[r.key] for r in requests]
 
 
@@ -127,6 +137,8 @@ def _finish(r: Request, outcome, path: str, want: dict, why: str) -> Row:
         return Row(r.key, "no-fit", reason=str(outcome))
     if isinstance(outcome, UserError):
         return Row(r.key, "error", reason=str(outcome))
+    if isinstance(outcome, ExecutorLost):
+        return Row(r.key, "lost", reason=str(outcome))
     d = outcome.plan.to_dict()
     d["planning"]["plan_many"] = want
     try:
@@ -136,8 +148,9 @@ def _finish(r: Request, outcome, path: str, want: dict, why: str) -> Row:
     return row_of(r, "planned", path, d, why)
 
 
-def _plan_one(r: Request, settings, progress):
-    """The PlanResult, or the UserError (NoFitError) the planner refused the setting with."""
+def _plan_one(r: Request, settings, progress, keep_going: bool):
+    """The PlanResult, or the UserError (NoFitError) the planner refused the setting with,
+    or with keep_going the ExecutorLost it met."""
     from dataclasses import replace
 
     from aoizora.planning.planner import plan
@@ -147,15 +160,20 @@ def _plan_one(r: Request, settings, progress):
         return plan(r.model, r.video, r.frames, r.topology, mine, progress)
     except UserError as e:
         return e
+    except ExecutorLost as e:
+        if keep_going:
+            return e
+        raise
 
 
-def _planned(todo, settings, concurrent: int, progress_for):
-    """Yields (request, PlanResult or UserError, record, reason) as each setting is done."""
+def _planned(todo, settings, concurrent: int, progress_for, keep_going: bool = False):
+    """Yields (request, PlanResult, UserError or ExecutorLost, record, reason) as each
+    setting is done."""
     from contextlib import nullcontext
 
     def one(r):
         with progress_for(r) if progress_for else nullcontext() as progress:
-            return _plan_one(r, settings, progress)
+            return _plan_one(r, settings, progress, keep_going)
 
     if concurrent <= 1:
         for r, want, why in todo:
@@ -190,7 +208,8 @@ def _in_threads(todo, one, concurrent: int):
     try:
         for _ in todo:
             r, outcome, want, why = done.get()
-            if isinstance(outcome, BaseException) and not isinstance(outcome, UserError):
+            if isinstance(outcome, BaseException) and not isinstance(
+                    outcome, (UserError, ExecutorLost)):
                 raise outcome
             yield r, outcome, want, why
     finally:

@@ -659,6 +659,8 @@ def _planning_record(run: _Run, candidates: list, s1: list, top: list, ranked: l
             "cache_hits": sum(o.cached for o in run.outcomes),
             "jobs": len(run.outcomes), "jobs_run_ahead": run.ahead.ran_ahead(),
             "skipped": run.skipped,
+            # jobs run a second time because their worker was lost (executor.py)
+            "retries": [{"job": o.name, "why": o.retried} for o in run.outcomes if o.retried],
             "baselines_failed": run.failed_baselines,
             "programs": _programs(run),
             "compiled_in_full": sorted(run.verified) if run.analysis_kind == "analyze"
