@@ -254,7 +254,7 @@ def print_comparison(plan: Plan, console=None) -> None:
                      "JAX's default order can lay out, its row repeated")
     if _drawn(plan):
         u = plan.uncertainty
-        below.append(f"speedup 90 %, P(faster): the plan's {u['ranked_by']} speedup over "
+        below.append(f"speedup 90 %, P(faster): the plan's speedup {intervals.per(u['ranked_by'])} over "
                      f"the row across {u['draws']} joint draws of the model, and the share "
                      "of draws in which the plan is faster; tie: the interval contains 1")
     elif plan.uncertainty:
