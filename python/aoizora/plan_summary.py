@@ -230,12 +230,12 @@ def _interval_lines(plan: Plan, rows: list[Row], labels: list[str],
 
 def _where_lines(rows: list[Row], labels: list[str], width: int) -> list[str]:
     """Each row's sharding and placement beneath a table too narrow to hold them whole."""
-    from aoizora.terminal import wrap
+    from aoizora.terminal import whole, wrap
 
     w = max(len(label.split("\n")[0]) for label in labels)
     out = ["sharding @ placement:"]
     for label, r in zip(labels, rows):
-        out += wrap(f"{label.split(chr(10))[0]:{w}}  {r.sharding} @ {r.placement}", width,
+        out += wrap(f"{label.split(chr(10))[0]:{w}}  {r.sharding} @ {whole(r.placement)}", width,
                     "  ", " " * (w + 4))
     return out
 

@@ -9,6 +9,9 @@ a wide column beneath or abbreviates it).
                                  `text` broken at spaces only, first line after `indent`,
                                  the next after `hang` (default: `indent` and two spaces);
                                  a word longer than the line stays whole on its own line
+    whole(name) -> str           `name` that wrap keeps on one line
+    lines(text, width, hang=None) -> [str]
+                                 each line of `text` wrapped, its leading spaces its indent
     echo(text, file=None, hang=None)
                                  print(text) wrapped to width(file), keeping its indent
     fit_table(table, console) -> bool
@@ -42,21 +45,34 @@ def width(file=None) -> int:
     return DEFAULT_WIDTH
 
 
+_GLUE = "\u00a0"   # a space no line breaks at (textwrap breaks at ASCII whitespace only)
+
+
+def whole(name: str) -> str:
+    """`name` kept on one line by wrap, its spaces printed as spaces ("axes x|y")."""
+    return name.replace(" ", _GLUE)
+
+
 def wrap(text: str, width: int, indent: str = "", hang: str | None = None) -> list[str]:
     hang = indent + "  " if hang is None else hang
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=hang,
-                         break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
+    out = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=hang,
+                        break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
+    return [line.replace(_GLUE, " ") for line in out]
+
+
+def lines(text: str, width: int, hang: str | None = None) -> list[str]:
+    """Each line of `text` wrapped to `width`, its leading spaces kept as its indent."""
+    out = []
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        out += wrap(body, width, line[:len(line) - len(body)], hang)
+    return out
 
 
 def echo(text: str, file=None, hang: str | None = None) -> None:
-    """Each line of `text` wrapped to the width, its leading spaces kept as its indent."""
     file = file or sys.stdout
-    w = width(file)
-    for line in text.split("\n"):
-        body = line.lstrip(" ")
-        indent = line[:len(line) - len(body)]
-        for out in wrap(body, w, indent, hang):
-            print(out, file=file)
+    for line in lines(text, width(file), hang):
+        print(line, file=file)
 
 
 def _plain(console, cell) -> str:
@@ -68,17 +84,18 @@ def _plain(console, cell) -> str:
 
 
 def _bounds(console, column) -> tuple[int, int]:
-    """(narrowest, widest) content width of a column: its longest word (its longest line
-    where it must not wrap) and its longest line."""
+    """(narrowest, widest) content width of a column: its longest word or header line (its
+    longest line where it must not wrap) and its longest line. A header's lines stay whole:
+    a heading broken word by word ("90" / "%," / "P") reads worse than a column beneath."""
     from rich.cells import cell_len
 
-    texts = [_plain(console, column.header)] + [_plain(console, c) for c in column.cells]
-    lines = [line for t in texts for line in t.split("\n")]
-    widest = max((cell_len(line) for line in lines), default=1)
+    head = _plain(console, column.header).split("\n")
+    cells = [line for c in column.cells for line in _plain(console, c).split("\n")]
+    widest = max((cell_len(line) for line in head + cells), default=1)
     if column.no_wrap:
         return widest, widest
-    words = [w for line in lines for w in line.split()]
-    return max((cell_len(w) for w in words), default=1), widest
+    words = [w for line in cells for w in line.split()]
+    return max((cell_len(w) for w in words + head), default=1), widest
 
 
 def _overhead(console, table) -> int:

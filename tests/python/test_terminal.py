@@ -17,6 +17,7 @@ from rich.table import Table
 
 from aoizora import cli
 from aoizora.terminal import fit_table, wrap
+from conftest import assert_fits
 
 ROOT = Path(__file__).resolve().parents[2]
 HLO = sorted((ROOT / "tests/data/hlo").glob("*.v5e_2x4.hlo"))
@@ -28,14 +29,8 @@ def _words(text: str) -> set[str]:
     return set(text.split())
 
 
-def _check(text: str, width: int, whole: list[str] = ()) -> None:
-    """No line over `width`, nothing cut to an ellipsis, each of `whole` on one line."""
-    lines = text.splitlines()
-    over = [line for line in lines if len(line) > width]
-    assert not over, "\n".join(over)
-    assert "..." not in text and "…" not in text, text
-    for name in whole:
-        assert any(name in line for line in lines), (name, text)
+def _check(text: str, width: int, whole=()) -> None:
+    assert_fits(text, width, whole)
 
 
 def _out(argv, capsys, monkeypatch, width: int) -> str:
