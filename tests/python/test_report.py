@@ -278,3 +278,26 @@ def test_every_chart_fits_a_1280_pixel_window(path, tmp_path):
     window, scroll, *charts = json.loads(found.group(1).replace("&quot;", '"'))
     assert window == 1280
     assert scroll <= window and max(charts) <= window, (scroll, charts)
+
+
+# ---- the hardware section ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, warned", [("wan2.1-i2v-14b_v5e-2x4", False),
+                                          ("wan2.1-i2v-14b_tpu7x-2x2x1", False),
+                                          ("wan2.1-i2v-14b_v6e-2x4", True)])
+def test_the_red_nominal_line_shows_only_where_the_link_bandwidth_is_nominal(name, warned):
+    """The red line showed on every plan, v5e's too, whose link bandwidth is fitted: it
+    shows where the figure it names is nominal in the plan's hardware_basis, and names no
+    fitted figure."""
+    from aoizora import plan_schema
+    from aoizora.report import hardware
+
+    plan = plan_schema.load(os.path.join(ROOT, f"docs/results/video/{name}.plan.json"))
+    basis = plan.topology["hardware_basis"]
+    page = hardware.section(plan, lambda what: "")
+    red = re.findall(r'<p class="missing"[^>]*>(.*?)</p>', page, re.S)
+    assert bool(red) == warned == ("link_bandwidth" in basis["nominal"]), page
+    for line in red:
+        assert "link_bandwidth" in line
+        assert not any(f in line for f in basis["fitted"]), line
+    assert "link_bandwidth" in page   # every field is in the table, whatever its basis
