@@ -104,3 +104,20 @@ def test_wrap_never_breaks_a_word():
     lines = wrap("x " * 5 + "collective_latency.collective-broadcast", 20, "  ")
     assert lines[-1] == "    collective_latency.collective-broadcast"
     assert all(len(line) <= 20 for line in lines[:-1])
+
+
+PLANS = sorted((ROOT / "docs/results").glob("*/*.plan.json")) + \
+    sorted((ROOT / "tests/data/plans").glob("*.json"))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_fits_the_width_for_every_shipped_plan(width, capsys, monkeypatch):
+    """compare --plan as a user runs it (the table, its notes, seconds per video): what plan
+    prints after planning, less the planning."""
+    from aoizora import plan_schema
+    from aoizora.plan_summary import comparison_rows
+
+    for path in PLANS:
+        text = _out(["compare", "--plan", str(path)], capsys, monkeypatch, width)
+        rows = comparison_rows(plan_schema.load(str(path)))
+        _check(text, width, [r.sharding for r in rows] + [r.placement for r in rows])
