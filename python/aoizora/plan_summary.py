@@ -3,6 +3,9 @@ prints of a plan. A pure function of the plan (plan.json holds every figure), dr
 at the console's width: at 80 columns no two rows' labels read the same (every label is
 whole, MaxDiffusion's recipes shortened as the legend beneath says), and each long note (a
 baseline JAX cannot lay out, a stand-in, one not compared) is printed once, below the table.
+No name or figure is cut or split inside a cell (terminal.fit_table): where the table cannot
+hold them whole, the intervals, then the sharding and placement, go beneath it, a line a
+row; prose wraps at spaces with a hanging indent.
 
     comparison_rows(plan) -> [Row]         the plan, then each baseline (compare --json)
     print_choice(plan, console=None)       the chosen sharding and placement, in words too,
@@ -281,7 +284,7 @@ def print_comparison(plan: Plan, console=None) -> None:
     if not where:
         beneath += _where_lines(rows, labels, console.width)
     for line in beneath:
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, crop=False)
     below = [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
     if any(_short(r.tag) != r.tag for r in rows):
         below.append(_SHORT_PREFIX[2])
@@ -290,8 +293,8 @@ def print_comparison(plan: Plan, console=None) -> None:
                      "JAX's default order can lay out, its row repeated")
     if _drawn(plan):
         u = plan.uncertainty
-        below.append(f"speedup 90 %, P(faster): the plan's speedup {intervals.per(u['ranked_by'])} over "
-                     f"the row across {u['draws']} joint draws of the model, and the share "
+        below.append(f"speedup 90 %, P(faster): the plan's speedup "
+                     f"{intervals.per(u['ranked_by'])} over the row across {u['draws']} joint draws of the model, and the share "
                      "of draws in which the plan is faster; tie: the interval contains 1")
     elif plan.uncertainty:
         below.append("interval: the ranked figure's, from the generation's leave-one-out "
