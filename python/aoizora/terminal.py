@@ -18,6 +18,10 @@ a wide column beneath or abbreviates it).
                                  sets each rich column's width so the table fits the
                                  console's width with every word whole; False (widths left
                                  as they were) where even the longest words cannot fit
+    fit_columns(build, columns, movable, console) -> (table, moved, fits)
+                                 build(columns) -> rich Table, fitted with every column,
+                                 then without each of `movable` in turn (the caller lists
+                                 the `moved` ones beneath it) until its words fit whole
 
 Pure text: no colour, nothing measured but characters.
 """
@@ -124,3 +128,17 @@ def fit_table(table, console) -> bool:
     for c, w in zip(table.columns, widths):
         c.width = w
     return True
+
+
+def fit_columns(build, columns, movable, console):
+    columns, moved = list(columns), []
+    table = build(columns)
+    fits = fit_table(table, console)
+    for col in movable:
+        if fits:
+            break
+        columns.remove(col)
+        moved.append(col)
+        table = build(columns)
+        fits = fit_table(table, console)
+    return table, moved, fits

@@ -121,3 +121,14 @@ def test_compare_fits_the_width_for_every_shipped_plan(width, capsys, monkeypatc
         text = _out(["compare", "--plan", str(path)], capsys, monkeypatch, width)
         rows = comparison_rows(plan_schema.load(str(path)))
         _check(text, width, [r.sharding for r in rows] + [r.placement for r in rows])
+
+
+def test_the_width_is_columns_else_80_off_a_terminal(monkeypatch):
+    """serve and plan-many drew 200 columns into a pipe or a file: every command takes one
+    width now, COLUMNS where set."""
+    from aoizora.terminal import width
+
+    monkeypatch.setenv("COLUMNS", "97")
+    assert width(io.StringIO()) == 97
+    monkeypatch.delenv("COLUMNS")
+    assert width(io.StringIO()) == 80

@@ -111,12 +111,12 @@ def _cells(r) -> dict[str, str]:
             "skipped": "-" if r.skipped is None else str(r.skipped)}
 
 
-def _table(cells: list[dict[str, str]], columns, console):
+def _table(cells: list[dict[str, str]], columns):
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    from aoizora.terminal import fit_table, whole
+    from aoizora.terminal import whole
 
     t = Table(title="plan-many (latencies simulated, planning time measured)",
               box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -124,7 +124,7 @@ def _table(cells: list[dict[str, str]], columns, console):
         t.add_column(col, justify="left" if col in _COLUMNS[:4] else "right")
     for c in cells:
         t.add_row(*(Text(c[col].replace(whole(" "), " ")) for col in columns))
-    return t, fit_table(t, console)
+    return t
 
 
 def print_table(rows, out=None) -> None:
@@ -138,14 +138,8 @@ def print_table(rows, out=None) -> None:
     out = out or sys.stdout
     console = Console(file=out, width=terminal.width(out))
     cells = [_cells(r) for r in rows]
-    columns, beneath = list(_COLUMNS), []
-    table, fits = _table(cells, columns, console)
-    for col in _BENEATH:
-        if fits:
-            break
-        columns.remove(col)
-        beneath.append(col)
-        table, fits = _table(cells, columns, console)
+    table, beneath, fits = terminal.fit_columns(lambda cols: _table(cells, cols), _COLUMNS,
+                                                _BENEATH, console)
     lines = []
     if not fits:   # not even the names fit beside the figures: a line a setting, no table
         beneath = list(_COLUMNS[1:])

@@ -178,26 +178,26 @@ def _cells(r, on: list[str]) -> dict[str, str]:
             "USD /\nvideo": _num(r.usd_per_video, ".3g"), "frontier": ", ".join(on) or "-"}
 
 
-def _table(title: str, cells: list[dict[str, str]], columns, console):
+def _table(title: str, cells: list[dict[str, str]], columns):
     from rich import box
     from rich.table import Table
     from rich.text import Text
-
-    from aoizora.terminal import fit_table
 
     t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in columns:
         t.add_column(col, justify="right" if col in _RIGHT else "left")
     for c in cells:
         t.add_row(*(Text(c[col]) for col in columns))
-    return t, fit_table(t, console)
+    return t
 
 
 def print_survey(result, request, chosen, args, out=None) -> None:
+    """The rows at the terminal's width (terminal.py), every figure and name whole: the
+    columns that do not fit listed beneath, a line a row; the notes and the pick."""
     from rich.console import Console
 
-    from aoizora.serving import frontier
     from aoizora import terminal
+    from aoizora.serving import frontier
 
     out = out or sys.stdout
     console = Console(file=out, width=terminal.width(out))
@@ -207,15 +207,8 @@ def print_survey(result, request, chosen, args, out=None) -> None:
     frames = f", {request.frames} frames" if request.frames else ""
     title = (f"serve {request.model}, {request.video}{frames}: latency per video against "
              "videos per hour and cost (simulated)")
-    beneath: list[str] = []
-    columns = list(_COLUMNS)
-    table, fits = _table(title, cells, columns, console)
-    for col in _BENEATH:   # too narrow: the widest words leave the table, one column at a time
-        if fits:
-            break
-        columns.remove(col)
-        beneath.append(col)
-        table, fits = _table(title, cells, columns, console)
+    table, beneath, _ = terminal.fit_columns(lambda cols: _table(title, cells, cols),
+                                             _COLUMNS, _BENEATH, console)
     console.print(table)
     lines = []
     for col in beneath:
