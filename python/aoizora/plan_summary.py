@@ -3,6 +3,9 @@ prints of a plan. A pure function of the plan (plan.json holds every figure), dr
 at the console's width: at 80 columns no two rows' labels read the same (every label is
 whole, MaxDiffusion's recipes shortened as the legend beneath says), and each long note (a
 baseline JAX cannot lay out, a stand-in, one not compared) is printed once, below the table.
+No name or figure is cut or split inside a cell (terminal.fit_table): where the table cannot
+hold them whole, the intervals, then the sharding and placement, go beneath it, a line a
+row; prose wraps at spaces with a hanging indent.
 
     comparison_rows(plan) -> [Row]         the plan, then each baseline (compare --json)
     print_choice(plan, console=None)       the chosen sharding and placement, in words too,
@@ -97,13 +100,23 @@ def _console(console):
     return Console(file=sys.stdout)
 
 
+def _say(console, text: str, hang: str | None = None) -> None:
+    """One line of prose at the console's width, broken at spaces only, its indent kept
+    and its next lines indented beneath it."""
+    from aoizora.terminal import wrap
+
+    body = text.lstrip(" ")
+    for line in wrap(body, console.width, text[:len(text) - len(body)], hang):
+        console.print(line, markup=False, highlight=False, crop=False)
+
+
 def print_choice(plan: Plan, console=None) -> None:
     """The chosen sharding, its mesh, its placement in words (plan.json's machine name
     beside), the device order, and the placements that tie it (placement_ties)."""
     console = _console(console)
     c = plan.choice
     words = c.extra.get("placement_words")
-    line = console.print
+    line = lambda text, **_: _say(console, text, " " * 8)
     line(f"plan: {c.candidate}, mesh {'x'.join(map(str, c.mesh_shape))} "
          f"({', '.join(c.axis_names)})", markup=False, highlight=False)
     line(f"      placement: {words} ({c.placement})" if words else
@@ -137,9 +150,11 @@ def hardware_line(plan: Plan) -> str:
     return f"{head} ({sentence(basis)})"
 
 
-def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = ""):
+def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = "",
+           where: bool = True):
     """The comparison table; `ranged` "interval" adds the ranked figure's interval with its
-    tie mark (where it fits: else _interval_lines prints them beneath)."""
+    tie mark, `where` the sharding and placement columns (where they fit: else
+    _interval_lines and _where_lines print them beneath)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -147,9 +162,10 @@ def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = ""):
     t = Table(title=f"{plan.model['name']}, {plan.workload_text()} on {plan.topology['name']} "
                     f"(simulated on the {plan.topology['generation']} model)",
               box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    t.add_column("", no_wrap=True)  # labels whole; the machine names fold where they must
-    t.add_column("sharding", overflow="fold")
-    t.add_column("placement", overflow="fold")
+    t.add_column("", no_wrap=True)  # labels whole; terminal.fit_table keeps names whole
+    if where:
+        t.add_column("sharding")
+        t.add_column("placement")
     t.add_column("ms /\nforward", justify="right", no_wrap=True)
     t.add_column("AoiZora\nspeedup", justify="right", no_wrap=True)
     per_video = any(r.video_s is not None for r in rows)
@@ -159,7 +175,7 @@ def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = ""):
         name, scale = _interval_unit(plan, rows)
         t.add_column(_interval_header(plan, name), justify="right", no_wrap=True)
     for label, r in zip(labels, rows):
-        cells = [Text(label), Text(r.sharding), Text(r.placement),
+        cells = [Text(label), *([Text(r.sharding), Text(r.placement)] if where else []),
                  "-" if r.simulated_s is None else f"{r.simulated_s * 1e3:.2f}",
                  "-" if r.speedup is None else f"{r.speedup:.3f}x"]
         if per_video:
@@ -199,24 +215,55 @@ def _interval_cell(r: Row, scale: float, drawn: bool = False) -> str:
     return "-".join(num(r.interval[k] / scale) for k in ("low_s", "high_s"))
 
 
-def _interval_lines(plan: Plan, rows: list[Row], labels: list[str]) -> list[str]:
+def _interval_lines(plan: Plan, rows: list[Row], labels: list[str],
+                    width: int = 10_000) -> list[str]:
     """The intervals beneath a table too narrow to hold them, one row each."""
+    from aoizora.terminal import wrap
+
     name, scale = _interval_unit(plan, rows)
     w = max(len(label.split("\n")[0]) for label in labels)
     head = ("the plan's speedup, 90 % interval and P(faster); tie: it contains 1"
             if _drawn(plan) else f"interval ({name}; tie: it overlaps the plan's)")
-    return [f"{head}:"] + [
-        f"  {label.split(chr(10))[0]:{w}}  {_interval_cell(r, scale, _drawn(plan))}"
-        f"{' tie' if r.tie else ''}"
-        for label, r in zip(labels, rows)]
+    return wrap(f"{head}:", width, "", "  ") + [
+        line for label, r in zip(labels, rows)
+        for line in wrap(f"{label.split(chr(10))[0]:{w}}  "
+                         f"{_interval_cell(r, scale, _drawn(plan))}{' tie' if r.tie else ''}",
+                         width, "  ", " " * (w + 4))]
 
 
-def _natural_width(console, renderable) -> int:
-    """Columns the renderable takes when nothing limits it (console.measure stops at the
-    console's width)."""
-    from rich.measure import Measurement
+def _where_lines(rows: list[Row], labels: list[str], width: int) -> list[str]:
+    """Each row's sharding and placement beneath a table too narrow to hold them whole."""
+    from aoizora.terminal import whole, wrap
 
-    return Measurement.get(console, console.options.update_width(10_000), renderable).maximum
+    w = max(len(label.split("\n")[0]) for label in labels)
+    out = ["sharding @ placement:"]
+    for label, r in zip(labels, rows):
+        out += wrap(f"{label.split(chr(10))[0]:{w}}  {r.sharding} @ {whole(r.placement)}", width,
+                    "  ", " " * (w + 4))
+    return out
+
+
+def _fitted_table(plan: Plan, rows: list[Row], labels: list[str], console):
+    """(table, labels, ranged, where): the first layout whose every word fits the console
+    whole: every column; the intervals beneath; the sharding and placement beneath (the
+    intervals back in); both beneath. "existing = TAG" stays on its row's line where it
+    fits, else goes on a line of its own."""
+    from aoizora.terminal import fit_table
+
+    existing = existing_is(plan)
+    ranged = "interval" if plan.uncertainty else ""
+    layouts = list(dict.fromkeys([(ranged, True), ("", True), (ranged, False), ("", False)]))
+    tries = [labels]
+    if existing:
+        i = next(i for i, r in enumerate(rows) if r.tag == "existing")
+        tries = [labels[:i] + [f"{labels[i]} = {_short(existing)}"] + labels[i + 1:],
+                 labels[:i] + [f"{labels[i]}\n= {_short(existing)}"] + labels[i + 1:]]
+    for rng, where in layouts:
+        for shown in tries:
+            table = _table(plan, rows, shown, rng, where)
+            if fit_table(table, console):
+                return table, shown, rng, where
+    return table, shown, rng, where   # narrower than any label: as narrow as it goes
 
 
 def print_comparison(plan: Plan, console=None) -> None:
@@ -229,23 +276,15 @@ def print_comparison(plan: Plan, console=None) -> None:
     labels = [" ".join([_short(r.tag), *(f"[{notes.index(n) + 1}]" for n in r.notes)])
               for r in rows]
     existing = existing_is(plan)
-    ranged = "interval" if plan.uncertainty else ""
-    table = _table(plan, rows, labels, ranged)
-    beneath = bool(ranged) and _natural_width(console, table) > console.width
-    if beneath:  # the intervals and ties go beneath, one line each
-        ranged = ""
-        table = _table(plan, rows, labels, ranged)
-    if existing:  # "existing = TAG" on one line where the table still fits, else on two
-        i = next(i for i, r in enumerate(rows) if r.tag == "existing")
-        one_line = labels[:i] + [f"{labels[i]} = {_short(existing)}"] + labels[i + 1:]
-        table = _table(plan, rows, one_line, ranged)
-        if _natural_width(console, table) > console.width:
-            labels[i] += f"\n= {_short(existing)}"
-            table = _table(plan, rows, labels, ranged)
+    table, labels, ranged, where = _fitted_table(plan, rows, labels, console)
     console.print(table)
-    if beneath:
-        for line in _interval_lines(plan, rows, labels):
-            console.print(line, markup=False, highlight=False)
+    beneath = []
+    if plan.uncertainty and not ranged:   # the intervals and ties, one line each
+        beneath += _interval_lines(plan, rows, labels, console.width)
+    if not where:
+        beneath += _where_lines(rows, labels, console.width)
+    for line in beneath:
+        console.print(line, markup=False, highlight=False, crop=False)
     below = [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
     if any(_short(r.tag) != r.tag for r in rows):
         below.append(_SHORT_PREFIX[2])
@@ -254,14 +293,14 @@ def print_comparison(plan: Plan, console=None) -> None:
                      "JAX's default order can lay out, its row repeated")
     if _drawn(plan):
         u = plan.uncertainty
-        below.append(f"speedup 90 %, P(faster): the plan's {u['ranked_by']} speedup over "
-                     f"the row across {u['draws']} joint draws of the model, and the share "
+        below.append(f"speedup 90 %, P(faster): the plan's speedup "
+                     f"{intervals.per(u['ranked_by'])} over the row across {u['draws']} joint draws of the model, and the share "
                      "of draws in which the plan is faster; tie: the interval contains 1")
     elif plan.uncertainty:
         below.append("interval: the ranked figure's, from the generation's leave-one-out "
                      "error bands (intervals.py); tie: it overlaps the plan's")
     for n in below:
-        console.print(n, markup=False, highlight=False)
+        _say(console, n)
 
 
 def _seconds(s: float | None) -> str:
@@ -305,4 +344,4 @@ def video_lines(plan: Plan) -> list[str]:
 def print_video(plan: Plan, console=None) -> None:
     console = _console(console)
     for line in video_lines(plan):
-        console.print(line, markup=False, highlight=False)
+        _say(console, line, "  " + " " * (len(line) - len(line.lstrip(" "))))

@@ -67,3 +67,15 @@ def alive():
     """alive(pid): is the process running (not gone, not a zombie)? For tests that check
     that compiles and workers die."""
     return _alive
+
+
+def assert_fits(text: str, width: int, whole=()) -> None:
+    """A command's human output at `width` columns (terminal.py): no line over it but a
+    single word longer than the line (a web address, which a break would spoil), nothing
+    cut to an ellipsis, each of `whole` (names, numbers) whole on one line."""
+    lines = text.splitlines()
+    over = [line for line in lines if len(line) > width and len(line.split()) > 1]
+    assert not over, "\n".join(over)
+    assert "..." not in text and "…" not in text, text
+    for name in whole:
+        assert any(name in line for line in lines), (name, text)

@@ -237,7 +237,8 @@ def test_cli_writes_a_profile_that_loads_and_records_its_fit(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["spec"]["link_bandwidth"] == prof["link_bandwidth"]
 
 
-def test_cli_table_prints_every_point_before_and_after(tmp_path, capsys):
+def test_cli_table_prints_every_point_before_and_after(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")   # one line a point (test_terminal: at 80)
     out = tmp_path / "v4.json"
     rc = cli.main(["calibrate", str(measurements.PUBLISHED), "--base",
                    str(ROOT / "calibration" / "nominal" / "v4.json"), "-o", str(out)])

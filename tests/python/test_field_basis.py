@@ -87,7 +87,7 @@ def test_a_derived_field_without_its_rule_is_refused_in_one_line(tmp_path):
 
 def test_topology_shows_the_basis(capsys):
     assert cli.main(["topology", "v6e:2x4"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())   # wrapped at the terminal's width
     assert ("basis: fitted: mxu_efficiency; derived: hop_latency from v4 hop_latency; "
             "all-gather latency, all-reduce latency, reduce-scatter latency") in out
     assert "collective-broadcast latency from v5e collective_latency.all-gather; nominal: " in out

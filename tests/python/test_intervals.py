@@ -142,6 +142,19 @@ def test_a_table_too_narrow_for_the_intervals_lists_them_beneath():
         ["AoiZora", "0.909-1.11"], ["usp", "0.882-1.43", "tie"], ["slow", "1.18-1.44"]]
 
 
+def test_an_interval_in_microseconds_is_not_labelled_seconds():
+    """duration picks the unit ("188 us"), so every label beside it says what the figure is
+    per, never "seconds": the sentence, the report's column and its drawn section."""
+    from aoizora.report import uncertainty
+
+    p = _plan(_choice("plan", 150e-6, 200e-6), usp=_choice("usp", 100e-6, 300e-6, 1))
+    said = intervals.sentence(p)
+    assert said.startswith("Interval per forward: [") and " us, " in said, said
+    assert "seconds" not in said
+    html = uncertainty.section(p)
+    assert "<th>per forward</th>" in html and "seconds per forward" not in html
+
+
 def test_the_report_shows_intervals_and_ties():
     from aoizora.report import uncertainty
 

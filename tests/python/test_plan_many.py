@@ -64,7 +64,8 @@ def test_every_setting_is_planned_written_and_tabled(fleet):
         assert plan.topology["name"] == topology and plan.planning["top_k"]
         assert plan.planning["plan_many"]["setting"]["topology"] == topology
         assert plan.planning["executor"].startswith("ray (")
-        row = next(line for line in stdout.splitlines() if key in line)
+        # its row, and its line beneath the table where the sharding did not fit in it
+        row = " ".join(line for line in stdout.splitlines() if key in line)
         assert "planned" in row and plan.choice.candidate in row
     assert "2 settings, 1 at once, jobs on ray" in stderr
 
@@ -195,3 +196,34 @@ def test_plan_many_refuses_concurrent_local_and_workers_with_ray(tmp_path):
     assert rc == 2 and "--concurrent" in err and len(err.splitlines()) == 1
     rc, _, err = main("plan-many", path, "--executor", "ray", "--workers", "2")
     assert rc == 2 and "leave out --workers" in err
+
+
+# ---- the summary at 80 and 120 columns (terminal.py) -----------------------------------------
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_summary_fits_the_terminal_with_every_name_whole(width, monkeypatch):
+    """rich cut three settings' names to the same "wan-t...": each setting, sharding and
+    placement is whole on a line now, in the table or beneath it."""
+    from pathlib import Path
+
+    from aoizora.commands import plan_many as command
+    from aoizora.inputs.settings_file import Request
+    from aoizora.planning import plan_many
+    from conftest import assert_fits
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    rows = []
+    for p in sorted((Path(__file__).resolve().parents[2] / "docs/results/video")
+                    .glob("*.plan.json")):
+        d = json.loads(p.read_text())
+        r = Request("wan2.1-t2v-1.3b", d["workload"]["video"], d["workload"]["frames"],
+                    d["topology"]["name"], hardware=p.stem)
+        rows.append(plan_many.row_of(r, "kept", str(p), d))
+    rows.append(plan_many.Row("wan-14b_v5e-2x2_720p-81f", "no-fit",
+                              reason="no sharding fits: every candidate needs more than "
+                                     "16 GB of HBM per chip"))
+    out = io.StringIO()
+    command.print_table(rows, out)
+    text = out.getvalue()
+    assert_fits(text, width, [r.key for r in rows] + [r.candidate for r in rows[:-1]]
+                + [r.placement for r in rows[:-1]] + ["16 GB"])

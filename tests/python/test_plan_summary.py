@@ -35,19 +35,22 @@ def _render(plan, width: int = 80) -> str:
 
 
 def _row_labels(text: str, rows: int) -> list[str]:
-    """The label cell of each table row: what stands left of the sharding column on the
-    row's first line (the line that ends in its speedup), and its next lines' where the
+    """The label cell of each table row: what stands left of the first figure's column on
+    the row's first line (the line that ends in its speedup), and its next lines' where the
     label goes on (a row's sharding may fold onto a second line too)."""
     lines = text.splitlines()
-    head = next(i for i, line in enumerate(lines) if re.search(r"\bsharding\b", line))
-    col = lines[head].index("sharding")
-    body = lines[head + 2:]
+    rule = next(i for i, line in enumerate(lines) if line.startswith("───"))
+    head = lines[rule - 1]       # the header's last line: the label column's is empty
+    col = len(head) - len(head.lstrip())
+    body = lines[rule + 1:]
     labels: list[str] = []
     for line in body:
         if len(labels) == rows and not line[:col].strip().startswith("="):
             break
-        # a row ends with its speedup, then its seconds per video where the plan has them
-        if re.search(r"(\d\.\d{3}x|-)(\s+([\d.e+-]+|-))?$", line.rstrip()):
+        # a row ends with its speedup, then its seconds per video where the plan has them,
+        # then its interval where the table holds it
+        if re.search(r"(\d\.\d{3}x|-)(\s+([\d.e+-]+|-))?"
+                     r"(\s+([\d.]+-[\d.]+( P[\d.]+)?|-)( tie)?)?$", line.rstrip()):
             labels.append(line[:col].strip())
         elif labels and line[:col].strip():
             labels[-1] += " " + line[:col].strip()
@@ -180,3 +183,33 @@ def test_compare_json_gives_the_speedup_as_a_number(capsys):
         assert isinstance(row["speedup"], float)
         assert row["speedup"] == pytest.approx(row["simulated_s"] / plan.choice.simulated_s)
     assert rows[1]["label"] == "existing"
+
+
+# ---- every name whole at 80 and 120 columns -------------------------------------------------
+
+def _drawn(plan):
+    """The plan as if priced under joint draws: each baseline's speedup interval and P."""
+    plan.uncertainty = {"ranked_by": (plan.uncertainty or {}).get(
+                            "ranked_by", "seconds per forward"),
+                        "ties": [], "draws": 100, "seed": 0, "generation": "v5e"}
+    for i, b in enumerate(plan.baselines.values()):
+        b.extra["speedup"] = {"low": 1.35 + i / 100, "high": 2.0, "median": 1.5,
+                              "p_faster": 1.0, "tie": False}
+    return plan
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_sharding_and_placement_is_whole_on_one_line(path, width):
+    """rich folded a name too long for its cell (jax-defaul / t, ag8w-b512x51 / 2x512):
+    each name now stands whole on one line, in the table or beneath it."""
+    for plan in (plan_schema.load(str(path)), _drawn(plan_schema.load(str(path)))):
+        text = _render(plan, width)
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= width, text
+        assert "…" not in text and "..." not in text
+        for r in comparison_rows(plan):
+            for name in (r.sharding, r.placement):
+                assert any(name in line for line in lines), (name, text)
+        if "draws" in plan.uncertainty:   # the P(faster) column, or its lines beneath
+            assert re.search(r"\d\.\d\d-2\.00 P1\.00", text), text

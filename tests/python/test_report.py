@@ -237,3 +237,67 @@ def test_report_loads_in_chromium_without_console_errors(result, tmp_path):
     assert 'href="trace.json"' in dom
     assert "<b>Q1</b> is Stage 1" in dom and "<b>Q2</b> is Stage 2" in dom
     assert ('<p id="tie">Tie: ' in dom) == (tie_sentence(result.plan.choice) is not None)
+
+
+# ---- the page at 1280 pixels ---------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The shipped plans with the longest row labels (baselines' notes) and the most rows.
+WIDE = ("docs/results/video/wan2.1-i2v-14b_v5e-2x4.plan.json",
+        "docs/results/compiler_flags/wan-14b_v6e-2x4_720p-81f.plan.json",
+        "tests/data/plans/wan_tiny.v5e_2x2.json")
+# Appended to a copy of the page only: how wide the page and each chart are once laid out.
+_PROBE = ("<script>window.addEventListener('load', () => document.body.setAttribute("
+          "'data-widths', JSON.stringify([window.innerWidth, "
+          "document.documentElement.scrollWidth].concat([...document.querySelectorAll("
+          "'figure')].map(f => Math.ceil(f.getBoundingClientRect().right))))));</script>")
+
+
+@pytest.mark.parametrize("path", WIDE, ids=os.path.basename)
+def test_every_chart_fits_a_1280_pixel_window(path, tmp_path):
+    """The per-forward chart ran past a 1400-pixel window, its axis and legend cut: the page
+    must not scroll sideways at 1280 pixels, and no chart may end past the window."""
+    import json
+
+    from aoizora import plan_schema
+
+    browser = _chromium()
+    if browser is None:
+        if os.environ.get("AOIZORA_REQUIRE_BROWSER"):
+            pytest.fail("chromium is missing, but AOIZORA_REQUIRE_BROWSER is set")
+        pytest.skip("chromium is not installed (scripts/setup.sh --test installs it)")
+    page = tmp_path / "report.html"
+    page.write_text(render(plan_schema.load(os.path.join(ROOT, path)))
+                    .replace("</body>", _PROBE + "</body>"))
+    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--window-size=1280,900", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = re.search(r'data-widths="([^"]*)"', run.stdout)
+    assert found, run.stdout[-2000:]
+    window, scroll, *charts = json.loads(found.group(1).replace("&quot;", '"'))
+    assert window == 1280
+    assert scroll <= window and max(charts) <= window, (scroll, charts)
+
+
+# ---- the hardware section ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, warned", [("wan2.1-i2v-14b_v5e-2x4", False),
+                                          ("wan2.1-i2v-14b_tpu7x-2x2x1", False),
+                                          ("wan2.1-i2v-14b_v6e-2x4", True)])
+def test_the_red_nominal_line_shows_only_where_the_link_bandwidth_is_nominal(name, warned):
+    """The red line showed on every plan, v5e's too, whose link bandwidth is fitted: it
+    shows where the figure it names is nominal in the plan's hardware_basis, and names no
+    fitted figure."""
+    from aoizora import plan_schema
+    from aoizora.report import hardware
+
+    plan = plan_schema.load(os.path.join(ROOT, f"docs/results/video/{name}.plan.json"))
+    basis = plan.topology["hardware_basis"]
+    page = hardware.section(plan, lambda what: "")
+    red = re.findall(r'<p class="missing"[^>]*>(.*?)</p>', page, re.S)
+    assert bool(red) == warned == ("link_bandwidth" in basis["nominal"]), page
+    for line in red:
+        assert "link_bandwidth" in line
+        assert not any(f in line for f in basis["fitted"]), line
+    assert "link_bandwidth" in page   # every field is in the table, whatever its basis

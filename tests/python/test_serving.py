@@ -406,3 +406,59 @@ def test_a_split_carries_its_plans_interval_across_the_joint_draws():
                                  relative_interval=(0.75, 1.5))
     row = survey.row_of(request, _names("v5e:4x4")["2 x 2x4"], 1, planned)
     assert row.latency_interval_s == (2.25, 4.5)
+
+
+# ---- the table at 80 and 120 columns (terminal.py) -------------------------------------------
+
+def _shipped_survey():
+    """serve's rows for wan2.1-t2v-1.3b on v5e:4x4 and v6e:2x4 from the shipped plans of
+    v5e:2x4 and v5e:2x2 (with a 90 % interval), every other replica shape not planned:
+    nothing is planned or compiled."""
+    from pathlib import Path
+
+    from aoizora import plan_schema
+
+    results = Path(__file__).resolve().parents[2] / "docs/results/maxdiffusion"
+    request = survey.Request("wan2.1-t2v-1.3b", "480p", 21, ("v5e:4x4", "v6e:2x4"),
+                             prices.load(None))
+    by_slice = survey.check(request)
+    replicas = {}
+    for shape in ("v5e:2x4", "v5e:2x2"):
+        plan = plan_schema.load(str(results / f"wan-1.3b_{shape.replace(':', '-')}_480p-21f"
+                                     ".plan.json"))
+        seconds, scope = survey.seconds_per_video(plan, 30)
+        c = plan.choice
+        replicas[shape] = survey.ReplicaPlan(shape, seconds, scope,
+                                             f"{c.candidate} @ {c.placement}",
+                                             step_s=c.simulated_s, steps=30,
+                                             relative_interval=(0.71, 1.69))
+    rows = [survey.row_of(request, s, 1, replicas.get(s.planned_as))
+            for ss in by_slice.values() for s in ss]
+    return request, survey.Survey(rows, by_slice, replicas,
+                                  survey._notes(request, by_slice, replicas))
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_survey_fits_the_terminal_with_every_figure_whole(width, monkeypatch):
+    """rich cut figures and names to fit 80 columns (0.000..., 12,89...): each is whole on a
+    line now, in the table or beneath it."""
+    import io
+
+    from aoizora.commands import serve
+    from conftest import assert_fits
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    request, result = _shipped_survey()
+    chosen = frontier.pick(result.rows, None, "cost")
+    out = io.StringIO()
+    serve.print_survey(result, request, chosen,
+                       SimpleNamespace(latency_bound=None, objective="cost"), out)
+    text = out.getvalue()
+    priced = [r for r in result.rows if r.latency_s is not None]
+    assert len(priced) == 3
+    whole = [f"{r.videos_per_hour:,.1f}" for r in priced]
+    whole += [f"{r.usd_per_video:.3g}" for r in priced]
+    whole += ["[{:.3g}-{:.3g}]".format(*r.latency_interval_s) for r in priced]
+    whole += ["dp2-ring2", "y2@2|x,y2@1"]
+    assert_fits(text, width, whole)
+    assert "pick (no --latency-bound, --objective cost): 4 x 2x2 on v5e:4x4" in text

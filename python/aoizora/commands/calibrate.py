@@ -130,32 +130,51 @@ def _as_json(fit, out: str) -> dict:
     }
 
 
+def _point_lines(fit, width: int) -> list[str]:
+    """The points' table: one row each where it fits the width, else two (the point and
+    its kind, then its figures beneath)."""
+    idw = max([len("point")] + [len(q.id) for q in fit.points])
+    kw = max([len("kind")] + [len(q.kind) for q in fit.points])
+    figures = (f"{'bytes/dev':>10} {'measured':>11} {'before':>11} {'error':>7} "
+               f"{'after':>11} {'error':>7}")
+    rows = [(f"{q.id:{idw}} {q.kind:{kw}}",
+             f"{q.bytes_per_device:>10} {_us(q.measured_s)} {_us(q.before_s)} "
+             f"{100 * q.error_before:+6.1f}% {_us(q.after_s)} {100 * q.error_after:+6.1f}%",
+             "  (held out: check only)" if not q.used else
+             ("  ~ approximate" if q.approximate else "")) for q in fit.points]
+    if idw + kw + 2 + len(figures) + len("  (held out: check only)") <= width:
+        return [f"{'point':{idw}} {'kind':{kw}} {figures}"] + [
+            f"{name} {fig}{mark}" for name, fig, mark in rows]
+    return [f"point, kind\n  {figures}"] + [f"{name.rstrip()}{mark}\n  {fig}"
+                                              for name, fig, mark in rows]
+
+
 def _print(fit, out: str) -> None:
+    from aoizora.terminal import echo, width
+
     used = [q for q in fit.points if q.used]
-    print(f"calibrate {fit.generation} from {fit.base_label}: {len(used)} points fitted, "
-          f"{len(fit.points) - len(used)} held out (checked only); simulated = AoiZora's "
-          "simulator on the profile, measured = the file's figures")
+    echo(f"calibrate {fit.generation} from {fit.base_label}: {len(used)} points fitted, "
+         f"{len(fit.points) - len(used)} held out (checked only); simulated = AoiZora's "
+         "simulator on the profile, measured = the file's figures")
     print(f"{'parameter':32} {'base':>12} {'fitted':>12}")
     for p in fit.parameters:
         state = "fitted" if p.fitted else "kept"
         print(f"{p.name:32} {_value(p, p.base):>12} {_value(p, p.value):>12}  {state}")
-    print(f"\n{'point':32} {'kind':19} {'bytes/dev':>10} {'measured':>11} {'before':>11} "
-          f"{'error':>7} {'after':>11} {'error':>7}")
-    for q in fit.points:
-        mark = "  (held out: check only)" if not q.used else ("  ~ approximate" if q.approximate else "")
-        print(f"{q.id:32} {q.kind:19} {q.bytes_per_device:>10} {_us(q.measured_s)} "
-              f"{_us(q.before_s)} {100 * q.error_before:+6.1f}% {_us(q.after_s)} "
-              f"{100 * q.error_after:+6.1f}%{mark}")
+    print()
+    for line in _point_lines(fit, width()):
+        print(line)
     worst = max(used, key=lambda q: abs(q.error_after))
-    print(f"\nRMS error of log time {fit.rms_log('before_s'):.3f} -> {fit.rms_log('after_s'):.3f}; "
-          f"worst after: {100 * worst.error_after:+.1f}% ({worst.id})")
+    echo(f"\nRMS error of log time {fit.rms_log('before_s'):.3f} -> "
+         f"{fit.rms_log('after_s'):.3f}; worst after: {100 * worst.error_after:+.1f}% "
+         f"({worst.id})")
     if fit.unused:
-        print(f"not used: {len(fit.unused)} entries ("
-              + "; ".join(f"{i}: {w}" for i, w in fit.unused[:3])
-              + ("; ..." if len(fit.unused) > 3 else "") + ")")
+        more = len(fit.unused) - 3
+        echo(f"not used: {len(fit.unused)} entries ("
+             + "; ".join(f"{i}: {w}" for i, w in fit.unused[:3])
+             + (f"; and {more} more" if more > 0 else "") + ")")
     for n in fit.notes:
-        print(f"note: {n}")
-    print(f"wrote {out}")
+        echo(f"note: {n}")
+    echo(f"wrote {out}")
 
 
 def run(args) -> int:
@@ -184,15 +203,17 @@ def run(args) -> int:
         print(json.dumps({**_as_json(fit, args.out), "measured_on": measured_on,
                           "harness_check": harness, "derived": derived}, indent=1))
     else:
+        from aoizora.terminal import echo
+
         if harness:
-            print(f"{fitted_profile.HARNESS_CHECK}: the profile's note says so, and every "
-                  "command that loads it warns")
+            echo(f"{fitted_profile.HARNESS_CHECK}: the profile's note says so, and every "
+                 "command that loads it warns")
         elif measured_on:
-            print(f"measurements measured on {measured_on}")
+            echo(f"measurements measured on {measured_on}")
         if derived:
             sources = base["provenance"]["sources"]
             keys = dict.fromkeys(f.split(".")[0] for f in derived)   # their sources' keys
-            print(f"derived (no collective point of {fit.generation} to fit them): "
-                  f"{', '.join(derived)}: " + "; ".join(sources[k] for k in keys))
+            echo(f"derived (no collective point of {fit.generation} to fit them): "
+                 f"{', '.join(derived)}: " + "; ".join(sources[k] for k in keys))
         _print(fit, args.out)
     return 0

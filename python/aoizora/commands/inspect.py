@@ -61,11 +61,11 @@ def _bytes(n: float) -> str:
 def _groups(c: dict) -> str:
     if c["source_target_pairs"]:
         pairs = c["source_target_pairs"]
-        text = ",".join(f"{a}->{b}" for a, b in pairs[:8])
-        return text + (f",... ({len(pairs)} pairs)" if len(pairs) > 8 else "")
+        text = " ".join(f"{a}->{b}" for a, b in pairs[:8])
+        return text + (f" and {len(pairs) - 8} more pairs" if len(pairs) > 8 else "")
     g = c["groups"]
     text = " ".join("{" + ",".join(map(str, grp)) + "}" for grp in g[:4])
-    return text + (f" ... ({len(g)} groups)" if len(g) > 4 else "")
+    return text + (f" and {len(g) - 4} more groups" if len(g) > 4 else "")
 
 
 def run(args) -> int:
@@ -83,27 +83,34 @@ def run(args) -> int:
         json.dump(summary, sys.stdout, indent=1)
         print()
         return 0
+    from aoizora.terminal import echo
+
     out = sys.stdout
-    print(f"{args.hlo}: {summary['num_partitions']} partitions, "
-          f"{len(summary['collectives'])} collectives, {len(summary['regions'])} regions", file=out)
+    echo(f"{args.hlo}: {summary['num_partitions']} partitions, "
+         f"{len(summary['collectives'])} collectives, {len(summary['regions'])} regions",
+         file=out)
     if summary["device_count_source"] != "header":
-        print(f"  device count {summary['device_count_source']}: {summary['replica_count']} "
-              f"replica(s) x {summary['num_partitions']} partition(s) (the HLO header does not "
-              f"give them)", file=out)
+        echo(f"  device count {summary['device_count_source']}: {summary['replica_count']} "
+             f"replica(s) x {summary['num_partitions']} partition(s) (the HLO header does not "
+             f"give them)", file=out)
     print(f"  FLOPs per device: {summary['total_flops']:.4g} per run "
           f"({summary['static_flops']:.4g} with loop bodies once)", file=out)
     print(f"  HBM bytes per device: {_bytes(summary['total_bytes'])}", file=out)
     for r in summary["regions"]:
         known = "" if r["trip_count_known"] else " (trip count unknown)"
-        print(f"  region {r['name']}: x{r['repeat']}{known}, {r['ops']} ops, "
-              f"{r['flops']:.4g} FLOPs", file=out)
+        echo(f"  region {r['name']}: x{r['repeat']}{known}, {r['ops']} ops, "
+             f"{r['flops']:.4g} FLOPs", file=out)
     print("  collectives:", file=out)
+    # Two lines each: the name and what it moves, then its groups (a long list wraps
+    # beneath, never past the terminal's width).
     for c in summary["collectives"]:
         mode = "async" if c["async"] else "sync"
         overlap = f", overlaps {len(c['overlapped_ops'])} ops" if c["async"] else ""
-        print(f"    {c['kind']:<20} {c['name']:<28} {_bytes(c['operand_bytes']):>11} -> "
-              f"{_bytes(c['result_bytes']):>11} x{c['repeat']} {mode}{overlap}  "
-              f"{_groups(c)}", file=out)
+        echo(f"    {c['kind']:<18} {c['name']}: {_bytes(c['operand_bytes'])} -> "
+             f"{_bytes(c['result_bytes'])} x{c['repeat']} {mode}{overlap}", file=out,
+             hang=" " * 8)
+        echo(f"      {'pairs' if c['source_target_pairs'] else 'groups'}: {_groups(c)}",
+             file=out, hang=" " * 8)
     print("  collective bytes by kind (operand bytes x repeat):", file=out)
     for kind, n in sorted(summary["collective_bytes_by_kind"].items()):
         print(f"    {kind:<20} {_bytes(n)}", file=out)

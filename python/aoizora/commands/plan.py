@@ -208,39 +208,41 @@ def run(args) -> int:
     if args.json:
         print(plan.to_json())
         return 0
+    from aoizora.terminal import echo
+
     target = plan.topology.get("compile_target", {})
     if target.get("platform") == "cpu":
-        print(f"compiled for {target['devices']} CPU devices (--compile-target cpu), not the TPU")
+        echo(f"compiled for {target['devices']} CPU devices (--compile-target cpu), not the TPU")
     print_choice(plan)
     print_comparison(plan)
     print_video(plan)
     from aoizora.planning import flag_search
 
     for line in flag_search.lines(plan.flags):
-        print(line)
+        echo(line)
     if plan.planning.get("programs", "").startswith("optimized HLO"):
         only = plan.planning.get("analysed_only", {})
-        print(f"through the TPU backend (compiled in full): "
+        echo(f"through the TPU backend (compiled in full): "
               f"{', '.join(plan.planning['compiled_in_full']) or 'none'}; analysed only, not "
               f"compiled in full: {', '.join(only) or 'none'}"
               + (" (--verify compiles the plan's in full, --verify-baselines every one)"
                  if only else ""))
     d = plan.planning.get("decision")
     if plan.planning.get("pooling_changed_choice") and d:
-        print(f"note: Stage 1 + Stage 2 chose {d['candidate']} @ {d['placement']} "
+        echo(f"note: Stage 1 + Stage 2 chose {d['candidate']} @ {d['placement']} "
               f"({d['simulated_s'] * 1e3:.2f} ms simulated); the baseline "
               f"{plan.planning.get('chosen_from')} simulates faster, so the plan keeps it")
     for s in result.skipped:
-        print(f"skipped: {s}")
+        echo(f"skipped: {s}")
     retried = [r["job"] for r in plan.planning.get("retries", [])]
     if retried:
-        print(f"retried {len(retried)} job(s) whose worker was lost: {', '.join(retried)} "
-              "(planning.retries says why)")
+        echo(f"retried {len(retried)} job(s) whose worker was lost: {', '.join(retried)} "
+             "(planning.retries says why)")
     decision = plan.planning.get("decision_seconds")
-    print(f"planning took {plan.planning['seconds']:.1f} s (measured"
+    echo(f"planning took {plan.planning['seconds']:.1f} s (measured"
           + (f"; the decision {decision:.1f} s, the rest compiling and simulating the baselines"
              if decision is not None else "")
           + f"; {plan.planning['cache_hits']}/{plan.planning['jobs']} compiler jobs from cache)")
     wrote = [args.out] + [p for p in (args.report, args.trace) if p]
-    print("wrote " + ", ".join(wrote))
+    echo("wrote " + ", ".join(wrote))
     return 0

@@ -101,29 +101,68 @@ def _progress(args, concurrent: int):
     return lambda r: nullcontext(Notes(r.key))
 
 
-def print_table(rows, out=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
+# The table's columns, in order; those in _BENEATH leave it, the first first, for lines
+# beneath where the terminal is too narrow to hold every word whole.
+_COLUMNS = ("setting", "status", "sharding", "placement", "simulated\nms/fwd", "vs\nexisting",
+            "90 %, P", "planning\ns", "cached\njobs", "skipped")
+_BENEATH = ("placement", "sharding", "90 %, P", "cached\njobs", "skipped")
 
-    t = Table(title="plan-many (latencies simulated, planning time measured)")
-    for col in ("setting", "status", "sharding", "placement", "simulated ms/fwd",
-                "vs existing", "90 %, P", "planning s", "cached jobs", "skipped"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r.key, r.status, r.candidate or "-", r.placement or "-",
-                  _num(r.simulated_s, 1e3, ".3f"), _num(r.speedup_vs_existing, 1, ".3f", "x"),
-                  "-" if r.speedup_interval is None else
-                  f"{r.speedup_interval[0]:.2f}-{r.speedup_interval[1]:.2f} P{r.p_faster:.2f}",
-                  _num(r.planning_s, 1, ".1f"),
-                  f"{r.cache_hits}/{r.jobs}" if r.jobs is not None else "-",
-                  "-" if r.skipped is None else str(r.skipped))
+
+def _cells(r) -> dict[str, str]:
+    from aoizora.terminal import whole
+
+    return {"setting": r.key, "status": r.status, "sharding": r.candidate or "-",
+            "placement": whole(r.placement or "-"),
+            "simulated\nms/fwd": _num(r.simulated_s, 1e3, ".3f"),
+            "vs\nexisting": _num(r.speedup_vs_existing, 1, ".3f", "x"),
+            "90 %, P": "-" if r.speedup_interval is None else
+            f"{r.speedup_interval[0]:.2f}-{r.speedup_interval[1]:.2f} P{r.p_faster:.2f}",
+            "planning\ns": _num(r.planning_s, 1, ".1f"),
+            "cached\njobs": f"{r.cache_hits}/{r.jobs}" if r.jobs is not None else "-",
+            "skipped": "-" if r.skipped is None else str(r.skipped)}
+
+
+def _table(cells: list[dict[str, str]], columns):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from aoizora.terminal import whole
+
+    t = Table(title="plan-many (latencies simulated, planning time measured)",
+              box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for col in columns:
+        t.add_column(col, justify="left" if col in _COLUMNS[:4] else "right")
+    for c in cells:
+        t.add_row(*(Text(c[col].replace(whole(" "), " ")) for col in columns))
+    return t
+
+
+def print_table(rows, out=None) -> None:
+    """The summary at the terminal's width (terminal.py): every setting's name and figures
+    whole; the columns that do not fit listed beneath, one line a setting (every column,
+    where not even the names fit beside the figures)."""
+    from rich.console import Console
+
+    from aoizora import terminal
+
     out = out or sys.stdout
-    # Not a terminal (a file, a pipe): wide enough that no column is cut.
-    console = Console(file=out, width=None if out.isatty() else 200)
-    console.print(t)
-    for r in rows:
-        if r.status in ("no-fit", "error", "lost"):
-            console.print(f"{r.key}: {r.status}: {r.reason}", markup=False)
+    console = Console(file=out, width=terminal.width(out))
+    cells = [_cells(r) for r in rows]
+    table, beneath, fits = terminal.fit_columns(lambda cols: _table(cells, cols), _COLUMNS,
+                                                _BENEATH, console)
+    lines = []
+    if not fits:   # not even the names fit beside the figures: a line a setting, no table
+        beneath = list(_COLUMNS[1:])
+    else:
+        console.print(table)
+    if beneath:
+        lines.append(", ".join(b.replace("\n", " ") for b in beneath) + ":")
+        lines += [f"  {c['setting']}: " + ", ".join(c[col] for col in beneath) for c in cells]
+    lines += [f"{r.key}: {r.status}: {r.reason}" for r in rows
+              if r.status in ("no-fit", "error", "lost")]
+    for line in terminal.lines("\n".join(lines), console.width):
+        print(line, file=out)
 
 
 def _num(x, scale: float, fmt: str, unit: str = "") -> str:

@@ -80,18 +80,20 @@ def run(args) -> int:
         }
         print(json.dumps(out, indent=1))
         return 0
+    from aoizora.terminal import echo
+
     mesh_s = "x".join(map(str, mesh))
-    print(f"{args.hlo} on {topo.name}, mesh {mesh_s}: {len(ranking.ranked)} distinct placements, "
+    echo(f"{args.hlo} on {topo.name}, mesh {mesh_s}: {len(ranking.ranked)} distinct placements, "
           f"{ranking.evaluated} Q2 evaluations in {elapsed:.2f} s (predicted, model of {topo.name})")
     print(f"{'rank':>4}  {'Q2 ms':>10}  {'vs default':>10}  placement")
     for i, r in enumerate(ranking.ranked[:args.top]):
         ratio = f"{dq2 / r.q2:.3f}x" if dq2 and r.q2 > 0 else "-"
         print(f"{i + 1:>4}  {r.q2 * 1e3:>10.4f}  {ratio:>10}  {r.name}")
     if default is not None:
-        print(f"default (jax.make_mesh): Q2 {dq2 * 1e3:.4f} ms ({default.name}); "
+        echo(f"default (jax.make_mesh): Q2 {dq2 * 1e3:.4f} ms ({default.name}); "
               f"best / default: {dq2 / best.q2:.3f}x")
     else:
-        print(f"default (jax.make_mesh): none, JAX refuses this mesh: {ranking.default_error}")
+        echo(f"default (jax.make_mesh): none, JAX refuses this mesh: {ranking.default_error}")
     coords = " ".join("(" + ",".join(map(str, c)) + ")" for c in topo.coords_of(best.device_of))
-    print(f"best device coords in mesh order: {coords}")
+    echo(f"best device coords in mesh order: {coords}")
     return 0

@@ -154,40 +154,77 @@ def as_json(result, chosen, args) -> dict:
             "note": "latencies simulated on the model of each chip; none is measured"}
 
 
-def print_survey(result, request, chosen, args, out=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
+# The table's columns, in order; a column in _BENEATH leaves the table for lines beneath it
+# where the terminal is too narrow to hold every word whole, the first one first.
+_COLUMNS = ("slice", "split", "chips", "replica plan", "replicas", "s / video\n[90 %]",
+            "videos\nper hour", "USD /\nvideo", "frontier")
+_RIGHT = ("chips", "s / video\n[90 %]", "videos\nper hour", "USD /\nvideo")
+_BENEATH = ("replica plan", "frontier", "replicas")
 
+
+def _cells(r, on: list[str]) -> dict[str, str]:
+    from aoizora.terminal import whole
+
+    return {"slice": r.topology,
+            "split": r.split + (f", batch {r.batch}" if r.batch != 1 else ""),
+            "chips": str(r.chips), "replica plan": r.plan or r.why_not,
+            # the same, each name whole where it goes beneath the table
+            "replica plan beneath": " @ ".join(map(whole, r.plan.split(" @ "))) or r.why_not,
+            "replicas": r.pricing.partition(":")[0] or "-",
+            "s / video\n[90 %]": _num(r.latency_s, ".4g") + (
+                "" if r.latency_interval_s is None else
+                " [{:.3g}-{:.3g}]".format(*r.latency_interval_s)),
+            "videos\nper hour": _num(r.videos_per_hour, ",.1f"),
+            "USD /\nvideo": _num(r.usd_per_video, ".3g"), "frontier": ", ".join(on) or "-"}
+
+
+def _table(title: str, cells: list[dict[str, str]], columns):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for col in columns:
+        t.add_column(col, justify="right" if col in _RIGHT else "left")
+    for c in cells:
+        t.add_row(*(Text(c[col]) for col in columns))
+    return t
+
+
+def print_survey(result, request, chosen, args, out=None) -> None:
+    """The rows at the terminal's width (terminal.py), every figure and name whole: the
+    columns that do not fit listed beneath, a line a row; the notes and the pick."""
+    from rich.console import Console
+
+    from aoizora import terminal
     from aoizora.serving import frontier
 
-    marks = {k: {id(r) for r in frontier.frontier(result.rows, k)} for k in frontier.OBJECTIVES}
-    frames = f", {request.frames} frames" if request.frames else ""
-    t = Table(title=f"serve {request.model}, {request.video}{frames}: latency per video "
-                    "against videos per hour and cost (simulated)")
-    for col in ("slice", "split", "chips", "replica plan", "replicas", "s / video [90 %]",
-                "videos / h", "USD / video", "frontier"):
-        t.add_column(col, justify="right" if col in ("chips", "s / video [90 %]", "videos / h",
-                                                      "USD / video") else "left")
-    for r in result.rows:
-        on = [k for k in frontier.OBJECTIVES if id(r) in marks[k]]
-        t.add_row(r.topology, r.split + (f", batch {r.batch}" if r.batch != 1 else ""),
-                  str(r.chips), r.plan or r.why_not, r.pricing.partition(":")[0] or "-",
-                  _num(r.latency_s, ".4g") + ("" if r.latency_interval_s is None else
-                                              " [{:.3g}-{:.3g}]".format(*r.latency_interval_s)),
-                  _num(r.videos_per_hour, ",.1f"), _num(r.usd_per_video, ".3g"),
-                  ", ".join(on) or "-")
     out = out or sys.stdout
-    Console(file=out, width=None if out.isatty() else 200).print(t)
-    for note in result.notes:
-        print(f"note: {note}", file=out)
-    for r in result.rows:  # the one-word column's detail, where the replicas ran together
-        if r.pricing.startswith("together"):
-            print(f"note: {r.split} on {r.topology}: {r.pricing}", file=out)
+    console = Console(file=out, width=terminal.width(out))
+    marks = {k: {id(r) for r in frontier.frontier(result.rows, k)} for k in frontier.OBJECTIVES}
+    cells = [_cells(r, [k for k in frontier.OBJECTIVES if id(r) in marks[k]])
+             for r in result.rows]
+    frames = f", {request.frames} frames" if request.frames else ""
+    title = (f"serve {request.model}, {request.video}{frames}: latency per video against "
+             "videos per hour and cost (simulated)")
+    table, beneath, _ = terminal.fit_columns(lambda cols: _table(title, cells, cols),
+                                             _COLUMNS, _BENEATH, console)
+    console.print(table)
+    lines = []
+    for col in beneath:
+        lines.append(f"{col}:")
+        for c in (c for c in cells if c[col] != "-"):
+            lines.append(f"  {c['slice']} {c['split']}: {c.get(col + ' beneath', c[col])}")
+    lines += [f"note: {note}" for note in result.notes]
+    lines += [f"note: {r.split} on {r.topology}: {r.pricing}" for r in result.rows
+              if r.pricing.startswith("together")]   # the one-word column's detail
     if chosen is not None:
         bound = ("no --latency-bound" if args.latency_bound is None
                  else f"--latency-bound {args.latency_bound:g} s")
-        print(f"pick ({bound}, --objective {args.objective or 'throughput'}): {chosen.why}",
-              file=out)
+        lines.append(f"pick ({bound}, --objective {args.objective or 'throughput'}): "
+                     f"{chosen.why}")
+    for line in terminal.lines("\n".join(lines), console.width):
+        print(line, file=out)
 
 
 def _num(x, fmt: str) -> str:

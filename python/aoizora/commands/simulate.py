@@ -141,10 +141,12 @@ def run(args) -> int:
 
 
 def _print(d: dict) -> None:
+    from aoizora.terminal import echo
+
     step = d["step_seconds"]
     mesh = "x".join(map(str, d["mesh_shape"])) if d["mesh_shape"] else None
     where = f"placement {d['placement']}" + (f", mesh {mesh}" if mesh else "")
-    print(f"{d['hlo']} on {d['topology']} ({where}), simulated on the model:")
+    echo(f"{d['hlo']} on {d['topology']} ({where}), simulated on the model:")
     print(f"  step        {step * 1e3:12.3f} ms")
     print(f"  compute-only{d['compute_bound_seconds'] * 1e3:12.3f} ms  (lower bound)")
     chips = [c for c in d["chips"] if c["chip"] in set(d["device_of"])]
@@ -155,13 +157,14 @@ def _print(d: dict) -> None:
     util = d["link_utilization"]
     busy = sorted(range(len(util)), key=lambda i: (-util[i], i))[:5]
     if busy and util[busy[0]] > 0:
-        print("  busiest links: " + ", ".join(f"#{i} {util[i] * 100:.1f}%" for i in busy
+        echo("  busiest links: " + ", ".join(f"#{i} {util[i] * 100:.1f}%" for i in busy
                                                if util[i] > 0))
     if d["critical_path"]:
         print("  critical path:")
         for c in d["critical_path"][:8]:
-            print(f"    {c['seconds'] * 1e3:10.3f} ms  {c['kind']:<18} {c['name']}")
+            echo(f"    {c['seconds'] * 1e3:10.3f} ms  {c['kind']:<18} {c['name']}",
+                 hang=" " * 20)
     note = " (repeated regions extrapolated from their steady state)" if d["extrapolated"] else ""
-    print(f"  {d['events']} events, {d['flows']} flows, {d['collectives']} collective runs{note}")
+    echo(f"  {d['events']} events, {d['flows']} flows, {d['collectives']} collective runs{note}")
     if d.get("trace"):
-        print(f"  trace: {d['trace']}")
+        echo(f"  trace: {d['trace']}")

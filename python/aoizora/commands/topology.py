@@ -66,10 +66,12 @@ def run(args) -> int:
         if args.json:
             print(json.dumps(rows, indent=1))
             return 0
+        from aoizora.terminal import echo
+
         print(f"{'slice':16} {'chips':>6} {'devices':>8}  deviceless TPU compile (libtpu)")
         for r in rows:
-            print(f"{r['name']:16} {r['chips']:>6} {r['devices']:>8}  "
-                  + ("yes" if r["deviceless"] else f"no: {r['why_not']}"))
+            echo(f"{r['name']:16} {r['chips']:>6} {r['devices']:>8}  "
+                 + ("yes" if r["deviceless"] else f"no: {r['why_not']}"), hang=" " * 34)
         return 0
     if not args.topology:
         raise UserError("name a topology (e.g. v5e:4x4) or pass --list")
@@ -80,34 +82,36 @@ def run(args) -> int:
                                                                    args.hardware)},
                          indent=1))
         return 0
+    from aoizora.terminal import echo
+
     s = topo.spec
     dims = "x".join(str(d) for d in topo.dims)
     wrap = ", ".join(a for a, w in zip("xyz", topo.wrap) if w) or "none"
     cores = topo.cores_per_chip
     devices = f", {topo.num_devices} devices ({cores} TensorCores per chip)" if cores > 1 else ""
-    print(f"{topo.name}: {topo.num_chips} chips ({dims}){devices}, {topo.num_links} directed "
-          f"links, wraparound: {wrap}")
-    print(f"  chip: {s['device_kind'] or s['generation']}, {_fmt(s['peak_flops'], 'FLOP/s')} bf16, "
-          f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}, "
-          f"MXU {s['mxu_size']}x{s['mxu_size']} at {100 * s['mxu_efficiency']:.4g} % of its peak")
-    print(f"  link: {_fmt(s['link_bandwidth'], 'B/s')} one way, {s['hop_latency'] * 1e6:.3g} us per hop")
+    echo(f"{topo.name}: {topo.num_chips} chips ({dims}){devices}, {topo.num_links} directed "
+         f"links, wraparound: {wrap}")
+    echo(f"  chip: {s['device_kind'] or s['generation']}, {_fmt(s['peak_flops'], 'FLOP/s')} bf16, "
+         f"HBM {_fmt(s['hbm_bytes'], 'B')} at {_fmt(s['hbm_bandwidth'], 'B/s')}, "
+         f"MXU {s['mxu_size']}x{s['mxu_size']} at {100 * s['mxu_efficiency']:.4g} % of its peak")
+    echo(f"  link: {_fmt(s['link_bandwidth'], 'B/s')} one way, {s['hop_latency'] * 1e6:.3g} us per hop")
     if s["intra_chip_link"]:
         icl = s["intra_chip_link"]
-        print(f"  between the cores of a chip: {_fmt(icl['bandwidth'], 'B/s')} one way, "
+        echo(f"  between the cores of a chip: {_fmt(icl['bandwidth'], 'B/s')} one way, "
               f"{icl['latency'] * 1e6:.3g} us; both cores share the chip's ICI links")
-    print(f"  figures: {_figures_from(args.hardware, s['generation'])}")
-    print(f"  basis: {field_basis.sentence(field_basis.of_profile(s['generation'], args.hardware))}")
-    print("  routing: " + ("dimension order (x, y, z), the shorter way round a wrapped axis"
-                           if topo.is_grid else "fewest hops"))
+    echo(f"  figures: {_figures_from(args.hardware, s['generation'])}")
+    echo(f"  basis: {field_basis.sentence(field_basis.of_profile(s['generation'], args.hardware))}")
+    echo("  routing: " + ("dimension order (x, y, z), the shorter way round a wrapped axis"
+                          if topo.is_grid else "fewest hops"))
     if topo.num_chips <= 64:
-        print("  chips (id: x,y,z): " + "  ".join(
+        echo("  chips (id: x,y,z): " + "  ".join(
             f"{i}:{','.join(map(str, c))}" for i, c in enumerate(topo.chips)))
     if cores > 1 and topo.num_devices <= 64:
-        print("  devices (id: x,y,z,core): " + "  ".join(
+        echo("  devices (id: x,y,z,core): " + "  ".join(
             f"{i}:{','.join(map(str, c))}" for i, c in enumerate(topo.devices)))
     if args.links:
         for l in topo.links:
-            print(f"  link {l['id']}: {l['src']} -> {l['dst']}  axis {'xyzc'[l['dim']] if l['dim'] >= 0 else '-'}"
-                  f"{'+' if l['dir'] > 0 else '-'}{'  (wraparound)' if l['wraparound'] else ''}  "
-                  f"{_fmt(l['bandwidth'], 'B/s')}")
+            echo(f"  link {l['id']}: {l['src']} -> {l['dst']}  axis {'xyzc'[l['dim']] if l['dim'] >= 0 else '-'}"
+                 f"{'+' if l['dir'] > 0 else '-'}{'  (wraparound)' if l['wraparound'] else ''}  "
+                 f"{_fmt(l['bandwidth'], 'B/s')}")
     return 0

@@ -25,6 +25,8 @@ is a tie; what separates it from the plan is the part whose point figures differ
         plan.uncertainty (bands, rule, ranked_by, ties)
     ties(plan) -> [dict]                   plan.uncertainty["ties"], [] for an old plan
     sentence(plan) -> str | None           the intervals and ties in words
+    per(by) -> str                         "per video" or "per forward": the label of a
+                                           figure shown in its own unit (duration)
     change_lines(plan) -> [str]            the changes the plan considered (confidence.py)
 
 Every figure is simulated or predicted and its interval derived; none is measured.
@@ -178,6 +180,12 @@ def span(iv: dict | None) -> str:
     return "-" if iv is None else f"[{duration(iv['low_s'])}, {duration(iv['high_s'])}]"
 
 
+def per(by: str) -> str:
+    """The label of a ranked figure printed by duration or span: they choose the unit (us,
+    ms, s), so the label names what the figure is per, never a unit."""
+    return "per video" if by == PER_VIDEO else "per forward"
+
+
 def sentence(plan) -> str | None:
     """The plan's interval, the rule that chose it, and its ties in words; None for a plan
     without intervals (made before they existed)."""
@@ -191,7 +199,7 @@ def sentence(plan) -> str | None:
     b = u["bands"]
     rule = ("--robust: the lowest high end" if u["rule"] == ROBUST
             else "the best point figure")
-    text = (f"Interval ({by}): {span(mine)} from {b['generation']}'s error bands, "
+    text = (f"Interval {per(by)}: {span(mine)} from {b['generation']}'s error bands, "
             f"communication ±{100 * b['communication']['rel']:.1f} % "
             f"({_basis(b['communication'])}), compute ±{100 * b['compute']['rel']:.1f} % "
             f"({_basis(b['compute'])}); chosen by {rule}.")
@@ -216,7 +224,7 @@ def _drawn_sentence(plan, u: dict) -> str:
     """The sentence of a plan priced under joint draws (confidence.py)."""
     by = u["ranked_by"]
     mine = ranked_interval(plan.choice.extra, by)
-    text = (f"Interval ({by}): {span(mine)}, 90 % of {u['draws']} joint draws of "
+    text = (f"Interval {per(by)}: {span(mine)}, 90 % of {u['draws']} joint draws of "
             f"{u['generation']}'s figures (seed {u['seed']}); a row ties the plan where the "
             f"90 % interval of the plan's speedup over it contains 1.")
     tied = u["ties"]

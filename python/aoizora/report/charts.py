@@ -46,6 +46,18 @@ def _svg(fig: Figure) -> str:
     return text[text.index("<svg"):]  # drop the XML prolog and doctype
 
 
+def _label(text: str) -> str:
+    """A bar's label on at most three lines of LABEL_COLUMNS characters: a baseline's long
+    note (the table beside gives it whole) would otherwise widen the chart past the window."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, LABEL_COLUMNS, max_lines=3,
+                                    placeholder=" (see the table)")) or text
+
+
+LABEL_COLUMNS = 40
+
+
 def _kinds(rows: Sequence[tuple[str, dict]]) -> list[str]:
     seen: dict[str, None] = {}
     for _, split in rows:
@@ -61,10 +73,10 @@ def step_split_svg(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
     panels = [("per forward", "forward_s")]
     if all(split.get("block_s") for _, split in rows):
         panels.insert(0, ("per transformer block", "block_s"))
-    height = 0.6 + 0.45 * len(rows)
-    fig = Figure(figsize=(6.2 * len(panels), height + 1.2))
+    height = 0.6 + 0.6 * len(rows)   # room for a label of three lines
+    fig = Figure(figsize=(5.6 * len(panels), height + 1.2))
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    labels = [label for label, _ in rows]
+    labels = [_label(label) for label, _ in rows]
     for ax, (title, key) in zip(axes, panels):
         left = [0.0] * len(rows)
         for kind in kinds:
@@ -97,7 +109,7 @@ def video_split_svg(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
     """Stacked horizontal bars of seconds per video by part, one per row (a part a row
     lacks counts 0: the table beside says "-")."""
     parts = [k for k in VIDEO_PARTS if any(k in p for _, p in rows)]
-    height = 0.6 + 0.45 * len(rows)
+    height = 0.6 + 0.6 * len(rows)
     fig = Figure(figsize=(7.5, height + 1.2))
     ax = fig.subplots()
     left = [0.0] * len(rows)
@@ -107,7 +119,7 @@ def video_split_svg(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
         ax.barh(range(len(rows)), widths, left=left, label=name, color=colour,
                 edgecolor="white", linewidth=0.5)
         left = [a + b for a, b in zip(left, widths)]
-    ax.set_yticks(range(len(rows)), [label for label, _ in rows])
+    ax.set_yticks(range(len(rows)), [_label(label) for label, _ in rows])
     ax.invert_yaxis()
     ax.set_xlabel("simulated seconds per video")
     ax.grid(axis="x", alpha=0.3)

@@ -41,6 +41,9 @@ td:nth-child(-n+4), th:nth-child(-n+4) { text-align: left; }
 .note { color: #666; font-size: 90%; }
 .side { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }
 .side figure { margin: 0; max-width: 640px; }
+figure { margin: 1em 0; }
+/* a chart wider than the window shrinks to it (its axis and legend whole), never scrolls */
+figure svg { max-width: 100%; height: auto; }
 code.machine { color: #777; font-size: 85%; }
 .missing { color: #a33; }
 """

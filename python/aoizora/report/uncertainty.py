@@ -48,7 +48,7 @@ largest out-of-sample error the calibration showed for that part on this generat
 leave-one-out residuals; a part without one takes the largest band of the generations that
 have one). A tie's interval overlaps the plan's: the model cannot tell them apart. Not
 covered: {html.escape(u.get("not_covered", ""))}.</p>
-<table><tr><th></th><th>{html.escape(by)}</th><th>low</th><th>high</th><th>width</th>
+<table><tr><th></th><th>{intervals.per(by)}</th><th>low</th><th>high</th><th>width</th>
 <th>tie with the plan</th></tr>
 {"".join(rows)}
 </table>
@@ -104,11 +104,11 @@ def _drawn_section(plan: Plan, u: dict) -> str:
 <ul id="changes">{changes or "<li>the plan changes nothing the user runs</li>"}</ul>
 <p class="note">Every row is simulated again under the same {u['draws']} profiles of the
 chip, each figure drawn log-normally around its value (spread, standard deviation of log:
-{html.escape(spreads)}). The speedup is the row's {html.escape(by)} over the plan's in one
+{html.escape(spreads)}). The speedup is the row's time {intervals.per(by)} over the plan's in one
 draw: figures the rows share cancel, so a ratio is surer than either time. A change to what
 the user runs (the placement, the existing deployment, the compiler flags) is made only where
 P(faster) &gt;= {u['defend_p']}. Not covered: {html.escape(u.get("not_covered", ""))}.</p>
-<table><tr><th></th><th>{html.escape(by)} [90 %]</th><th>plan's speedup [90 %]</th>
+<table><tr><th></th><th>{intervals.per(by)} [90 %]</th><th>plan's speedup [90 %]</th>
 <th>P(plan faster)</th><th></th><th>speedup interval (dashed: 1.0)</th></tr>
 {"".join(rows)}
 </table>
