@@ -43,9 +43,9 @@ class CompileTarget:
 
     def describe(self) -> dict:
         """The target as plan.json records it; a TPU target also records the libtpu flags
-        its compiles ran under (this process's LIBTPU_INIT_ARGS; the compile workers add only
-        --install_signal_handlers=false, which changes no program), so a deployment can run
-        with the same ones."""
+        its compiles ran under (this process's LIBTPU_INIT_ARGS, which the compile workers
+        add nothing to but the plan's compiler flags), so a deployment can run with the same
+        ones."""
         out = {"platform": self.platform, "name": self.name, "devices": self.devices,
                "wrap": list(self.wrap)}
         if self.platform == "tpu":

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from aoizora.compile import compile_flags
+from aoizora.compile.signals import exit_quietly_on_sigterm
 from aoizora.errors import ExecutorLost, UserError, one_line
 from aoizora.compile.jobs import Job, Outcome, run_job, versions
 
@@ -266,26 +267,17 @@ def _ready(running: dict, stop: threading.Event | None) -> set:
             return ready
 
 
-# libtpu installs failure handlers where a signal has its default action, SIGTERM among them,
-# and prints a stack trace on it ("*** SIGTERM received by PID ..."): a worker, and the
-# analysis compiles it starts (optimized_hlo.py, which inherit its environment), would print
-# one each when a terminal or `timeout` signals the whole process group.
-_NO_LIBTPU_HANDLERS = "--install_signal_handlers=false"
-
-
 def _worker_start(background: bool = False, flags: tuple[str, ...] = ()) -> None:
     """Workers leave Ctrl-C to the parent, which stops them (no traceback from each), and die
-    quietly on SIGTERM (its default action: libtpu is told to install no handlers, before it
-    loads in this process); a background worker runs at idle priority (its compile children
-    inherit it). `flags`, the compiler flags of the pool's jobs, join LIBTPU_INIT_ARGS
-    before libtpu loads (the analysis children of optimized_hlo.py inherit them). Only the
-    worker's environment changes: the cache key (jobs.job_key) reads the parent's and the
-    job's flags."""
+    quietly on SIGTERM (signals.py: libtpu's crash traces stay); a background worker runs at
+    idle priority (its compile children inherit it). `flags`, the compiler flags of the
+    pool's jobs, join LIBTPU_INIT_ARGS before libtpu loads (the analysis children of
+    optimized_hlo.py inherit them). Only the worker's environment changes: the cache key
+    (jobs.job_key) reads the parent's and the job's flags."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    libtpu = os.environ.get("LIBTPU_INIT_ARGS", "")
-    if "install_signal_handlers" not in libtpu:
-        libtpu = f"{libtpu} {_NO_LIBTPU_HANDLERS}"
-    os.environ["LIBTPU_INIT_ARGS"] = compile_flags.env_value(libtpu, flags)
+    exit_quietly_on_sigterm()
+    os.environ["LIBTPU_INIT_ARGS"] = compile_flags.env_value(
+        os.environ.get("LIBTPU_INIT_ARGS", ""), flags)
     if background:
         os.nice(19)
 
@@ -338,6 +330,7 @@ def worker_identity() -> dict[str, str]:
 def _ray_task(work: Callable[[Job], Outcome], job: Job) -> tuple[Outcome, dict, str]:
     import socket
 
+    exit_quietly_on_sigterm()  # before the job loads libtpu in this worker (signals.py)
     return work(job), worker_identity(), socket.gethostname()
 
 

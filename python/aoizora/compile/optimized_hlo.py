@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 
+from aoizora.compile.signals import exit_quietly_on_sigterm
 from aoizora.errors import CompileError, CompilerOutOfMemory, TargetOutOfMemory, UserError
 
 MODULE = "jit_step"            # compiler.build's jitted step
@@ -195,6 +196,7 @@ def _child(job: tuple, env: dict[str, str], folder: str) -> None:
     os.environ.clear()
     os.environ.update(env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the planner stops its children itself
+    exit_quietly_on_sigterm()                      # before libtpu loads (signals.py)
     _die_with_parent()
     err = os.open(os.path.join(folder, "stderr.txt"), os.O_WRONLY | os.O_CREAT, 0o644)
     os.dup2(err, 2)
