@@ -150,8 +150,9 @@ def test_a_killed_ray_worker_is_run_again_and_named(tmp_path):
     assert killed and rc == 0, stderr
     retries = json.loads(out.read_text())["planning"]["retries"]
     assert len(retries) == 1 and "WorkerCrashedError" in retries[0]["why"], retries
+    flat = " ".join(stdout.split())   # the line wraps at the terminal's width, words whole
     assert (f"retried 1 job(s) whose worker was lost: {retries[0]['job']} "
-            "(planning.retries says why)") in stdout
+            "(planning.retries says why)") in flat
     nothing_half_written(tmp_path, cache)
 
 
@@ -223,11 +224,14 @@ def test_a_stopped_ray_cluster_is_one_line_and_the_same_command_resumes(tmp_path
     out, cache = tmp_path / "plan.json", tmp_path / "cache"
     command = plan_command(out, "--executor", cluster.address)
     env = environment(cache, RAY_AUTH_MODE="disabled", RAY_CLIENT_RECONNECT_GRACE_PERIOD="3")
-    for _ in range(2):   # Ray's client server may fail to serve a new client on a busy
+    for _ in range(3):   # Ray's client server may fail to serve a new client on a busy
         # machine (its server per client not up in time): the plan, not yet faulted, again
         rc, _, stderr, killed, _ = run_with_fault(command, env, cache, 4, cluster.stop)
         if killed or "cannot reach the Ray cluster" not in stderr:
             break
+    else:
+        pytest.skip("Ray's client server served no client in three tries, before any fault: "
+                    f"the fault could not be injected ({stderr.strip().splitlines()[-1]})")
     assert killed and rc == RESUMES, stderr
     kept = lost_line(stderr, f"the Ray cluster {cluster.address}", "ConnectionError",
                      f"--executor {cluster.address}")
@@ -246,7 +250,7 @@ def test_a_killed_local_worker_has_its_jobs_run_again_and_named(tmp_path):
     retries = json.loads(out.read_text())["planning"]["retries"]
     assert retries and all(r["why"].startswith("its worker process died (BrokenProcessPool")
                            for r in retries), retries
-    assert f"retried {len(retries)} job(s) whose worker was lost: " in stdout
+    assert f"retried {len(retries)} job(s) whose worker was lost: " in " ".join(stdout.split())
     nothing_half_written(tmp_path, cache)
 
 
