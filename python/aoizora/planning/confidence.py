@@ -18,7 +18,6 @@ uncertainty.changes). The compiler flags are defended the same way in flag_searc
         .step_speedup(new_graph, old_graph, device_of) -> Speedup (per forward)
         .by -> intervals.PER_VIDEO | PER_FORWARD
     defend(pricer, ranked, default_of, existing, existing_tag, p) -> (Pair, [change dict])
-    change(what, new, old, speedup, p) -> dict: one change's record
     annotate(plan, pricer, pairs, best, changes, p, rule) -> None: each choice's extra["interval"] and
         extra["speedup"], and plan.uncertainty
 
@@ -72,20 +71,13 @@ def _same(a, b) -> bool:
     return (a.candidate.name, tuple(a.device_of)) == (b.candidate.name, tuple(b.device_of))
 
 
-def change(what: str, new: str, old: str, s: Speedup, p: float = speedups.DEFEND) -> dict:
-    """plan.json's record of one change the plan considered (made: defended at `p`)."""
-    return {"what": what, "to": new, "from": old, "made": speedups.defended(s, p),
-            "gain_pct": 100 * (1 - 1 / s.median), "p": s.p_faster,
-            "words": speedups.change_words(new, old, s, p)}
-
-
 def _placement(pricer: Pricer, pair, default, p: float) -> tuple[Any, dict | None]:
     """`pair`, or its sharding on JAX's default order where the move off it is not
     defended; with the record of that move (None where there is none to make)."""
     if default is None or _same(pair, default):
         return pair, None
     s = speedups.speedup(pricer.times(pair, pair.tag), pricer.times(default, pair.tag))
-    record = change(PLACEMENT, f"{pair.candidate.name} on {pair.placement}",
+    record = speedups.change(PLACEMENT, f"{pair.candidate.name} on {pair.placement}",
                     f"{pair.candidate.name} on JAX's default order", s, p)
     return (pair if record["made"] else default), record
 
@@ -110,7 +102,7 @@ def defend(pricer: Pricer, ranked: list, default_of: Callable, existing=None,
             break  # slower by the point figure: no later one is the defended best
         s = speedups.speedup(pricer.times(pair, pair.tag),
                              pricer.times(existing, existing_tag))
-        record = change(EXISTING, pair.candidate.name,
+        record = speedups.change(EXISTING, pair.candidate.name,
                         f"the existing deployment ({existing_tag})", s, p)
         changes.append(record)
         if record["made"]:
@@ -139,8 +131,7 @@ def _row_intervals(pricer: Pricer, pair, tag: str) -> dict:
         parts = pricer.video.parts(pair, tag)
         if all(v is not None for v in parts.values()):
             n = pricer.video.steps
-            stages = parts["text_encoder_s"] + parts["vae_decode_s"] + (
-                parts.get("conditioning_s") or 0.0)
+            stages = sum(parts.get(k) or 0.0 for k in intervals.STAGES)
             out["video"] = _interval(sum(parts.values()), pricer.times(pair, tag),
                                      (n * c, n * m + parts["reshard_s"], n * o + stages))
     return out
@@ -167,10 +158,10 @@ def annotate(plan, pricer: Pricer, pairs: dict, best, changes: list[dict],
     plan.uncertainty = {"method": "joint draws", **pricer.draws.record(), "ranked_by": by,
                         "rule": rule, "defend_p": p,
                         "speedups": rows, "changes": changes,
-                        "ties": _ties(plan, by, rows), "not_covered": NOT_COVERED}
+                        "ties": _ties(plan, by), "not_covered": NOT_COVERED}
 
 
-def _ties(plan, by: str, rows: list[dict]) -> list[dict]:
+def _ties(plan, by: str) -> list[dict]:
     mine = intervals.ranked_interval(plan.choice.extra, by)
     out = []
     for role, name, c in intervals.compared_rows(plan):

@@ -177,10 +177,8 @@ def defended(chosen: FlagSet, best: Pair, graphs: dict, speedup, p: float):
         return chosen, None
     s = speedup(graphs[(name, chosen.name)], graphs[(name, compile_flags.NONE)],
                 list(best.device_of))
-    record = {"what": "compiler flags", "to": chosen.name, "from": compile_flags.NONE,
-              "made": speedups.defended(s, p), "gain_pct": 100 * (1 - 1 / s.median),
-              "p": s.p_faster,
-              "words": speedups.change_words(f"flags {chosen.name}", "no flags", s, p)}
+    record = speedups.change("compiler flags", chosen.name, compile_flags.NONE, s, p)
+    record["words"] = speedups.change_words(f"flags {chosen.name}", "no flags", s, p)
     return (chosen if record["made"] else compile_flags.lookup(compile_flags.NONE)), record
 
 

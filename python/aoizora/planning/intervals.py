@@ -39,7 +39,7 @@ from aoizora.hardware.error_bands import Bands
 POINT, ROBUST = "point", "robust"
 SHOWN = 4   # ties named in the sentence; plan.json and the report list every one
 PER_VIDEO, PER_FORWARD = "seconds per video", "seconds per forward"
-_STAGES = ("text_encoder_s", "conditioning_s", "vae_decode_s")
+STAGES = ("text_encoder_s", "conditioning_s", "vae_decode_s")   # a video part outside the loop
 
 
 def _wide(bands: Bands):
@@ -65,7 +65,7 @@ def video(parts: dict | None, steps: int, fwd: dict | None, bands: Bands) -> dic
     """The interval of seconds per video from its parts; None while a part is missing."""
     if not parts or fwd is None or any(v is None for v in parts.values()):
         return None
-    stages = sum(parts.get(k, 0.0) for k in _STAGES)
+    stages = sum(parts.get(k, 0.0) for k in STAGES)
     s, r = _wide(bands).bounds(stages), bands.communication.bounds(parts["reshard_s"])
     return {"point_s": sum(parts.values()),
             "low_s": steps * fwd["low_s"] + r[0] + s[0],
@@ -209,9 +209,13 @@ def sentence(plan) -> str | None:
     each = "; ".join(f"{t['name']} {span(t)}, differs most in {t['most']} "
                      f"({'+' if t['by_part_s'][t['most']] >= 0 else '-'}"
                      f"{duration(abs(t['by_part_s'][t['most']]))})" for t in tied[:SHOWN])
-    more = (f"; and {len(tied) - SHOWN} more (plan.json's uncertainty.ties)"
+    return text + f" Ties (intervals overlap): {each}{_more(tied)}."
+
+
+def _more(tied: list) -> str:
+    """"; and 3 more (...)" for the ties beyond the SHOWN named in a sentence, else ""."""
+    return (f"; and {len(tied) - SHOWN} more (plan.json's uncertainty.ties)"
             if len(tied) > SHOWN else "")
-    return text + f" Ties (intervals overlap): {each}{more}."
 
 
 def _basis(band: dict) -> str:
@@ -232,9 +236,7 @@ def _drawn_sentence(plan, u: dict) -> str:
         return text + " No row ties it."
     each = "; ".join(f"{t['name']} {t['speedup']['low']:.3f}-{t['speedup']['high']:.3f}x "
                      f"(P = {t['speedup']['p_faster']:.2f})" for t in tied[:SHOWN])
-    more = (f"; and {len(tied) - SHOWN} more (plan.json's uncertainty.ties)"
-            if len(tied) > SHOWN else "")
-    return text + f" Ties: {each}{more}."
+    return text + f" Ties: {each}{_more(tied)}."
 
 
 def change_lines(plan) -> list[str]:

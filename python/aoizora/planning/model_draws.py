@@ -28,7 +28,8 @@ import tempfile
 import numpy as np
 
 from aoizora import _core
-from aoizora.hardware import figure_spread
+from aoizora.hardware import error_bands, figure_spread
+from aoizora.planning import intervals
 
 DRAWS = 100    # profiles drawn per plan: about 0.1 s per compared row of Wan 1.3B (measured:
                # plan.json planning.phases.joint_draws)
@@ -55,7 +56,9 @@ class ModelDraws:
         self.n, self.seed = n, seed
         doc = _profile(stage2)
         self.generation = stage2.topology.spec["generation"]
-        self.spreads = figure_spread.spreads(doc, self.generation)
+        rows = error_bands.read()
+        self.widening = figure_spread.widening(rows).get(self.generation, 1.0)
+        self.spreads = figure_spread.spreads(doc, self.generation, rows)
         self.factors = figure_spread.factors(self.spreads, n, seed)
         docs = figure_spread.draw(doc, self.spreads, n, seed)
         self.topologies = []
@@ -80,8 +83,7 @@ class ModelDraws:
 
     def video_s(self, graph, device_of, parts: dict, steps: int) -> np.ndarray:
         """Seconds per video in each draw from a row's video parts (plan_video.parts)."""
-        stages = sum(parts.get(k) or 0.0 for k in
-                     ("text_encoder_s", "conditioning_s", "vae_decode_s"))
+        stages = sum(parts.get(k) or 0.0 for k in intervals.STAGES)
         return (steps * self.step_s(graph, device_of)
                 + stages * self._factor("mxu_efficiency")
                 + parts["reshard_s"] * self._factor("link_bandwidth"))
@@ -89,5 +91,4 @@ class ModelDraws:
     def record(self) -> dict:
         return {"draws": self.n, "seed": self.seed, "generation": self.generation,
                 "spreads": [s.record() for s in self.spreads.values()],
-                "widening": figure_spread.widening(figure_spread.error_bands.read()).get(
-                    self.generation, 1.0)}
+                "widening": self.widening}

@@ -10,6 +10,7 @@ default compiler flags) is defended when P >= DEFEND.
     speedup(plan_t, row_t) -> Speedup
     interval(t) -> (low, high): the 90 % interval of one row's seconds
     defended(s, p=DEFEND) -> bool
+    change(what, new, old, s, p=DEFEND) -> dict: plan.json's record of a change considered
     change_words(new, old, s, p=DEFEND) -> str: the change in words, its median gain and P
 
 Pure functions of the arrays.
@@ -54,6 +55,13 @@ def interval(t: np.ndarray) -> tuple[float, float]:
 
 def defended(s: Speedup, p: float = DEFEND) -> bool:
     return s.p_faster >= p
+
+
+def change(what: str, new: str, old: str, s: Speedup, p: float = DEFEND) -> dict:
+    """plan.json's record of one change the plan considered (made: defended at `p`)."""
+    return {"what": what, "to": new, "from": old, "made": defended(s, p),
+            "gain_pct": 100 * (1 - 1 / s.median), "p": s.p_faster,
+            "words": change_words(new, old, s, p)}
 
 
 def change_words(new: str, old: str, s: Speedup, p: float = DEFEND) -> str:
