@@ -55,6 +55,14 @@ ATTENTION = {"none": "flash", "allgather_kv": "flash", "ring": "tokamax_ring",
              "ulysses": "ulysses", "ulysses_ring": "ulysses_ring"}
 STAND_IN = {"ring": "the plan priced a ring of jax's splash kernel over the context axis as a "
                     "stand-in for tokamax's ring kernel (MaxDiffusion's tokamax_ring)"}
+# The kernel MaxDiffusion runs in the ring steps is its own copy of tokamax's ring kernel
+# (kernels/splash_attention/ring_attention_kernel.py at the recorded commit), with
+# use_base2_exp in the Wan configs: what a plan priced in its place, by form.
+RING_STAND_IN = {
+    "ring": "PyPI tokamax's ring kernel (0.0.12, natural exp) stands in for MaxDiffusion's own "
+            "copy of it (base-2 exp, kernels/splash_attention/ring_attention_kernel.py)",
+    "ulysses_ring": "jax's splash kernel returning its residuals stands in for the ring steps "
+                    "of MaxDiffusion's own ring kernel (base-2 exp)"}
 FORM_OF = {"ring": "ring", "tokamax_ring": "ring", "ulysses": "ulysses",
            "ulysses_ring": "ulysses_ring"}
 # MaxDiffusion's base_wan_14b.yml rules, in order (first match wins).
@@ -139,7 +147,8 @@ def candidate_of(o: dict[str, Any]) -> Candidate:
               "block_kv_compute": int(blocks.get("block_kv_compute", blocks["block_kv"]))} \
         if blocks else {}
     return Candidate(candidate_name(data, fsdp, context, form, ulysses, tensor, wc),
-                     data, fsdp, context, form, ulysses, tensor, wc, **kernel)
+                     data, fsdp, context, form, ulysses, tensor, wc, **kernel,
+                     runtime="maxdiffusion")
 
 
 def config_of(model_name: str | None) -> str:
@@ -193,8 +202,7 @@ def to_maxdiffusion(plan, device_ids: list[int],
     in the order MaxDiffusion's own create_device_mesh builds, or why it cannot; `path` the
     file the document is written to (the launcher's command names it)."""
     c = Candidate.from_dict(plan.choice.strategy)
-    if candidate_of(overrides(c)).key() != c.key():  # a form MaxDiffusion cannot express
-        raise UserError(f"MaxDiffusion cannot express {c.name}: its config has no key for it")
+    _check_expressible(c)
     config = config_of(plan.model.get("name"))
     o = {**overrides(c), **workload_overrides(plan, len(device_ids))}
     args = _checked_args(o, config)
@@ -225,6 +233,7 @@ def to_maxdiffusion(plan, device_ids: list[int],
                     "simulated_video_s": plan.video.get("seconds"),
                     "steps": plan.video.get("steps"),
                     "attention_kernel": c.kernel,
+                    "priced_for": c.runtime, "executes": executes(c),
                     **({"stand_in": STAND_IN[c.form]}
                        if c.form in STAND_IN and c.kernel != ATTENTION[c.form] else {}),
                     "not_planned": _not_planned(plan)},
@@ -236,14 +245,42 @@ def to_maxdiffusion(plan, device_ids: list[int],
     }
 
 
+def _check_expressible(c: Candidate) -> None:
+    """UserError unless MaxDiffusion runs the very program the plan priced for `c`."""
+    if candidate_of(overrides(c)).key() == c.key():
+        return
+    if c.runtime != "maxdiffusion":
+        raise UserError(f"the plan priced {c.name} as AoiZora's JAX runtime runs it; "
+                        "MaxDiffusion would run another program (its attention heads are not "
+                        "split over tensor; attention=ulysses also runs cross-attention through "
+                        "Ulysses): re-plan with --emit maxdiffusion")
+    raise UserError(f"MaxDiffusion cannot express {c.name}: its config has no key for it")
+
+
+def executes(c: Candidate) -> dict[str, Any]:
+    """What MaxDiffusion executes for `c` at the recorded commit, as the plan must have priced
+    it (bench/maxdiffusion_check.py reads the same back from its code)."""
+    return {"attention": ATTENTION[c.form], "attention_heads_over_tensor": False,
+            "cross_attention": ("ulysses, text K/V over context" if c.form == "ulysses"
+                                else "local text K/V"),
+            "text_encoder": "host CPU (torch, float32)",
+            "vae_decode": "vae_spatial: width over every device",
+            **({"ring_kernel_stand_in": RING_STAND_IN[c.form]}
+               if c.form in RING_STAND_IN else {})}
+
+
 def _not_planned(plan) -> str:
     """What the plan leaves to the user's config: the stages around the loop run as their
     config has them (the plan priced its own shardings of them: plan.json's video)."""
     if plan.video.get("steps") is None:
         return ("num_inference_steps and everything outside the transformer forward: your "
                 "config's values stand")
-    return ("the text encoder's and the VAE's shardings (MaxDiffusion's own run; the plan's "
-            "seconds per video priced its best shardings of them, plan.json's video.stages)")
+    if plan.video.get("runtime") == "maxdiffusion":
+        return ("nothing: the text encoder on the host and the VAE on MaxDiffusion's own mesh "
+                "are priced as it runs them (plan.json's video)")
+    return ("priced for AoiZora's JAX runtime: the step is the program MaxDiffusion runs, but "
+            "its text encoder (on the host) and VAE (its own mesh) are not what the plan's "
+            "seconds per video priced; re-plan with --emit maxdiffusion for them")
 
 
 def libtpu_init_args(plan) -> str:

@@ -21,17 +21,49 @@ MODEL, WORKLOAD = get_model("wan2.1-t2v-14b"), get_workload("720p", 81)
 
 @pytest.mark.parametrize("n", [4, 8, 16])
 def test_every_candidate_round_trips_through_the_overrides(n):
-    for c in strategies.enumerate_candidates(MODEL, WORKLOAD, n):
+    for c in strategies.enumerate_candidates(MODEL, WORKLOAD, n, "maxdiffusion"):
         o = maxdiffusion.overrides(c)
         assert (o["ici_data_parallelism"] * o["ici_fsdp_parallelism"]
                 * o["ici_context_parallelism"] * o["ici_tensor_parallelism"]) == n
         assert maxdiffusion.candidate_of(o).key() == c.key(), c.name
 
 
+def test_a_jax_runtime_candidate_is_the_same_program_only_where_maxdiffusion_runs_it_so():
+    """MaxDiffusion never splits the attention's heads over tensor and runs Ulysses
+    cross-attention: a JAX-runtime candidate with tensor > 1 or the Ulysses form is another
+    program there (its key differs: the emit refuses it), every other one the same."""
+    changed = []
+    for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8):
+        same = maxdiffusion.candidate_of(maxdiffusion.overrides(c)).key() == c.key()
+        assert same == (c.tensor == 1 and c.form != "ulysses"), c.name
+        if not same:
+            changed.append(c)
+            with pytest.raises(UserError, match="re-plan with --emit maxdiffusion"):
+                maxdiffusion._check_expressible(c)
+    assert changed
+
+
+def test_maxdiffusion_runtime_rules_keep_the_attention_heads_whole():
+    """The rules a MaxDiffusion candidate's Layout uses: heads over tensor for the weights and
+    the MLP, never for the attention's activations; text K/V over context only for Ulysses."""
+    cands = {c.name: c for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8,
+                                                               "maxdiffusion")}
+    tp = cands["dp2-uly2-tp2"]
+    assert tp.rules["heads"] == ("tensor",) and tp.rules["attn_heads"] == ()
+    assert tp.rules["text_length"] == ("context",)
+    assert cands["dp2-ag2-tp2"].rules["text_length"] == ()
+    jax_tp = {c.name: c for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8)}
+    assert jax_tp["dp2-uly2-tp2"].rules["attn_heads"] == ("tensor",)
+    assert jax_tp["dp2-uly2-tp2"].rules["text_length"] == ()
+    # Ulysses over context alone must divide the heads under MaxDiffusion (40 heads: 8 does)
+    assert "uly8" in cands and kernels.attention_shapes(
+        tp, MODEL, WORKLOAD).heads == MODEL.heads // 2
+
+
 def test_a_tpu_candidate_carries_its_splash_block_sizes_as_flash_block_sizes():
     from aoizora.planning import kernels
 
-    for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8):
+    for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8, "maxdiffusion"):
         k = kernels.with_kernel(c, MODEL, WORKLOAD, "tpu", "v5e:2x4")
         o = maxdiffusion.overrides(k)
         # block_q twice: tokamax kernels and ulysses_ring read the forward block_q from
@@ -132,7 +164,7 @@ def _every_emitted_document():
         for wl in model.default_workloads()[:1]:
             resolution = wl.name.split("-")[0]
             for n, slice_ in ((4, "v5e:2x2"), (8, "v6e:2x4"), (16, "v5e:4x4")):
-                for c in strategies.enumerate_candidates(model, wl, n):
+                for c in strategies.enumerate_candidates(model, wl, n, "maxdiffusion"):
                     k = kernels.with_kernel(c, model, wl, "tpu", slice_)
                     plan = _plan(slice_, k, list(range(n)), name, resolution, wl.frames)
                     yield name, maxdiffusion.to_maxdiffusion(plan, list(range(n)))

@@ -52,6 +52,11 @@ def add_workload_args(p) -> None:
     p.add_argument("--workers", type=int_arg("--workers", 1, 256), default=None,
                    help="compile processes, 1 to 256 (default: one per two cores)")
     executor.add_argument(p)
+    p.add_argument("--runtime", choices=("jax", "maxdiffusion"), default=None,
+                   help="who runs the plan, priced as it executes: AoiZora's JAX runtime "
+                        "(Plan.mesh; the default) or MaxDiffusion (its sharding rules and "
+                        "kernels, the text encoder on the host; the default with --emit "
+                        "maxdiffusion)")
     p.add_argument("--oracle", action="store_true", default=None,
                    help="also simulate every fitting sharding x every placement")
     p.add_argument("--compile-target", choices=("tpu", "cpu"), default="tpu",
@@ -98,6 +103,23 @@ def register(sub) -> None:
                    help="also write the plan for a serving stack: `maxdiffusion FILE` writes "
                         "MaxDiffusion's config overrides and device order (docs/maxdiffusion.md)")
     p.set_defaults(run=run)
+
+
+def runtime_of(args) -> str:
+    """The runtime a plan is made for: --runtime, else MaxDiffusion's when the plan is emitted
+    for it; a JAX-runtime plan emitted for MaxDiffusion is refused (it would run another
+    program than the one priced)."""
+    from aoizora.errors import UserError
+
+    emit = args.emit[0] if getattr(args, "emit", None) else None
+    if args.runtime == "jax" and emit == "maxdiffusion":
+        raise UserError("--runtime jax with --emit maxdiffusion: MaxDiffusion would run "
+                        "another program than the one priced; leave out --runtime")
+    runtime = args.runtime or ("maxdiffusion" if emit == "maxdiffusion" else "jax")
+    if runtime == "maxdiffusion" and not isinstance(args.model, str):
+        raise UserError("--runtime maxdiffusion: MaxDiffusion runs its Wan presets only, not "
+                        "your own model")
+    return runtime
 
 
 def check_workload(args) -> None:
@@ -148,6 +170,7 @@ def run_planner(args):
                             run_ahead=not args.no_run_ahead, executor=jobs_on,
                             video=not args.no_video, steps=args.steps,
                             robust=bool(args.robust), flags=args.flags,
+                            runtime=runtime_of(args),
                             **({"defend_p": args.defend} if args.defend is not None else {}),
                             **({"draws": args.draws} if args.draws else {}),
                             **({"flag_budget": args.flag_budget} if args.flag_budget else {}))

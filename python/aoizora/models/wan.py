@@ -217,14 +217,19 @@ def sinusoidal(dim: int, t):
     return jnp.concatenate([jnp.cos(a), jnp.sin(a)], axis=-1)
 
 
+# The attention's activations name their heads "attn_heads" and the text tokens
+# "text_length": the runtime decides whether those are split (strategies.Candidate.rules).
+ACT = ("batch", "length", "attn_heads")
+
+
 def _heads(layout, cfg, x):
     b, s, _ = x.shape
     x = x.reshape(b, s, cfg.heads, cfg.head_dim)
-    return layout.constrain(x, ("batch", "length", "heads", None))
+    return layout.constrain(x, ACT + (None,))
 
 
 def _self_attention(cfg, layout, p, x, rope, kv_valid):
-    act = ("batch", "length", "heads")
+    act = ACT
     q = layout.constrain(_dense(layout, p["q"], x, ("fsdp", "heads"), ("heads",)), act)
     k = layout.constrain(_dense(layout, p["k"], x, ("fsdp", "heads"), ("heads",)), act)
     v = layout.constrain(_dense(layout, p["v"], x, ("fsdp", "heads"), ("heads",)), act)
@@ -242,7 +247,7 @@ def _self_attention(cfg, layout, p, x, rope, kv_valid):
 
 def _kv(layout, pk, pv, ctx):
     """The key and value projections [B,L,d] of context tokens ctx [B,L,d]."""
-    kv_act = ("batch", None, "heads")
+    kv_act = ("batch", "text_length", "attn_heads")
     return (layout.constrain(_dense(layout, pk, ctx, ("fsdp", "heads"), ("heads",)), kv_act),
             layout.constrain(_dense(layout, pv, ctx, ("fsdp", "heads"), ("heads",)), kv_act))
 
@@ -252,15 +257,15 @@ def _attend(cfg, layout, q, k, v, norm_k):
     b, l, _ = k.shape
     k = _rms_norm(k, norm_k, cfg.eps).reshape(b, l, cfg.heads, cfg.head_dim)
     v = v.reshape(b, l, cfg.heads, cfg.head_dim)
-    k = layout.constrain(k, ("batch", None, "heads", None))
-    v = layout.constrain(v, ("batch", None, "heads", None))
+    k = layout.constrain(k, ("batch", "text_length", "attn_heads", None))
+    v = layout.constrain(v, ("batch", "text_length", "attn_heads", None))
     return layout.cross_attention(q, k, v, q_block=cfg.q_block, kv_block=cfg.kv_block)
 
 
 def _cross_attention(cfg, layout, p, x, ctx, img=None):
     """Attention to the text tokens; with image tokens (Wan 2.1 I2V) the same queries attend
     them too, under their own softmax, and the two outputs are summed."""
-    act = ("batch", "length", "heads")
+    act = ACT
     q = layout.constrain(_dense(layout, p["q"], x, ("fsdp", "heads"), ("heads",)), act)
     k, v = _kv(layout, p["k"], p["v"], ctx)
     q = _heads(layout, cfg, _rms_norm(q, p["norm_q"], cfg.eps))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from aoizora.pipeline import price, stage_specs
+from aoizora.pipeline import host_encoder, price, stage_specs
 
 SIMULATED = "simulated"
 
@@ -130,20 +130,48 @@ class VideoModel:
     (module doc). `steps`: denoising steps, each one transformer forward of the CFG pair."""
 
     def __init__(self, cfg, workload, stage2, steps: int, stages: Stages,
-                 steps_source: str = "", switch_step: int | None = None):
+                 steps_source: str = "", switch_step: int | None = None,
+                 runtime: str = "jax"):
         self.cfg, self.workload, self.stage2 = cfg, workload, stage2
         self.steps, self.steps_source, self.switch_step = steps, steps_source, switch_step
-        self.stages = stages
+        self.stages, self.runtime = stages, runtime
         self._reshards: dict[tuple, list] = {}
 
+    def runs_maxdiffusion(self, tag: str = "") -> bool:
+        """Whether a row runs as MaxDiffusion executes it: every row of a plan for its
+        runtime, and its recipes (tag maxdiffusion-*) in any plan."""
+        return self.runtime == "maxdiffusion" or tag.startswith("maxdiffusion")
+
+    def host_text_encoder(self) -> price.StagePrice:
+        """The text encoder as MaxDiffusion runs it, on the host CPU (host_encoder.py)."""
+        return host_encoder.price(stage_specs.encoder_for(self.cfg),
+                                  self.stage2.topology.spec["generation"],
+                                  videos=max(1, self.workload.batch // 2))
+
     def stages_of(self, tag: str = "") -> tuple:
-        """(text encoder, VAE decode) StagePrices a row runs: the best of each, but a
-        MaxDiffusion recipe (tag maxdiffusion-*) decodes as MaxDiffusion does, its VAE over
-        every device along width (vae_spatial -1), when that option was priced."""
+        """(text encoder, VAE decode) StagePrices a row runs: the best of each on the slice,
+        but a row MaxDiffusion runs (runs_maxdiffusion) encodes the prompts on the host and
+        decodes with its VAE over every device along width (vae_spatial -1), when that
+        option was priced."""
         te, vae = self.stages.text_encoder, self.stages.vae_decode
-        if tag.startswith("maxdiffusion"):
-            vae = self._maxdiffusion_vae() or vae
+        if self.runs_maxdiffusion(tag):
+            te, vae = self.host_text_encoder(), self._maxdiffusion_vae() or vae
         return te, vae
+
+    def jax_runtime_gain(self, pair) -> dict | None:
+        """For a MaxDiffusion plan: the seconds per video the JAX runtime would save on the
+        same pair with the text encoder and the VAE on the slice at their best shardings
+        (advice, priced); None for a JAX-runtime plan or while a part is missing."""
+        if self.runtime != "maxdiffusion":
+            return None
+        own, best = self.stages_of(), (self.stages.text_encoder, self.stages.vae_decode)
+        if None in own or None in best:
+            return None
+        te_gain = own[0].simulated_s - best[0].simulated_s
+        vae_gain = own[1].simulated_s - best[1].simulated_s
+        return {"text_encoder_s": te_gain, "vae_decode_s": vae_gain,
+                "total_s": te_gain + vae_gain, "text_encoder_on": best[0].sharding,
+                "vae_decode_on": best[1].sharding}
 
     def _maxdiffusion_vae(self) -> price.StagePrice | None:
         """MaxDiffusion's own VAE decode sharding (width over every device), None when it
@@ -215,14 +243,13 @@ class VideoModel:
             out["notes"].append(f"{resident} of {experts} experts resident: the switch at step "
                                 f"{self.switch_step} loads the other's weights from host "
                                 "memory, which is not priced")
-        if any(t.startswith("maxdiffusion") for t in baselines):
-            own = self._maxdiffusion_vae()
-            out["notes"].append(
-                ("MaxDiffusion's rows decode with its own VAE sharding (width over every "
-                 "device)" if own else "MaxDiffusion's own VAE sharding (width over every "
-                 "device) was not priced (options say why): its rows decode on the plan's")
-                + "; it runs UMT5 on the host CPU (torch), which is not modelled: its rows "
-                "price the text encoder on the TPU, as the plan's")
+        out["runtime"] = self.runtime
+        gain = self.jax_runtime_gain(plan_pair)
+        if gain is not None:
+            out["jax_runtime_gain"] = gain
+        if self.runtime == "maxdiffusion" or any(t.startswith("maxdiffusion")
+                                                 for t in baselines):
+            out["notes"].append(self._maxdiffusion_note())
         if self.stages.conditioning():
             out["notes"].append("image to video: the image tokens and latents enter the "
                                 "transformer without a priced reshard")
@@ -240,6 +267,18 @@ class VideoModel:
                 "why": f"its {self.steps} steps save {saved * 1e3:.3f} ms, its reshards "
                        f"cost {cost * 1e3:.3f} ms more"}
         return out
+
+
+    def _maxdiffusion_note(self) -> str:
+        who = ("every row" if self.runtime == "maxdiffusion" else "MaxDiffusion's rows")
+        vae = ("decode with its own VAE sharding (width over every device)"
+               if self._maxdiffusion_vae() else "decode on the best VAE sharding: its own "
+               "(width over every device) was not priced (options say why)")
+        te = self.host_text_encoder()
+        return (f"{who} {vae}, and encode the prompts on the host CPU as MaxDiffusion does "
+                f"({te.simulated_s:.1f} s predicted per video, a new prompt: a repeated "
+                "one is served from its prompt cache; the upload of the embeddings is not "
+                "priced)")
 
 
 def _stage_record(s: price.StagePrice) -> dict:

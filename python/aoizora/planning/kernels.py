@@ -127,7 +127,7 @@ def attention_shapes(candidate, model, workload, kernel: str = "splash") -> Kern
     as the model pads it for `kernel`)."""
     c = candidate
     s = model.padded_len(workload, c.context, kernel=kernel)
-    heads = model.heads // c.tensor
+    heads = model.heads // getattr(c, "attention_tensor", c.tensor)
     d = model.dim // model.heads
     if c.form == "allgather_kv":
         shape = KernelShape(heads, s // c.context, s, d)

@@ -84,6 +84,8 @@ class Settings:
     draws: int = model_draws.DRAWS    # joint draws of the chip's figures (model_draws.py)
     defend_p: float = speedups.DEFEND  # P(better) a change to what the user runs needs
                                       # (confidence.py); 0: the best point figure, always
+    runtime: str = "jax"              # who runs the plan (strategies.RUNTIMES): every candidate
+                                      # is priced as that runtime executes it
 
 
 class Progress:
@@ -257,7 +259,8 @@ def _enumerate(run: _Run, model: str) -> list:
     if isinstance(run.cfg, FunctionSpec):
         candidates = strategies.function_candidates(run.cfg, run.stage2.num_devices)
     else:
-        candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_devices)
+        candidates = strategies.enumerate_candidates(run.cfg, run.wl, run.stage2.num_devices,
+                                                     run.settings.runtime)
     if not candidates:
         raise UserError(f"no legal sharding of {model} over {run.stage2.num_devices} devices")
     candidates = _bounded_rings(run, candidates)
@@ -832,7 +835,8 @@ def _video_model(run: _Run):
         if o.error and o.compiled:
             run.progress.note(f"{o.stage} {o.sharding} not priced: {o.error}")
     run.lap("video_stages", t0)
-    return plan_video.VideoModel(run.cfg, run.wl, run.stage2, steps, stages, source, switch)
+    return plan_video.VideoModel(run.cfg, run.wl, run.stage2, steps, stages, source, switch,
+                                 run.settings.runtime)
 
 
 def _pooled(pool: list[Pair], base_pairs: dict[str, Pair], video=None,

@@ -28,6 +28,16 @@ Parallelism kinds and what each shards:
             (as MaxDiffusion and the official FSDP+Ulysses deployment do).
     tensor  heads (q,k,v column-, o row-parallel) and the FFN hidden dim (Megatron style).
 
+The runtime that executes a candidate (RUNTIMES) is part of it, since the same degrees run
+as another program under another runtime:
+    jax           AoiZora's own (Plan.mesh / layout): the attention's heads split over tensor,
+                  cross-attention on local text K/V.
+    maxdiffusion  MaxDiffusion as its pyconfig resolves the rules (maxdiffusion.py): the
+                  attention's heads never split over tensor (it prepends
+                  [activation_self_attn_heads, None] and the cross-attention rule alike), and
+                  `attention=ulysses` runs cross-attention through Ulysses too, the text K/V
+                  split over the context axis.
+
 Mesh axes appear in the order data, fsdp, context (or ring, ulysses), tensor, only those of
 degree > 1 (a 1-chip candidate has the single axis data=1). The mesh's device order is the
 placement and is not part of a Candidate.
@@ -41,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 FORMS = ("none", "allgather_kv", "ring", "ulysses", "ulysses_ring")
+RUNTIMES = ("jax", "maxdiffusion")
 FORM_TAG = {"allgather_kv": "ag", "ring": "ring", "ulysses": "uly", "ulysses_ring": "usp"}
 
 # Baseline tags (see baseline_shardings).
@@ -80,6 +91,19 @@ class Candidate:
     # (kernels.BOUNDS: "mxu", "vpu/eup", "hbm-dma", "step-overhead"); "" for blockwise. It
     # describes the program, it does not change it: not part of key().
     kernel_bound: str = field(default="", compare=False)
+    runtime: str = "jax"         # who executes it (RUNTIMES)
+
+    @property
+    def attention_tensor(self) -> int:
+        """How many ways the attention's heads are split over the tensor axis: tensor under
+        AoiZora's runtime, 1 under MaxDiffusion's (its rules replicate them)."""
+        return 1 if self.runtime == "maxdiffusion" else self.tensor
+
+    @property
+    def runtime_changes_program(self) -> bool:
+        """Whether MaxDiffusion runs another program than AoiZora's runtime for these degrees:
+        heads over tensor, or Ulysses cross-attention."""
+        return self.runtime == "maxdiffusion" and (self.tensor > 1 or self.form == "ulysses")
 
     @property
     def ring(self) -> int:
@@ -122,7 +146,14 @@ class Candidate:
             fsdp = fsdp + ctx
         tensor = ("tensor",) if "tensor" in present else ()
         return {"batch": tuple(a for a in ("data", "fsdp") if a in present), "length": ctx,
-                "heads": tensor, "mlp": tensor, "fsdp": fsdp}
+                "heads": tensor, "mlp": tensor, "fsdp": fsdp,
+                "attn_heads": tensor if self.attention_tensor > 1 else (),
+                "text_length": ctx if self.runtime_ulysses_cross() else ()}
+
+    def runtime_ulysses_cross(self) -> bool:
+        """Cross-attention through Ulysses, the text K/V over the context axis (MaxDiffusion's
+        `attention=ulysses`)."""
+        return self.runtime == "maxdiffusion" and self.form == "ulysses"
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -156,6 +187,8 @@ class Candidate:
         """What changes the program (the name and baseline tags do not)."""
         d = dataclasses.asdict(self)
         d.pop("name"), d.pop("baselines"), d.pop("kernel_bound")
+        if not self.runtime_changes_program:
+            d.pop("runtime")  # the same program under both: one compile, one cache entry
         return d
 
 
@@ -193,12 +226,16 @@ def _forms(heads_per_tensor: int, context: int) -> list[tuple[str, int]]:
     return forms
 
 
-def enumerate_candidates(model, workload, n_chips: int) -> list[Candidate]:
-    """Every legal factorisation of n_chips into data x fsdp x context(form) x tensor.
+def enumerate_candidates(model, workload, n_chips: int, runtime: str = "jax"
+                         ) -> list[Candidate]:
+    """Every legal factorisation of n_chips into data x fsdp x context(form) x tensor, as
+    `runtime` runs it.
 
     Legal: data x fsdp divides the batch (CFG pair, so data <= 2); tensor divides heads,
-    dim and ffn_dim; Ulysses degree x tensor divides heads; the sequence is padded to a
-    multiple of context (always legal; `padding()` says how much)."""
+    dim and ffn_dim; Ulysses degree x the attention's tensor split divides heads; the
+    sequence is padded to a multiple of context (always legal; `padding()` says how much)."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r}: one of {', '.join(RUNTIMES)}")
     heads, dim = model.heads, model.dim
     ffn = getattr(model, "ffn_dim", dim)
     batch = workload.batch
@@ -210,10 +247,12 @@ def enumerate_candidates(model, workload, n_chips: int) -> list[Candidate]:
                 if heads % tensor or dim % tensor or ffn % tensor:
                     continue
                 context = rest // tensor
-                for form, u in _forms(heads // tensor, context):
+                split = 1 if runtime == "maxdiffusion" else tensor
+                for form, u in _forms(heads // split, context):
                     for wc in ((False, True) if context > 1 else (False,)):
                         name = candidate_name(data, fsdp, context, form, u, tensor, wc)
-                        out.append(Candidate(name, data, fsdp, context, form, u, tensor, wc))
+                        out.append(Candidate(name, data, fsdp, context, form, u, tensor, wc,
+                                             runtime=runtime))
     tags = _baseline_tags(out, heads, n_chips, batch)
     return [dataclasses.replace(c, baselines=tuple(sorted(tags.get(c.name, ()))))
             for c in out]
@@ -257,10 +296,11 @@ def _baseline_tags(cands: list[Candidate], heads: int, n: int, batch: int) -> di
     return tags
 
 
-def baseline_shardings(model, workload, n_chips: int) -> dict[str, Candidate]:
+def baseline_shardings(model, workload, n_chips: int, runtime: str = "jax"
+                       ) -> dict[str, Candidate]:
     """Baseline tag -> the candidate that implements it (absent when illegal for the slice)."""
     out = {}
-    for c in enumerate_candidates(model, workload, n_chips):
+    for c in enumerate_candidates(model, workload, n_chips, runtime):
         for t in c.baselines:
             out[t] = c
     return dict(sorted(out.items()))
@@ -351,7 +391,7 @@ class Layout:
     def _shard_map(self, body, q, k, v, kv_axes):
         import jax
 
-        qs = self.spec(("batch", "length", "heads", None), q.shape)
+        qs = self.spec(("batch", "length", "attn_heads", None), q.shape)
         ks = self.spec(kv_axes, k.shape)
         return jax.shard_map(body, mesh=self.mesh, in_specs=(qs, ks, ks), out_specs=qs,
                              check_vma=False)(q, k, v)
@@ -382,15 +422,22 @@ class Layout:
             body = partial(A.ulysses, axis="ulysses", kv_valid=kv_valid, inner=inner, **blocks)
         else:
             raise ValueError(f"unknown context form {c.form!r}")
-        return self._shard_map(body, q, k, v, ("batch", "length", "heads", None))
+        return self._shard_map(body, q, k, v, ("batch", "length", "attn_heads", None))
 
     def cross_attention(self, q, k, v, *, q_block, kv_block):
         from functools import partial
 
         from aoizora.models import attention as A
 
-        body = partial(A.local, q_block=q_block, kv_block=kv_block)
-        return self._shard_map(body, q, k, v, ("batch", None, "heads", None))
+        c = self.candidate
+        if c.runtime_ulysses_cross():
+            # MaxDiffusion's `attention=ulysses`: the text K/V split over context as well, an
+            # all-to-all to the heads and back as in self-attention (no padded keys).
+            body = partial(A.ulysses, axis=c.context_axes()[0][0], kv_valid=None,
+                           q_block=q_block, kv_block=kv_block)
+        else:
+            body = partial(A.local, q_block=q_block, kv_block=kv_block)
+        return self._shard_map(body, q, k, v, ("batch", "text_length", "attn_heads", None))
 
     def _splash(self, q, k, v, kv_valid):
         """The TPU Pallas splash kernel inside the candidate's context form (models/splash.py;
@@ -417,7 +464,7 @@ class Layout:
             body = partial(K.ulysses, axis="ulysses", ring_axes=("ring",), **kw)
         else:
             raise ValueError(f"unknown context form {c.form!r}")
-        return self._shard_map(body, q, k, v, ("batch", "length", "heads", None))
+        return self._shard_map(body, q, k, v, ("batch", "length", "attn_heads", None))
 
 
 def function_candidates(spec, n_chips: int) -> list[Candidate]:
