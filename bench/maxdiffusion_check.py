@@ -86,13 +86,57 @@ def config_types(md_dir: str) -> dict[str, dict[str, str]]:
     return out
 
 
+def _constants(tree) -> dict[str, str]:
+    """Module-level NAME = "string" assignments."""
+    return {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+            for t in n.targets if isinstance(t, ast.Name)}
+
+
+def attention_rules(md_dir: str) -> dict[str, list]:
+    """The rule tables pyconfig prepends for each attention family (common_types.py:
+    *_ATTENTION_AXIS_RULES, SEQUENCE_PARALLEL_AXIS_RULES), names resolved to strings."""
+    tree = ast.parse(open(os.path.join(md_dir, "src/maxdiffusion/common_types.py"),
+                          encoding="utf-8").read())
+    names = _constants(tree)
+    value = lambda n: (names[n.id] if isinstance(n, ast.Name)  # noqa: E731
+                       else n.value if isinstance(n, ast.Constant) else None)
+    out = {}
+    for n in tree.body:
+        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                and n.targets[0].id.endswith("_AXIS_RULES") and isinstance(n.value, ast.List)):
+            out[n.targets[0].id] = [[value(e) for e in r.elts] for r in n.value.elts]
+    return out
+
+
+def cross_local_kv_kernels(md_dir: str) -> list[str]:
+    """The kernels whose cross-attention keeps the text K/V local (FlaxWanAttention:
+    cross_attention_remapped_to_flash, or a flash kernel): the strings its two
+    `attention_kernel in (...)` tests name."""
+    tree = ast.parse(open(os.path.join(md_dir, "src/maxdiffusion/models/attention_flax.py"),
+                          encoding="utf-8").read())
+    out = set()
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                and n.targets[0].id in ("cross_attention_remapped_to_flash",
+                                        "cross_attention_uses_local_kv")):
+            for c in ast.walk(n.value):
+                if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.In):
+                    out |= {e.value for e in ast.walk(c.comparators[0])
+                            if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return sorted(out)
+
+
 def record(md_dir: str, path: str) -> None:
     commit, date = git_commit(md_dir)
     facts = {"what": "MaxDiffusion's config keys (YAML type of each default), registered "
-                     "attention kernels and flash_block_sizes keys, read from its checkout "
-                     "by bench/maxdiffusion_check.py --record",
+                     "attention kernels and flash_block_sizes keys, the attention rule tables "
+                     "pyconfig prepends and the kernels whose cross-attention keeps its K/V "
+                     "local, read from its checkout by bench/maxdiffusion_check.py --record",
              "commit": commit, "date": date, "kernels": registered_kernels(md_dir),
-             "block_size_keys": block_size_keys(md_dir), "configs": config_types(md_dir)}
+             "block_size_keys": block_size_keys(md_dir), "configs": config_types(md_dir),
+             "attention_rules": attention_rules(md_dir),
+             "cross_local_kv_kernels": cross_local_kv_kernels(md_dir)}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(facts, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -154,6 +198,12 @@ def check_one(md_dir: str, plan_path: str, emitted_path: str) -> dict:
         own = [int(d.id) for d in own_create(cfg, devices=list(devices), logging=False).flat]
     except (ValueError, NotImplementedError, AssertionError) as e:
         own = f"raises: {str(e).splitlines()[0]}"
+    import jax
+    import numpy as np
+
+    # the child's CPU devices in the mesh's shape: the attention is built, not run, and
+    # compile-only TPU devices hold no arrays
+    executed = _executed(cfg, np.array(jax.devices()[:planned.size]).reshape(planned.shape))
     from aoizora.models import get_model
 
     s, w = plan["choice"]["strategy"], plan["workload"]
@@ -178,15 +228,88 @@ def check_one(md_dir: str, plan_path: str, emitted_path: str) -> dict:
         "mesh_shape": list(planned.shape),
         "order_same_as_maxdiffusion": own == [int(d.id) for d in planned.flat]
         if isinstance(own, list) else own,
+        "executed": executed, "priced": _priced(plan, doc, len(devices)),
     }
 
 
+def _executed(cfg, mesh_devices) -> dict:
+    """What MaxDiffusion executes, read back through its own code: FlaxWanAttention built
+    for self- and cross-attention under the config (its effective kernel and axis names),
+    the names resolved by flax under pyconfig's final logical rules; the ring kernel's
+    module; the text encoder's run (host torch: dtype, calls, tokens); the VAE mesh as
+    _create_common_components builds it; the steps."""
+    import flax.linen as nn
+    from flax import nnx
+    from jax.sharding import Mesh
+    from maxdiffusion.models import attention_flax as af
+
+    mesh = Mesh(mesh_devices, tuple(cfg.mesh_axes))
+    out = {}
+    for role, is_self in (("self", True), ("cross", False)):
+        with mesh, nn.logical_axis_rules(cfg.logical_axis_rules):
+            a = af.FlaxWanAttention(
+                rngs=nnx.Rngs(0), query_dim=256, heads=2, dim_head=128,
+                attention_kernel=cfg.attention, mesh=mesh, is_self_attention=is_self,
+                attention_config={"ulysses_shards": cfg.ulysses_shards,
+                                  "use_base2_exp": getattr(cfg, "use_base2_exp", False)})
+        op = a.attention_op
+        spec = lambda names: [None if x is None else (list(x) if isinstance(x, tuple) else x)
+                              for x in nn.logical_to_mesh_axes(names, cfg.logical_axis_rules)]
+        q, kv = spec(op.axis_names_q), spec(op.axis_names_kv)
+        out[role] = {"kernel": op.attention_kernel, "q": q, "kv": kv,
+                     "heads_over_tensor": "tensor" in str(q[1]),
+                     "kv_length_over_context": "context" in str(kv[2])}
+    ring = af.tokamax_ring_attention_kernel.__name__
+    splash = af.splash_attention_kernel.__name__
+    out["kernel_module"] = ring if ("ring" in cfg.attention) else splash
+    out["use_base2_exp"] = bool(getattr(cfg, "use_base2_exp", False))
+    calls = 1 if cfg.use_batched_text_encoder else 2
+    out["text_encoder"] = {"device": "host CPU (torch)", "dtype": str(cfg.text_encoder_dtype),
+                           "calls": calls, "tokens": int(cfg.max_sequence_length)}
+    total = mesh_devices.size
+    spatial = total if cfg.vae_spatial == -1 else int(cfg.vae_spatial)
+    out["vae_mesh"] = [total // spatial, spatial]
+    out["steps"] = int(cfg.num_inference_steps)
+    return out
+
+
+def _priced(plan: dict, doc: dict, devices: int) -> dict:
+    """The same facts as the plan priced them (plan.json and the emitted file's aoizora)."""
+    from aoizora.planning.strategies import Candidate
+
+    c = Candidate.from_dict(plan["choice"]["strategy"])
+    video = plan.get("video", {})
+    te = (video.get("stages") or {}).get("text_encoder")
+    vae = (video.get("stages") or {}).get("vae_decode")
+    kernel = {"tokamax_ring": "tokamax (PyPI)", "splash":
+              "jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_kernel"}
+    return {"heads_over_tensor": c.attention_tensor > 1,
+            "text_kv_over_context": bool(c.rules.get("text_length")),
+            "kernel_module": kernel.get(c.kernel, c.kernel),
+            "stand_in": doc["aoizora"].get("executes", {}).get("ring_kernel_stand_in"),
+            "text_encoder": te, "vae_decode": vae, "devices": devices,
+            "steps": video.get("steps")}
+
+
 def _row_ok(r: dict) -> dict[str, bool]:
+    e, p = r["executed"], r["priced"]
+    same_kernel = e["kernel_module"] == p["kernel_module"]
     return {"keys": r["keys_accepted"], "kernel": r["kernel_registered"],
             "batch": r["prompts"] == r["plan_videos"],
             "video": r["video"] == r["plan_video"],
             "blocks": r["blocks"] == r["plan_blocks"] or r["plan_blocks"] is None,
-            "mesh": r["mesh_coords"] == r["plan_coords"]}
+            "mesh": r["mesh_coords"] == r["plan_coords"],
+            "specs": (e["self"]["heads_over_tensor"] == p["heads_over_tensor"]
+                      and e["cross"]["heads_over_tensor"] == p["heads_over_tensor"]
+                      and e["cross"]["kv_length_over_context"] == p["text_kv_over_context"]),
+            # the same module, or the plan names the stand-in it priced in its place
+            "kernel source": same_kernel or bool(p["stand_in"]),
+            "text encoder": (p["text_encoder"] == "host-cpu"
+                             and e["text_encoder"]["calls"] == 2
+                             and e["text_encoder"]["tokens"] == 512),
+            "VAE mesh": p["vae_decode"] == f"vae-width{p['devices']}"
+            and e["vae_mesh"] == [1, p["devices"]],
+            "steps": e["steps"] == p["steps"]}
 
 
 def main() -> int:
@@ -229,6 +352,8 @@ def main() -> int:
                 continue
             rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
     print(table(rows))
+    print()
+    print(executed_table(rows))
     failed += sum(not all(_row_ok(r).values()) for r in rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
@@ -236,6 +361,27 @@ def main() -> int:
     print(f"{len(rows) - (failed - (len(args.plans) - len(rows)))} of {len(args.plans)} plans "
           "pass every check")
     return 1 if failed else 0
+
+
+def executed_table(rows: list[dict]) -> str:
+    """What MaxDiffusion executes against what each plan priced."""
+    head = ("| plan | self / cross kernel | heads over tensor | text K/V over context | "
+            "kernel source | text encoder | VAE mesh | steps |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        ok, e, p = _row_ok(r), r["executed"], r["priced"]
+        mark = lambda k: "ok" if ok[k] else "MISMATCH"  # noqa: E731
+        src = e["kernel_module"].rsplit(".", 1)[-1]
+        te = e["text_encoder"]
+        lines.append(
+            f"| {os.path.basename(r['plan'])} | {e['self']['kernel']} / {e['cross']['kernel']} "
+            f"| {e['self']['heads_over_tensor']} ({mark('specs')}) | "
+            f"{e['cross']['kv_length_over_context']} | {src}"
+            f"{' (stand-in named)' if p['stand_in'] else ''} ({mark('kernel source')}) | "
+            f"{te['device']}, {te['dtype']}, {te['calls']} x {te['tokens']} "
+            f"({mark('text encoder')}) | {e['vae_mesh']} ({mark('VAE mesh')}) | "
+            f"{e['steps']} ({mark('steps')}) |")
+    return "\n".join(lines)
 
 
 def table(rows: list[dict]) -> str:

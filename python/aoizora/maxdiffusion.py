@@ -257,12 +257,41 @@ def _check_expressible(c: Candidate) -> None:
     raise UserError(f"MaxDiffusion cannot express {c.name}: its config has no key for it")
 
 
+def _rule_table(kernel: str) -> list:
+    """The attention rules pyconfig prepends for `kernel` (its ulysses_ring, ring, ulysses
+    and sequence-parallel families, in that order of precedence; every emitted command sets
+    attention_sharding_uniform, so one of them always applies), from the recorded contract."""
+    rules = contract()["attention_rules"]
+    if kernel.startswith("ulysses_ring"):
+        return rules["ULYSSES_RING_ATTENTION_AXIS_RULES"]
+    if "ring" in kernel:
+        return rules["RING_ATTENTION_AXIS_RULES"]
+    if "ulysses" in kernel:
+        return rules["ULYSSES_ATTENTION_AXIS_RULES"]
+    return rules["SEQUENCE_PARALLEL_AXIS_RULES"]
+
+
+def resolved_attention(kernel: str) -> dict[str, bool]:
+    """What MaxDiffusion's rules (the recorded tables, first match wins) make of the attention
+    under `kernel`: whether the heads are split over tensor and whether cross-attention's
+    text K/V are split over context."""
+    table = dict((r[0], r[1]) for r in reversed(_rule_table(kernel)))
+    local_kv = kernel in contract()["cross_local_kv_kernels"]
+    return {"heads_over_tensor": table["activation_self_attn_heads"] is not None
+            and "tensor" in table["activation_self_attn_heads"],
+            "cross_kv_over_context": not local_kv
+            and table["activation_cross_attn_kv_length"] == "context"}
+
+
 def executes(c: Candidate) -> dict[str, Any]:
     """What MaxDiffusion executes for `c` at the recorded commit, as the plan must have priced
     it (bench/maxdiffusion_check.py reads the same back from its code)."""
-    return {"attention": ATTENTION[c.form], "attention_heads_over_tensor": False,
-            "cross_attention": ("ulysses, text K/V over context" if c.form == "ulysses"
-                                else "local text K/V"),
+    kernel = ATTENTION[c.form]
+    resolved = resolved_attention(kernel)
+    return {"attention": kernel,
+            "attention_heads_over_tensor": resolved["heads_over_tensor"],
+            "cross_attention": ("through the kernel, text K/V over context"
+                                if resolved["cross_kv_over_context"] else "local text K/V"),
             "text_encoder": "host CPU (torch, float32)",
             "vae_decode": "vae_spatial: width over every device",
             **({"ring_kernel_stand_in": RING_STAND_IN[c.form]}

@@ -319,3 +319,19 @@ def test_the_launcher_runs_maxdiffusions_entry_point_with_the_planned_devices(tm
     last = bad.stderr.strip().splitlines()[-1]
     assert "Traceback" not in bad.stderr and last.startswith("aoizora.launch.maxdiffusion: "
                                                                "error: the config asks for")
+
+
+def test_every_maxdiffusion_candidate_is_priced_as_the_recorded_rules_resolve_it():
+    """The contract test of what MaxDiffusion executes: its recorded rule tables (first match
+    wins, the table pyconfig prepends for the kernel) and the kernels whose cross-attention
+    keeps local K/V decide whether the attention's heads are split over tensor and whether
+    the text K/V are split over context; the candidate's Layout rules (what the plan lowers
+    and prices) must say the same, for every candidate on 8 devices."""
+    for c in strategies.enumerate_candidates(MODEL, WORKLOAD, 8, "maxdiffusion"):
+        md = maxdiffusion.resolved_attention(maxdiffusion.ATTENTION[c.form])
+        heads_split = bool(c.rules["attn_heads"])
+        text_split = bool(c.rules["text_length"])
+        assert heads_split == (md["heads_over_tensor"] and c.tensor > 1), c.name
+        assert text_split == (md["cross_kv_over_context"] and c.context > 1), c.name
+    assert maxdiffusion.resolved_attention("ulysses")["cross_kv_over_context"]
+    assert not maxdiffusion.resolved_attention("ulysses_ring")["cross_kv_over_context"]

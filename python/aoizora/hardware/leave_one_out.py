@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from aoizora.hardware import calibrate
+from aoizora.hardware import calibrate, hosts
 from aoizora.hardware.measurements import Measurements
 
 LEFT_OUT = "left out for leave-one-out"
@@ -66,7 +66,11 @@ def run(m: Measurements, base: dict, generation: str, date: str = "",
         if len(used) == 1:
             row.why_not = "the generation's only point: nothing left to fit without it"
         else:
-            fit = calibrate.fit(_without(m, p.id), base, generation, "leave-one-out base", date)
+            # A host figure fitted with this point (hardware/hosts.json) saw it: the fit
+            # without it takes the nominal host instead.
+            with hosts.not_fitted_to(p.id):
+                fit = calibrate.fit(_without(m, p.id), base, generation, "leave-one-out base",
+                                    date)
             row.left_out_s = next(q.after_s for q in fit.points if q.id == p.id)
         rows.append(row)
     if checks:

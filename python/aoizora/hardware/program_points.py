@@ -36,6 +36,9 @@ import re
 from dataclasses import dataclass
 
 STAGES = ("text_encoder", "vae_decode")   # a video's stages, in the order they run
+# A text encoder stage run on the host CPU (MaxDiffusion's): {"stage": "text_encoder",
+# "sharding": "host-cpu"}, no program; priced by pipeline/hosts.py.
+HOST = "host-cpu"
 
 
 def held_out_reason(value) -> str:
@@ -168,7 +171,8 @@ class Video(Program):
     def parts(self, hardware: str | None = None) -> VideoParts:
         from aoizora import _core
 
-        stage = {s.stage: _simulate(s.hlo, self.topology, s.mesh, hardware) for s in self.stages}
+        stage = {s.stage: self._host_seconds() if s.sharding == HOST
+                 else _simulate(s.hlo, self.topology, s.mesh, hardware) for s in self.stages}
         spec = _core.make_topology(self.topology, hardware or "").spec
         # pipeline/reshard.py's price: one hop and the busiest chip's bytes over one link.
         reshard = sum(spec["hop_latency"] + b / spec["link_bandwidth"]
@@ -179,9 +183,17 @@ class Video(Program):
     def simulate(self, hardware: str | None = None) -> float:
         return self.parts(hardware).total_s
 
+    def _host_seconds(self) -> float:
+        """The text encoder as MaxDiffusion ran it, on the host CPU (hardware/hosts.json's
+        figure for the generation)."""
+        from aoizora.models import umt5
+        from aoizora.hardware import hosts
+
+        return hosts.seconds(umt5.UMT5_XXL, hosts.host_figure(self.generation))
+
     def programs(self) -> list[tuple[str, str, tuple]]:
         return [("", self.hlo, self.mesh)] + [
-            (f"stages.{s.stage}.", s.hlo, s.mesh) for s in self.stages]
+            (f"stages.{s.stage}.", s.hlo, s.mesh) for s in self.stages if s.hlo]
 
 
 def _mesh(value, where: str, key: str) -> tuple:
@@ -195,6 +207,8 @@ def _mesh(value, where: str, key: str) -> tuple:
 def _stage(d, where: str, folder: str) -> Stage:
     if not isinstance(d, dict) or d.get("stage") not in STAGES:
         raise ValueError(f"{where}: each of 'stages' needs 'stage', one of {', '.join(STAGES)}")
+    if d["stage"] == "text_encoder" and d.get("sharding") == HOST:
+        return Stage("text_encoder", HOST, "", ())
     for key in ("sharding", "hlo"):
         if not isinstance(d.get(key), str) or not d[key]:
             raise ValueError(f"{where}: stage {d['stage']} needs a string '{key}'")

@@ -64,7 +64,7 @@ class Pricer:
         if any(v is None for v in parts.values()):
             return self.step_s(pair) * self.video.steps
         return self.draws.video_s(self.graphs[pair.candidate.name], pair.device_of, parts,
-                                  self.video.steps)
+                                  self.video.steps, host=self.video.runs_maxdiffusion(tag))
 
 
 def _same(a, b) -> bool:

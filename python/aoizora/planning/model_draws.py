@@ -7,7 +7,8 @@ d and row j's in draw d come from one model of the chip: their ratio carries onl
 differs between them. Seconds per video add to the simulated steps the stages around the
 loop (text encoder, conditioning, VAE decode) and the reshards, scaled by the draw's
 factor on mxu_efficiency and on link_bandwidth respectively (they are priced once per
-setting, not simulated again per draw).
+setting, not simulated again per draw); a text encoder run on the host CPU (MaxDiffusion's)
+by a draw of the host figure instead (hardware/hosts.py spread).
 
     ModelDraws(stage2, n=DRAWS, seed=SEED)    the n drawn slices; UncertainModel raised
         when the slice's generation has no hardware profile to draw from (a topology file's
@@ -28,7 +29,7 @@ import tempfile
 import numpy as np
 
 from aoizora import _core
-from aoizora.hardware import error_bands, figure_spread
+from aoizora.hardware import error_bands, figure_spread, hosts
 from aoizora.planning import intervals
 
 DRAWS = 100    # profiles drawn per plan: about 0.1 s per compared row of Wan 1.3B (measured:
@@ -60,6 +61,11 @@ class ModelDraws:
         self.widening = figure_spread.widening(rows).get(self.generation, 1.0)
         self.spreads = figure_spread.spreads(doc, self.generation, rows)
         self.factors = figure_spread.factors(self.spreads, n, seed)
+        # The host's text-encoder figure (hardware/hosts.py), drawn on its own stream so the
+        # chip's draws stay those of its figures alone.
+        self.host_spread = hosts.spread(self.generation)
+        self.host_factor = np.exp(self.host_spread * np.random.default_rng(
+            (seed, 1)).standard_normal(n))
         docs = figure_spread.draw(doc, self.spreads, n, seed)
         self.topologies = []
         with tempfile.TemporaryDirectory(prefix="aoizora-draws-") as d:
@@ -81,14 +87,18 @@ class ModelDraws:
     def _factor(self, figure: str) -> np.ndarray:
         return self.factors.get(figure, np.ones(self.n))
 
-    def video_s(self, graph, device_of, parts: dict, steps: int) -> np.ndarray:
-        """Seconds per video in each draw from a row's video parts (plan_video.parts)."""
+    def video_s(self, graph, device_of, parts: dict, steps: int,
+                host: bool = False) -> np.ndarray:
+        """Seconds per video in each draw from a row's video parts (plan_video.parts); with
+        `host`, its text encoder ran on the host CPU and takes the host figure's draw."""
         stages = sum(parts.get(k) or 0.0 for k in intervals.STAGES)
+        on_host = (parts.get("text_encoder_s") or 0.0) if host else 0.0
         return (steps * self.step_s(graph, device_of)
-                + stages * self._factor("mxu_efficiency")
+                + (stages - on_host) * self._factor("mxu_efficiency")
+                + on_host * self.host_factor
                 + parts["reshard_s"] * self._factor("link_bandwidth"))
 
     def record(self) -> dict:
         return {"draws": self.n, "seed": self.seed, "generation": self.generation,
                 "spreads": [s.record() for s in self.spreads.values()],
-                "widening": self.widening}
+                "host_spread": self.host_spread, "widening": self.widening}
