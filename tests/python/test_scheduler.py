@@ -1,7 +1,7 @@
 """models/scheduler.py beside diffusers' UniPCMultistepScheduler (Wan's configuration), run
 step by step on small random latents with random "model outputs"; the expert switch of Wan
-2.2; each preset's step count. MAXDIFFUSION_DIR (a MaxDiffusion checkout) also checks the
-table against its configs."""
+2.2; each preset's step count, checked against MaxDiffusion's configs (excerpts in
+tests/data/maxdiffusion)."""
 
 import os
 
@@ -16,6 +16,7 @@ from aoizora.models import scheduler as S
 # each bug below moves some step's latents by 0.14 (no corrector) to 2.6 (off by one).
 TOL = 1e-5
 SHAPE = (1, 4, 2, 3, 5)  # [B, z, T, h, w]
+MAXDIFFUSION_CONFIGS = os.path.join(os.path.dirname(__file__), "..", "data", "maxdiffusion")
 
 
 def _diffusers(steps, shift, **options):
@@ -179,23 +180,26 @@ def test_every_preset_has_a_run_and_the_two_expert_ones_a_boundary():
         S.default_steps("wan3")
 
 
-@pytest.mark.skipif(not os.path.isdir(os.environ.get("MAXDIFFUSION_DIR", "")),
-                    reason="MAXDIFFUSION_DIR: no MaxDiffusion checkout")
 def test_the_table_is_maxdiffusions_configs():
+    """The table against MaxDiffusion's own lines (tests/data/maxdiffusion: excerpts of its
+    configs at the commit the recorded contract names, so a re-recorded contract asks for them
+    again)."""
     import yaml
 
-    from aoizora.maxdiffusion import CONFIG_OF
+    from aoizora.maxdiffusion import CONFIG_OF, contract
     from aoizora.models import MODELS
 
+    recorded = contract()
+    assert set(CONFIG_OF.values()) == set(recorded["configs"])
     for name, yml in CONFIG_OF.items():
-        with open(os.path.join(os.environ["MAXDIFFUSION_DIR"], "src/maxdiffusion/configs",
-                               yml)) as f:
-            doc = yaml.safe_load(f)
+        text = open(os.path.join(MAXDIFFUSION_CONFIGS, yml), encoding="utf-8").read()
+        assert recorded["commit"] in text, f"{yml}: refresh it from the contract's commit"
+        doc = yaml.safe_load(text)
         run = S.denoising(name)
         assert yml in run.source, name
-        assert (run.steps, run.flow_shift) == (doc["num_inference_steps"], doc["flow_shift"])
+        assert (run.steps, run.flow_shift) == (doc["num_inference_steps"], doc["flow_shift"]), name
         if "boundary_ratio" in doc:
             assert MODELS[name].boundary_ratio == doc["boundary_ratio"], name
-            assert run.guidance == (doc["guidance_scale_high"], doc["guidance_scale_low"])
+            assert run.guidance == (doc["guidance_scale_high"], doc["guidance_scale_low"]), name
         else:
             assert run.guidance == (doc["guidance_scale"],), name

@@ -104,8 +104,8 @@ def _extremes(values: list[float]) -> dict[str, Any]:
 
 def without_baseline(ok: list[dict[str, Any]], tag: str, speedup: str) -> list[str]:
     """'key: why' for each result with no speedup against baseline `tag` (its sharding did
-    not compile or could not be priced: the plan's baselines_failed, kept by the evaluation
-    since issue 34; older results say only that it is missing)."""
+    not compile or could not be priced: the plan's baselines_failed; a result without that
+    field says only that it is missing)."""
     out = []
     for r in ok:
         if r["speedup"].get(speedup) is None:

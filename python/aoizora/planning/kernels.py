@@ -79,7 +79,7 @@ def scoped_vmem_bytes() -> int:
 
 # MaxDiffusion's published block sizes (block_q, block_kv, block_kv_compute) for a baseline
 # recipe on a slice: (generation, devices, baseline tag) -> blocks. v6e-8 Ulysses 4 and
-# TPU7x-8 Ulysses 2 x ring 2 are its tuned serving profiles (issue 16; MaxDiffusion PRs);
+# TPU7x-8 Ulysses 2 x ring 2 are its tuned serving profiles (from MaxDiffusion's PRs);
 # the TPU7x profile's kernel computes in 1024-key sub-tiles (block_kv_compute_in), which is
 # what block_kv_compute means for jax's splash kernel. Every other recipe runs the default.
 PUBLISHED_BLOCKS = {

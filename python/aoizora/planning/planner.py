@@ -43,9 +43,9 @@ from aoizora.planning.stage2 import NoDefaultOrder, Pair, Stage2, UnknownTripCou
 SIMULATED_PAIRS = 8
 # The longest ring a candidate may have (ring steps; the ring and Ulysses x ring forms). The
 # ring is unrolled, one kernel call and a permute of the K and V per step, each permute
-# naming every device pair: the lowered text grows with the square of the ring (wan-tiny,
-# Ulysses 2 x ring: 0.33 MB at 32 steps, 2.6 MB at 128, 35 MB at 512; about 3 GB at 5000, a
-# 10,000-device slice, which filled this machine's memory before its lowering ended).
+# naming every device pair: the lowered text grows with the square of the ring, and a
+# 10,000-device slice's ring outgrows memory before its lowering ends (sizes measured:
+# docs/results/code_history.md).
 MAX_RING_STEPS = 512
 # The most chips along one axis libtpu 0.0.42.1's TPU compiler takes: it describes larger
 # slices (v5e:100x100 in 0.3 s) but aborts compiling for them ("Check failed:
@@ -528,10 +528,8 @@ def _backend_prediction(run: _Run, c) -> str | None:
     when either is over or unknown: only the backend can say, so the sharding is compiled
     in full. A kernel that returns its residuals (the ring steps: tokamax's ring kernel, jax's
     splash kernel in the Ulysses x ring form) is always left to the backend: no bound from
-    its blocks is checked for it (tokamax, TPU7x, 4736 x 2560 x 512, 20 heads: 100.6 MiB, 31
-    of them spill slots, where the bound says 69.6; splash with residuals, TPU7x, 8192 x
-    1024 x 512: 73.48 MiB where the bound without them said 53.0 and the plan did not
-    compile)."""
+    its blocks is checked for it, as libtpu took far more VMEM for such kernels than the
+    bound (docs/results/code_history.md)."""
     if kernels.returns_residuals(c):
         return None
     spec = run.stage2.topology.spec

@@ -32,8 +32,8 @@ DEFAULT_K = 4
 # Q1 rank (0-based) of the sharding that won after Stage 2 and the simulator, with every
 # fitting sharding compiled (`aoizora eval --grid paper --oracle`), on the fit half of the
 # grid only (recall is reported on the other half): 480p 21f, 720p 21f and 720p 41f on
-# v5e:2x2, v5e:2x4 and v5e:4x4, Wan 2.1 14B then Wan 2.1 1.3B, Q1 priced on placements (the
-# issue-34 grid, commit ad285d2, complete; docs/results/README.md: the held-out half).
+# v5e:2x2, v5e:2x4 and v5e:4x4, Wan 2.1 14B then Wan 2.1 1.3B, Q1 priced on placements
+# (docs/results/grid.md: the run they come from and the held-out half).
 MEASURED_WINNER_RANKS: tuple[int, ...] = (0, 0, 1, 2, 1, 1, 0, 5, 1,
                                           0, 1, 3, 1, 2, 1, 0, 0, 0)
 
