@@ -4,8 +4,15 @@ frontier of latency per video against videos per hour and cost per video over th
 each slice into replicas, each replica shape planned by the planner (serving/survey.py;
 docs/serving.md). With --latency-bound or --objective, the pick: the split that serves the
 most videos per hour (or, --objective cost, the cheapest per video) within the bound (any
-latency without one), and why. Exit 0; 1 when no split meets the bound (the table is still
-printed); 2 on bad input, before any work."""
+latency without one), and why.
+
+Under load (`--rate R/h [--p99 S] [--arrivals poisson|FILE.csv] [--batch-wait T] [--requests
+N] [--warmup W] [--seed K] [--load-chart PNG]`): every split and batch fed one stream of
+requests through the queue simulator (serving/load.py): capacity, utilisation, p50/p90/p99
+latency, cost per video at that rate, and with --p99 the cheapest configuration within it.
+
+Exit 0; 1 when no split meets the latency bound or no configuration the p99 bound (the
+tables are still printed); 2 on bad input, before any work."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ of a survey, its simulated p99 latency against the rate of requests, up to its c
 the stream's own rate and the p99 bound drawn across.
 
     rates(rows, load, points=16) -> [requests per hour]   the sweep: geometric from a
-        twentieth of the least capacity to 0.97 of the most, and the stream's own rate
+        twentieth of the least capacity to 0.97 of the most, 0.6 to 0.95 of each
+        configuration's capacity, and the stream's own rate
     curves(rows, load, prices, rates) -> {label: [(rate, p99_s)]}   stable points only
     draw(rows, load, prices, path, title, bound_s=None) -> curves(...), after writing the PNG
 
@@ -35,18 +36,25 @@ def rates(rows: list[Row], stream: load.Load, points: int = 16) -> list[float]:
     if not caps:
         return [stream.rate_per_hour]
     grid = np.geomspace(min(caps) / 20.0, max(caps) * 0.97, points)
-    return sorted({*map(float, grid), stream.rate_per_hour})
+    near = [c * f for c in caps for f in _NEAR]
+    return sorted({*map(float, grid), *near, stream.rate_per_hour})
+
+
+_NEAR = (0.6, 0.8, 0.9, 0.95)   # fractions of each capacity swept too: where the tail rises
 
 
 def curves(rows: list[Row], stream: load.Load, prices: PriceTable,
            at: list[float]) -> dict[str, list[tuple[float, float]]]:
     """Per configuration with figures ("v5e:4x4 2 x 2x4 B=1"), (rate, p99) at each rate of
-    `at` it keeps up with."""
+    `at` it keeps up with; a split whose every row is over a rate is not simulated at it."""
     out: dict[str, list[tuple[float, float]]] = {}
     for rate in at:
+        keeps_up = {(r.topology, r.split) for r in rows if r.priced and r.latency_s
+                    and r.replicas * r.batch * 3600.0 / r.latency_s > rate}
         times = arrivals.scaled(stream.arrivals_s, stream.rate_per_hour, rate)
         moved = dataclasses.replace(stream, rate_per_hour=rate, arrivals_s=times)
-        for r in load.under_load(rows, moved, prices):
+        for r in load.under_load([r for r in rows if (r.topology, r.split) in keeps_up],
+                                 moved, prices):
             if r.p99_s is not None and r.stable:
                 out.setdefault(f"{r.topology} {r.split} B={r.batch}", []).append(
                     (rate, r.p99_s))
@@ -65,8 +73,12 @@ def draw(rows: list[Row], stream: load.Load, prices: PriceTable, path: str, titl
 
     drawn = curves(rows, stream, prices, rates(rows, stream))
     fig, ax = plt.subplots(figsize=(8, 5))
-    for label, pts in sorted(drawn.items()):
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", markersize=3, label=label)
+    colours = plt.get_cmap("tab20")
+    slices = sorted({label.split(" ")[0] for label in drawn})
+    for i, (label, pts) in enumerate(sorted(drawn.items())):
+        style = ("-", "--", ":", "-.")[slices.index(label.split(" ")[0]) % 4]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle=style,
+                markersize=3, color=colours(i % 20), label=label)
     ax.axvline(stream.rate_per_hour, color="grey", linestyle="--", linewidth=1,
                label=f"{stream.rate_per_hour:,.4g} requests per hour")
     if bound_s is not None:

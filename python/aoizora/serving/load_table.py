@@ -1,7 +1,7 @@
 """The under-load rows (load.py) as text at the terminal's width (terminal.py): a heading
 that states the stream and the policy, a table (one line a configuration: capacity,
-utilisation, p50 / p90 / p99, cost per video, whether it meets the p99 bound), the rows
-without figures and why, and the pick.
+utilisation, p50 / p90 / p99 ("overloaded" where the rate is over the capacity), cost per
+video, whether it meets the p99 bound), the rows without figures and why, and the pick.
 
     lines(load_rows, load, chosen, bound_s, console) -> [str]   the table rendered, then
         the lines beneath it, each fitted to console.width
@@ -32,22 +32,27 @@ def heading(load: Load) -> str:
 def _verdict(r: LoadRow, bound_s: float | None) -> str:
     if r.p99_s is None:
         return "-"
-    if not r.stable:
-        return "overloaded"
-    if bound_s is None:
+    if not r.stable or bound_s is None:
         return "-"
     return "meets" if r.p99_s <= bound_s else "over"
 
 
-def _cells(r: LoadRow, bound_s: float | None) -> dict[str, str]:
-    def num(x, fmt):
-        return "-" if x is None else f"{x:{fmt}}"
+def _seconds(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
 
+
+def _cells(r: LoadRow, bound_s: float | None) -> dict[str, str]:
+    """One row's cells; an overloaded row's percentiles are left out (they grow with the
+    number of requests simulated), its p99 cell says so."""
+    over = r.p99_s is not None and not r.stable
     return {"slice": r.topology, "split": r.split, "B": str(r.batch),
-            "capacity\nper hour": num(r.capacity_per_hour, ",.1f"),
+            "capacity\nper hour": "-" if r.capacity_per_hour is None
+            else f"{r.capacity_per_hour:,.1f}",
             "busy": "-" if r.utilisation is None else f"{r.utilisation:.0%}",
-            "p50 s": num(r.p50_s, ".4g"), "p90 s": num(r.p90_s, ".4g"),
-            "p99 s": num(r.p99_s, ".4g"), "USD /\nvideo": num(r.usd_per_video, ".3g"),
+            "p50 s": "-" if over else _seconds(r.p50_s),
+            "p90 s": "-" if over else _seconds(r.p90_s),
+            "p99 s": "overloaded" if over else _seconds(r.p99_s),
+            "USD /\nvideo": "-" if r.usd_per_video is None else f"{r.usd_per_video:.3g}",
             "p99\nbound": _verdict(r, bound_s)}
 
 
