@@ -161,7 +161,7 @@ def pick(rows: list[LoadRow], bound_s: float) -> Pick:
     if not meets:
         best = min(stable, key=lambda r: r.p99_s)
         return Pick(None, f"no configuration meets p99 <= {bound_s:g} s: the lowest p99, "
-                          f"{_label(best)}, is {best.p99_s:.3g} s")
+                          f"{_label(best)}, is {_s(best.p99_s)}")
     best = min(meets, key=_cost_order)
     return Pick(best, _why(best, meets, stable, bound_s))
 
@@ -174,7 +174,7 @@ def _why(best: LoadRow, meets: list[LoadRow], stable: list[LoadRow], bound_s: fl
     n = len(meets)
     what = ("the cheapest per video" if best.usd_per_video is not None
             else "the lowest p99 (none of them has a price)")
-    text = (f"{_label(best)}: p99 {best.p99_s:.3g} s, within {bound_s:g} s, "
+    text = (f"{_label(best)}: p99 {_s(best.p99_s)}, within {bound_s:g} s, "
             f"{best.utilisation:.0%} busy, {_usd(best)}: {what} of the {n} "
             f"configuration{'s' if n > 1 else ''} that meet it")
     ties = [r for r in meets if r is not best and r.usd_per_video == best.usd_per_video
@@ -185,12 +185,16 @@ def _why(best: LoadRow, meets: list[LoadRow], stable: list[LoadRow], bound_s: fl
     over = [r for r in stable if r not in meets and _cost_order(r) < _cost_order(best)]
     if over:
         o = min(over, key=_cost_order)
-        text += f"; {_label(o)} would cost {_usd(o)} but its p99 is {o.p99_s:.3g} s"
+        text += f"; {_label(o)} would cost {_usd(o)} but its p99 is {_s(o.p99_s)}"
     return text
 
 
 def _label(r: LoadRow) -> str:
     return f"{r.split} on {r.topology} at batch {r.batch}"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds >= 1000 else f"{seconds:.3g} s"
 
 
 def _usd(r: LoadRow) -> str:

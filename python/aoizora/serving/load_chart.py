@@ -70,6 +70,7 @@ def draw(rows: list[Row], stream: load.Load, prices: PriceTable, path: str, titl
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     drawn = curves(rows, stream, prices, rates(rows, stream))
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -86,6 +87,10 @@ def draw(rows: list[Row], stream: load.Load, prices: PriceTable, path: str, titl
                    label=f"p99 bound {bound_s:g} s")
     ax.set(xscale="log", yscale="log", xlabel="requests per hour (offered)",
            ylabel="p99 latency, s (queue + service)")
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     source = "Poisson" if stream.source == "poisson" else "trace, gaps scaled"
