@@ -211,3 +211,17 @@ def test_bad_load_input_is_one_line_and_exit_2(args, message, tmp_path):
     lines = [line for line in r.stderr.splitlines() if "error" in line]
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert "serve: [" not in r.stderr   # nothing was planned
+
+
+def test_a_trace_sets_its_own_rate_and_length(tmp_path):
+    from aoizora.errors import UserError
+
+    trace = tmp_path / "a.csv"
+    trace.write_text("\n".join(str(10.0 * k) for k in range(50)))      # 360 an hour
+    with pytest.raises(UserError, match=r"^--rate and --arrivals .*: the trace sets the rate"):
+        load.stream("30/h", str(trace), None, None)
+    with pytest.raises(UserError, match=r"^--requests 60: the trace .* has 50 arrivals"):
+        load.stream(None, str(trace), 60, None)
+    got = load.stream(None, str(trace), 20, 5)
+    assert got.rate_per_hour == pytest.approx(360.0) and got.requests == 15
+    assert got.arrivals_s.tolist() == [10.0 * k for k in range(20)]

@@ -177,19 +177,19 @@ def run(args) -> int:
                    + (f", {request.frames} frames" if request.frames else ""))
         log(f"wrote {args.chart}")
     under = _under_load(result, request, stream, args)
-    doc = as_json(result, chosen, args)
-    if under is not None:
-        from aoizora.serving import load
-
-        doc["load"] = load.as_json(stream, *under, args.p99)
     if args.json:
+        doc = as_json(result, chosen, args)
+        if under is not None:
+            from aoizora.serving import load
+
+            doc["load"] = load.as_json(stream, *under, args.p99)
         print(json.dumps(doc, indent=1))
     else:
         print_survey(result, request, chosen, args)
         if under is not None:
             _print_load(stream, *under, args.p99)
-    none = [c for c in (chosen, under and under[1]) if c is not None and c.row is None]
-    return 1 if none else 0
+    picks = [chosen] + ([under[1]] if under is not None else [])
+    return 1 if any(p is not None and p.row is None for p in picks) else 0
 
 
 def _under_load(result, request, stream, args):
