@@ -97,8 +97,9 @@ def _check(policy: Policy, service: Service) -> None:
         raise ValueError(f"wait_s {policy.wait_s} must be finite and >= 0")
     missing = missing_sizes(policy, service)
     if missing:
+        have = ", ".join(map(str, sorted(service.seconds_per_call)))
         raise NotPriced(f"seconds per call at batch {', '.join(map(str, missing))} not "
-                        f"priced (the table has batch {', '.join(map(str, sorted(service.seconds_per_call)))})")
+                        f"priced (the table has batch {have})")
     bad = [b for b, s in service.seconds_per_call.items() if not (s > 0 and math.isfinite(s))]
     if bad:
         raise ValueError(f"seconds per call at batch {bad[0]} must be finite and > 0")
