@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from aoizora.serving import load, prices
+from aoizora.serving import arrivals, load, prices
 from aoizora.serving.frontier import Row
 
 TABLE = prices.PriceTable("t", {"v5e": prices.Price(1.2, "2026-01-27", "s"),
@@ -31,7 +31,7 @@ ROWS = [Row("v5e:4x4", "1 x 4x4", 1, 16, 1, 20.0, 180.0, 0.1),
 
 
 def _stream(rate: float, n: int = 20_000, warmup: int = 2_000) -> load.Load:
-    return load.Load(rate, load.arrivals.poisson(rate, n, 11), "poisson", warmup, 11)
+    return load.Load(rate, arrivals.poisson(rate, n, 11), "poisson", warmup, 11)
 
 
 def _by_split(rows):
