@@ -4,8 +4,15 @@ frontier of latency per video against videos per hour and cost per video over th
 each slice into replicas, each replica shape planned by the planner (serving/survey.py;
 docs/serving.md). With --latency-bound or --objective, the pick: the split that serves the
 most videos per hour (or, --objective cost, the cheapest per video) within the bound (any
-latency without one), and why. Exit 0; 1 when no split meets the bound (the table is still
-printed); 2 on bad input, before any work."""
+latency without one), and why.
+
+Under load (`--rate R/h [--p99 S] [--arrivals poisson|FILE.csv] [--batch-wait T] [--requests
+N] [--warmup W] [--seed K] [--load-chart PNG]`): every split and batch fed one stream of
+requests through the queue simulator (serving/load.py): capacity, utilisation, p50/p90/p99
+latency, cost per video at that rate, and with --p99 the cheapest configuration within it.
+
+Exit 0; 1 when no split meets the latency bound or no configuration the p99 bound (the
+tables are still printed); 2 on bad input, before any work."""
 
 from __future__ import annotations
 
@@ -59,7 +66,52 @@ def register(sub) -> None:
     p.add_argument("--chart", metavar="PNG",
                    help="also draw the frontiers of every slice on one chart (matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    _register_load(p)
     p.set_defaults(run=run)
+
+
+def _register_load(p) -> None:
+    """The options of serving under load (serving/load.py, queue_sim.py)."""
+    from aoizora.inputs.validate import float_arg, int_arg
+    from aoizora.serving import load
+
+    p.add_argument("--rate", metavar="R/h",
+                   help="simulate every split serving R requests per hour (also R/min, R/s): "
+                        "capacity, utilisation, p50/p90/p99 latency, cost per video")
+    p.add_argument("--p99", type=float_arg("--p99", 1e-9), metavar="S",
+                   help="pick the cheapest configuration whose simulated p99 latency is at "
+                        "most S seconds at --rate")
+    p.add_argument("--arrivals", default="poisson", metavar="poisson|FILE.csv",
+                   help="Poisson arrivals at --rate (default), or a CSV of arrival times in "
+                        "seconds, one a line (the trace sets the rate)")
+    p.add_argument("--batch-wait", type=float_arg("--batch-wait", 0.0, 1e9), default=0.0,
+                   metavar="T", help="seconds a batch waits to fill (default 0: serve what "
+                                     "is queued at once)")
+    p.add_argument("--requests", type=int_arg("--requests", 100, 10_000_000), default=None,
+                   help=f"requests simulated (default {load.REQUESTS:,}; a trace: all of "
+                        "its lines)")
+    p.add_argument("--warmup", type=int_arg("--warmup", 0, 10_000_000), default=None,
+                   help="first requests served and not measured (default a tenth)")
+    p.add_argument("--seed", type=int_arg("--seed", 0, 2**63 - 1), default=0,
+                   help="seed of the Poisson arrivals (default 0)")
+    p.add_argument("--load-chart", metavar="PNG",
+                   help="draw simulated p99 latency against the rate, per configuration")
+
+
+def load_of(args):
+    """The stream under load (load.Load) the options ask for, or None without --rate or a
+    trace; checked before any work (UserError, one line)."""
+    from aoizora.errors import UserError
+    from aoizora.serving import load
+
+    if args.arrivals == "poisson" and args.rate is None:
+        for flag, given in (("--p99", args.p99), ("--load-chart", args.load_chart),
+                            ("--requests", args.requests), ("--warmup", args.warmup)):
+            if given is not None:
+                raise UserError(f"{flag} needs --rate R/h (or --arrivals FILE.csv)")
+        return None
+    return load.stream(args.rate, args.arrivals, args.requests, args.warmup, args.seed,
+                       args.batch_wait)
 
 
 def request_of(args):
@@ -100,7 +152,8 @@ def run(args) -> int:
     from aoizora.inputs import validate
 
     request = request_of(args)
-    validate.output_files({"--chart": args.chart})
+    validate.output_files({"--chart": args.chart, "--load-chart": args.load_chart})
+    stream = load_of(args)
     by_slice = survey.check(request)
     wants_pick = args.latency_bound is not None or args.objective is not None
     objective = args.objective or "throughput"
@@ -123,11 +176,51 @@ def run(args) -> int:
         chart.draw(result.rows, args.chart, f"serve {request.model}, {request.video}"
                    + (f", {request.frames} frames" if request.frames else ""))
         log(f"wrote {args.chart}")
+    under = _under_load(result, request, stream, args)
     if args.json:
-        print(json.dumps(as_json(result, chosen, args), indent=1))
+        doc = as_json(result, chosen, args)
+        if under is not None:
+            from aoizora.serving import load
+
+            doc["load"] = load.as_json(stream, *under, args.p99)
+        print(json.dumps(doc, indent=1))
     else:
         print_survey(result, request, chosen, args)
-    return 1 if chosen is not None and chosen.row is None else 0
+        if under is not None:
+            _print_load(stream, *under, args.p99)
+    picks = [chosen] + ([under[1]] if under is not None else [])
+    return 1 if any(p is not None and p.row is None for p in picks) else 0
+
+
+def _under_load(result, request, stream, args):
+    """(load rows, the pick under --p99 or None) of the survey's rows serving `stream`, and
+    the load chart where asked; None without a stream."""
+    if stream is None:
+        return None
+    from aoizora.serving import load
+
+    rows = load.under_load(result.rows, stream, request.prices)
+    chosen = None if args.p99 is None else load.pick(rows, args.p99)
+    if args.load_chart:
+        from aoizora.serving import load_chart
+
+        load_chart.draw(result.rows, stream, request.prices, args.load_chart,
+                        f"serve {request.model}, {request.video} under load", args.p99)
+        log(f"wrote {args.load_chart}")
+    return rows, chosen
+
+
+def _print_load(stream, rows, chosen, bound_s, out=None) -> None:
+    from rich.console import Console
+
+    from aoizora import terminal
+    from aoizora.serving import load_table
+
+    out = out or sys.stdout
+    console = Console(file=out, width=terminal.width(out))
+    print("", file=out)
+    for line in load_table.lines(rows, stream, chosen, bound_s, console):
+        print(line, file=out)
 
 
 def log(text: str) -> None:
