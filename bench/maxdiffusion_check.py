@@ -279,8 +279,8 @@ def _priced(plan: dict, doc: dict, devices: int) -> dict:
 
     c = Candidate.from_dict(plan["choice"]["strategy"])
     video = plan.get("video", {})
-    te = (video.get("stages") or {}).get("text_encoder")
-    vae = (video.get("stages") or {}).get("vae_decode")
+    te = ((video.get("stages") or {}).get("text_encoder") or {}).get("sharding")
+    vae = ((video.get("stages") or {}).get("vae_decode") or {}).get("sharding")
     kernel = {"tokamax_ring": "tokamax (PyPI)", "splash":
               "jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_kernel"}
     return {"heads_over_tensor": c.attention_tensor > 1,

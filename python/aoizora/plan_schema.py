@@ -267,6 +267,13 @@ def _check_video(video) -> None:
     steps = video.get("steps")
     if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
         raise ValueError("video.steps must be a positive integer")
+    if video.get("runtime", "jax") not in ("jax", "maxdiffusion"):
+        raise ValueError("video.runtime must be 'jax' or 'maxdiffusion'")
+    gain = video.get("jax_runtime_gain")
+    if gain is not None and not (isinstance(gain, dict) and all(
+            _is_number(gain.get(k)) for k in ("text_encoder_s", "vae_decode_s", "total_s"))):
+        raise ValueError("video.jax_runtime_gain must hold text_encoder_s, vae_decode_s and "
+                         "total_s, numbers of seconds")
     for where, v in [("video", video)] + [(f"video.baselines.{t}", b) for t, b in
                                           video.get("baselines", {}).items()]:
         for key, x in [("seconds", v.get("seconds"))] + list(v.get("parts", {}).items()):

@@ -333,12 +333,25 @@ def video_lines(plan: Plan) -> list[str]:
     out = [f"seconds per video (simulated; {steps} steps: {v.get('steps_source') or '?'}):"]
     out += [f"  {name.ljust(w)}  {_seconds(sec).rjust(10)}  {how}".rstrip()
             for name, sec, how in rows]
+    out += _runtime_lines(v)
     c = v.get("changed_choice")
     if c:
         out.append(f"  per video the plan beats {c['by_step']} @ {c['by_step_placement']}, the "
                    f"fastest per forward ({c['why']})")
     out += [f"  note: {n}" for n in v.get("notes", [])]
     return out
+
+
+def _runtime_lines(v: dict) -> list[str]:
+    """For a plan priced as MaxDiffusion runs it: what AoiZora's JAX runtime would save on
+    the same pair (advice, priced: plan_video.jax_runtime_gain)."""
+    gain = v.get("jax_runtime_gain")
+    if v.get("runtime") != "maxdiffusion" or not gain:
+        return []
+    return [f"  priced as MaxDiffusion runs it; AoiZora's JAX runtime would save "
+            f"{_seconds(gain['total_s'])} per video on this pair: the text encoder on the "
+            f"slice ({gain['text_encoder_on']}, {_seconds(gain['text_encoder_s'])}), the VAE "
+            f"on {gain['vae_decode_on']} ({_seconds(gain['vae_decode_s'])})"]
 
 
 def print_video(plan: Plan, console=None) -> None:

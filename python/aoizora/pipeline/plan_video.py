@@ -231,7 +231,7 @@ class VideoModel:
         out = {"kind": SIMULATED, "steps": self.steps, "steps_source": self.steps_source,
                "expert_switch_step": self.switch_step,
                **self.of_pair(plan_pair),
-               "stages": {k: stage(v) for k, v in self.stages.best.items()},
+               "stages": self._stages_record(),
                "options": [_stage_record(o) for o in self.stages.options],
                "baselines": {tag: self.of_pair(p, tag) for tag, p in baselines.items()},
                "changed_choice": None,
@@ -269,6 +269,16 @@ class VideoModel:
         return out
 
 
+    def _stages_record(self) -> dict:
+        """Each stage the plan runs: the best of each on the slice, or MaxDiffusion's own
+        (the host's text encoder, its VAE mesh) in a plan for MaxDiffusion."""
+        out = {k: None if v is None else _stage_record(v) for k, v in self.stages.best.items()}
+        if self.runs_maxdiffusion():
+            te, vae = self.stages_of()
+            out["text_encoder"] = _stage_record(te)
+            out["vae_decode"] = None if vae is None else _stage_record(vae)
+        return out
+
     def _maxdiffusion_note(self) -> str:
         who = ("every row" if self.runtime == "maxdiffusion" else "MaxDiffusion's rows")
         vae = ("decode with its own VAE sharding (width over every device)"
@@ -284,4 +294,4 @@ class VideoModel:
 def _stage_record(s: price.StagePrice) -> dict:
     return {"stage": s.stage, "sharding": s.sharding, "simulated_s": s.simulated_s,
             "mesh": [list(a) for a in s.mesh], "source": s.source, "compiled": s.compiled,
-            "error": s.error}
+            "error": s.error, "kind": s.kind}
