@@ -11,5 +11,5 @@ DIR=${1:-.venv-maxdiffusion}
 python3.11 -m venv "$DIR"
 "$DIR/bin/pip" install -q --disable-pip-version-check jax==0.10.2 jaxlib==0.10.2 \
   libtpu==0.0.42.1 flax optax chex pyyaml absl-py etils ml_dtypes tensorboardX tqdm \
-  huggingface_hub safetensors google-cloud-storage pillow
+  huggingface_hub safetensors google-cloud-storage pillow einops aqtp qwix
 echo "maxdiffusion check environment: $DIR/bin/python"

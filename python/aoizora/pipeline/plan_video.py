@@ -280,12 +280,13 @@ class VideoModel:
         return out
 
     def _maxdiffusion_note(self) -> str:
-        who = ("every row" if self.runtime == "maxdiffusion" else "MaxDiffusion's rows")
-        vae = ("decode with its own VAE sharding (width over every device)"
-               if self._maxdiffusion_vae() else "decode on the best VAE sharding: its own "
-               "(width over every device) was not priced (options say why)")
+        who = ("every row (MaxDiffusion runs them all)" if self.runtime == "maxdiffusion"
+               else "MaxDiffusion's rows")
+        vae = ("decode with MaxDiffusion's own VAE sharding (width over every device)"
+               if self._maxdiffusion_vae() else "decode on the best VAE sharding: "
+               "MaxDiffusion's own (width over every device) was not priced (options say why)")
         te = self.host_text_encoder()
-        return (f"{who} {vae}, and encode the prompts on the host CPU as MaxDiffusion does "
+        return (f"{who}: {vae}, and encode the prompts on the host CPU as MaxDiffusion does "
                 f"({te.simulated_s:.1f} s predicted per video, a new prompt: a repeated "
                 "one is served from its prompt cache; the upload of the embeddings is not "
                 "priced)")

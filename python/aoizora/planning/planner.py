@@ -653,8 +653,11 @@ def _planning_record(run: _Run, candidates: list, s1: list, top: list, ranked: l
     # A baseline's own pair won the pooling (one the pool also judged carries no tag).
     pooled = bool(best.tag) and (best.candidate.name, best.placement) != (
         decision.candidate.name, decision.placement)
+    from aoizora.compile.fingerprint import code_fingerprint
+
     return {"seconds": run.timings["total"],
             "decision_seconds": run.timings["decision"], "phases": run.timings,
+            "code": code_fingerprint(), "runtime": run.settings.runtime,
             "candidates": len(candidates), "fitting": sum(r.fits for r in s1),
             "top_k": [r.candidate.name for r in top], "compiled": len(run.graphs),
             "cache_hits": sum(o.cached for o in run.outcomes),
