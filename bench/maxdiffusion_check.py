@@ -181,17 +181,20 @@ def check_one(md_dir: str, plan_path: str, emitted_path: str) -> dict:
     own_create = max_utils.create_device_mesh
     md = doc["maxdiffusion"]
     config_file = os.path.join(md_dir, md["config"])
+    from aoizora.launch import maxdiffusion as launch
+
+    launch.install(doc)  # as the launcher runs it: its device order, the keys it fills
     pyconfig.initialize(["generate_wan.py", config_file, *md["args"]], unittest=True)
     cfg = pyconfig.config
+    stubbed += [m for m in ("tensorflow",) if _stub(m)]
+    reading = config_reading(cfg)
     kernels = registered_kernels(md_dir)
     blocks = max_utils.get_flash_block_sizes(cfg)
 
     from aoizora.compile import tpu
-    from aoizora.launch import maxdiffusion as launch
     from aoizora.planning.placement import device_keys
 
     devices = tpu.compile_only_devices(plan["topology"]["compile_target"]["name"])
-    launch.install(doc)
     planned = max_utils.create_device_mesh(cfg, devices=devices, logging=False)
     keys_of = {int(d.id): list(k) for d, k in zip(devices, device_keys(devices))}
     try:
@@ -215,6 +218,7 @@ def check_one(md_dir: str, plan_path: str, emitted_path: str) -> dict:
         "plan": os.path.relpath(plan_path, ROOT), "candidate": s["name"],
         "config": os.path.basename(md["config"]), "stubbed": stubbed,
         "keys_accepted": True,  # pyconfig.initialize raised on none of them
+        "config_reading": reading or "ok",
         "kernel": cfg.attention, "kernel_registered": cfg.attention in kernels,
         "prompts": cfg.global_batch_size_to_train_on, "plan_videos": w.get("batch", 2) // 2,
         "video": [cfg.width, cfg.height, cfg.num_frames],
@@ -230,6 +234,43 @@ def check_one(md_dir: str, plan_path: str, emitted_path: str) -> dict:
         if isinstance(own, list) else own,
         "executed": executed, "priced": _priced(plan, doc, len(devices)),
     }
+
+
+def _stub(name: str) -> bool:
+    """An empty module for `name` when it is not installed (MaxDiffusion's pipeline modules
+    import torch and tensorflow at module level; nothing checked here calls them)."""
+    import importlib.machinery
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec(name) is not None:
+        return False
+
+    class Anything(types.ModuleType):
+        def __getattr__(self, attr):
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            return type(attr, (), {})
+
+    mod = Anything(name)
+    mod.__path__ = []
+    mod.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+    sys.modules[name] = mod
+    return True
+
+
+def config_reading(cfg) -> str:
+    """generate_wan's own call_pipeline run on the config with a pipeline that only records
+    its arguments: "" when every key it reads is there, else MaxDiffusion's error (a missing
+    key). The config reading a command must get past before anything needs a TPU."""
+    from maxdiffusion import generate_wan
+
+    generate_wan.load_image = lambda url: None  # I2V: the image is not the config
+    try:
+        generate_wan.call_pipeline(cfg, lambda **kw: kw, ["a prompt"], [""])
+    except AttributeError as e:
+        return str(e)
+    return ""
 
 
 def _executed(cfg, mesh_devices) -> dict:
@@ -294,7 +335,8 @@ def _priced(plan: dict, doc: dict, devices: int) -> dict:
 def _row_ok(r: dict) -> dict[str, bool]:
     e, p = r["executed"], r["priced"]
     same_kernel = e["kernel_module"] == p["kernel_module"]
-    return {"keys": r["keys_accepted"], "kernel": r["kernel_registered"],
+    return {"keys": r["keys_accepted"] and r["config_reading"] == "ok",
+            "kernel": r["kernel_registered"],
             "batch": r["prompts"] == r["plan_videos"],
             "video": r["video"] == r["plan_video"],
             "blocks": r["blocks"] == r["plan_blocks"] or r["plan_blocks"] is None,

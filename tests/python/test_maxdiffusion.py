@@ -251,7 +251,8 @@ from maxdiffusion import max_utils, pyconfig
 # What generate_wan does: pyconfig.initialize(argv), then reads config.use_magcache, then
 # max_utils.create_device_mesh(config).
 pyconfig.initialize(sys.argv)
-print("MAGCACHE", pyconfig.config.use_magcache, pyconfig.config.magcache_K)
+print("MAGCACHE", pyconfig.config.use_magcache, pyconfig.config.magcache_K,
+      pyconfig.config.retention_ratio)
 ici = {k: int(v) for k, v in (a.split("=", 1) for a in sys.argv[2:]) if k.startswith("ici_")}
 grid = max_utils.create_device_mesh(types.SimpleNamespace(**ici))
 print("ARGV", sys.argv[1:])
@@ -307,7 +308,7 @@ def test_the_launcher_runs_maxdiffusions_entry_point_with_the_planned_devices(tm
     assert argv[1:-1] == doc["maxdiffusion"]["args"] and argv[-1] == "prompt=a cat"
     assert f"IDS {order} [2, 1, 4, 1]" in run.stdout
     # the config lacked the MagCache keys generate_wan reads: filled as base_wan_14b has them
-    assert "MAGCACHE False 2" in run.stdout and "lacks use_magcache" in run.stderr
+    assert "MAGCACHE False 2 0.2" in run.stdout and "lacks use_magcache" in run.stderr
     if doc["maxdiffusion"]["libtpu_init_args"]:
         assert "LIBTPU_INIT_ARGS +=" in run.stderr
     # Degrees changed on the command line no longer match the planned order: it stops.

@@ -10,8 +10,9 @@ one that returns the plan's device array, then runs `maxdiffusion.generate_wan` 
 `__main__` with the emitted config file and overrides, followed by your arguments (a key
 you repeat wins: pyconfig keeps the last). The planned array is checked against the config
 MaxDiffusion parsed: if your arguments change the ici_*_parallelism degrees, it stops, in
-one line. MaxDiffusion 7cfb880's generate_wan reads `use_magcache`, `magcache_thresh` and
-`magcache_K` from every Wan config, and base_wan_1_3b.yml has none of them (nor can they be
+one line. MaxDiffusion 7cfb880's generate_wan reads `use_magcache`, `magcache_thresh`,
+`magcache_K` and `retention_ratio` from every Wan config, and base_wan_1_3b.yml has none of
+them (nor can they be
 passed: pyconfig refuses a key its file lacks); the launcher adds each missing one, with
 base_wan_14b.yml's value (MagCache off), after pyconfig has read the config, and says so.
 """
@@ -71,7 +72,8 @@ def create_device_mesh_for(doc: dict[str, Any]):
 
 
 # Keys generate_wan reads that a config may lack, with base_wan_14b.yml's values.
-MISSING_KEY_DEFAULTS = {"use_magcache": False, "magcache_thresh": 0.12, "magcache_K": 2}
+MISSING_KEY_DEFAULTS = {"use_magcache": False, "magcache_thresh": 0.12, "magcache_K": 2,
+                        "retention_ratio": 0.2}
 
 
 def with_missing_keys(initialize):
