@@ -319,7 +319,9 @@ def video_lines(plan: Plan) -> list[str]:
     parts, stages, steps = v["parts"], v["stages"], v["steps"]
     where = lambda name: (stages.get(name) or {}).get("sharding", "none priced")
     switch = v.get("expert_switch_step")
-    rows = [("text encoding (2 prompts)", parts["text_encoder_s"], where("text_encoder"))]
+    videos = v.get("videos_per_call") or 1
+    rows = [(f"text encoding ({2 * videos} prompts)", parts["text_encoder_s"],
+             where("text_encoder"))]
     if "conditioning_s" in parts:
         rows.append(("image conditioning", parts["conditioning_s"], ", ".join(
             where(k) for k in ("image_encoder", "vae_encode") if k in stages)))
@@ -329,8 +331,12 @@ def video_lines(plan: Plan) -> list[str]:
             ("VAE decode", parts["vae_decode_s"], where("vae_decode")),
             ("reshards between stages", parts["reshard_s"], ""),
             ("total", v["seconds"], "")]
+    if videos > 1:
+        per = v.get("seconds_per_video")
+        rows.append(("per video", per, f"total over the call's {videos} videos"))
     w = max(len(r[0]) for r in rows)
-    out = [f"seconds per video (simulated; {steps} steps: {v.get('steps_source') or '?'}):"]
+    what = (f"seconds per call of {videos} videos" if videos > 1 else "seconds per video")
+    out = [f"{what} (simulated; {steps} steps: {v.get('steps_source') or '?'}):"]
     out += [f"  {name.ljust(w)}  {_seconds(sec).rjust(10)}  {how}".rstrip()
             for name, sec, how in rows]
     c = v.get("changed_choice")
