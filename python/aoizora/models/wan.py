@@ -135,6 +135,14 @@ class WanConfig(ModelConfig):
             return (None, None, None, None)
         return ("batch", None, None, None, None)
 
+    def output_shape(self, workload: Video) -> tuple:
+        """The shape apply returns: output_axes' dims (the guided video(s) of the call)."""
+        f, h, w = workload.latent_shape()
+        lead = (() if len(self.output_axes(workload)) == 4
+                else ((workload.batch // 2 if workload.guidance is not None
+                       else workload.batch),))
+        return lead + (self.out_dim, f, h, w)
+
     def apply(self, params, x, t, context, image_tokens=None, *, workload: Video, layout=None):
         return forward(self, params, x, t, context, image_tokens, workload=workload,
                        layout=layout)
