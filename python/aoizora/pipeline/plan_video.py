@@ -180,8 +180,8 @@ class VideoModel:
         own, best = self.stages_of(), (self.stages.text_encoder, self.stages.vae_decode)
         if None in own or None in best:
             return None
-        te_gain = own[0].simulated_s - best[0].simulated_s
-        vae_gain = own[1].simulated_s - best[1].simulated_s
+        te_gain = self._per_call(own[0]) - self._per_call(best[0])   # per call, as parts
+        vae_gain = self._per_call(own[1]) - self._per_call(best[1])
         return {"text_encoder_s": te_gain, "vae_decode_s": vae_gain,
                 "total_s": te_gain + vae_gain, "text_encoder_on": best[0].sharding,
                 "vae_decode_on": best[1].sharding}
