@@ -169,8 +169,10 @@ def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = "",
     t.add_column("ms /\nforward", justify="right", no_wrap=True)
     t.add_column("AoiZora\nspeedup", justify="right", no_wrap=True)
     per_video = any(r.video_s is not None for r in rows)
-    if per_video:
-        t.add_column("s /\nvideo", justify="right", no_wrap=True)
+    if per_video:  # plan.json's video.seconds: per call, one video at batch 1
+        videos = plan.workload.get("videos_per_call") or 1
+        t.add_column("s /\nvideo" if videos == 1 else f"s / call\nof {videos}",
+                     justify="right", no_wrap=True)
     if ranged == "interval":  # the ranked figure's interval, or the speedup's; and ties
         name, scale = _interval_unit(plan, rows)
         t.add_column(_interval_header(plan, name), justify="right", no_wrap=True)
