@@ -20,8 +20,10 @@ How a plan maps (MaxDiffusion's base_wan_*.yml; mesh axes data, fsdp, context, t
     splash blocks                flash_block_sizes {block_q, block_kv, block_kv_compute} and
                                  block_q_dkv = block_q (tokamax kernels and ulysses_ring read
                                  their forward block_q from it); flash_min_seq_length=0
-    the workload                 per_device_batch_size (one video = one CFG pair, over every
-                                 device), height, width, num_frames
+    the workload                 per_device_batch_size = videos per call / devices (V videos
+                                 = the plan's batch 2V, each one's CFG pair; MaxDiffusion runs
+                                 int(per_device_batch_size x devices) prompts, each with its
+                                 negative), height, width, num_frames
 The keys, kernel names and block keys MaxDiffusion has at the commit this was checked against
 are recorded in maxdiffusion_contract.json (bench/maxdiffusion_check.py regenerates it from a
 checkout); nothing is emitted that the record does not have.
@@ -105,18 +107,31 @@ def overrides(c: Candidate) -> dict[str, Any]:
     return out
 
 
+def per_device_batch_size(videos: int, devices: int) -> float:
+    """MaxDiffusion's per_device_batch_size for `videos` prompts per call on `devices`
+    devices: videos / devices, as the float its config file holds. UserError (one line)
+    where MaxDiffusion would run another count: pyconfig takes int(per_device_batch_size x
+    devices) prompts, and the float's truncation loses one for some device counts (1 / 49
+    x 49 < 1)."""
+    per = videos / devices
+    if int(devices * float(repr(per))) != videos:
+        raise UserError(f"--batch {videos}: MaxDiffusion cannot run {videos} video(s) per "
+                        f"call on {devices} devices: per_device_batch_size {per!r} x "
+                        f"{devices} truncates to {int(devices * per)} prompts")
+    return per
+
+
 def workload_overrides(plan, devices: int) -> dict[str, Any]:
-    """The workload the plan priced: one video (the CFG pair of a batch of 2) at the plan's
-    size and frames, as MaxDiffusion counts it (per_device_batch_size x devices prompts)."""
+    """The workload the plan priced: its videos per call (the CFG pairs of its batch, 2
+    per video; plans before batches: batch 2, one video) at the plan's size and frames, as
+    MaxDiffusion counts it (per_device_batch_size x devices prompts)."""
     from aoizora.models import get_model
 
     name, video = plan.model.get("name"), plan.workload.get("video")
-    videos = int(plan.workload.get("batch", 2)) // 2
-    if int(devices * (videos / devices)) != videos:
-        raise UserError(f"MaxDiffusion cannot run {videos} video(s) on {devices} devices: "
-                        "its per_device_batch_size x devices must be a whole number")
+    videos = int(plan.workload.get("batch") or 2) // 2
+    per = per_device_batch_size(videos, devices)
     height, width = dict(get_model(name).sizes)[video]
-    out = {"per_device_batch_size": videos / devices, "height": height, "width": width,
+    out = {"per_device_batch_size": per, "height": height, "width": width,
            "num_frames": int(plan.workload["frames"])}
     steps = plan.video.get("steps")
     if steps is not None:  # the step count seconds per video was priced at
@@ -230,7 +245,11 @@ def to_maxdiffusion(plan, device_ids: list[int],
         "aoizora": {"model": plan.model.get("name"), "topology": plan.topology.get("name"),
                     "candidate": c.name, "placement": plan.choice.placement,
                     "simulated_step_s": plan.choice.simulated_s,
+                    # per call of videos_per_call videos (one video: per video)
                     "simulated_video_s": plan.video.get("seconds"),
+                    "videos_per_call": int(plan.workload.get("batch") or 2) // 2,
+                    "simulated_s_per_video": plan.video.get("seconds_per_video",
+                                                            plan.video.get("seconds")),
                     "steps": plan.video.get("steps"),
                     "attention_kernel": c.kernel,
                     "priced_for": c.runtime, "executes": executes(c),

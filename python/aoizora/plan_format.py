@@ -106,6 +106,8 @@ class Plan:
         text = ", ".join(parts) or "its workload"
         if isinstance(w.get("tokens"), int):
             text += f" ({w['tokens']:,} tokens per sample)"
+        if (w.get("videos_per_call") or 1) > 1:
+            text += f", {w['videos_per_call']} videos per call"
         return text
 
     # ---- JSON ---------------------------------------------------------------------------

@@ -170,7 +170,8 @@ def check(d) -> None:
     if not isinstance(planning, dict):
         raise ValueError("'planning' must be an object")
     _check_failed_baselines(planning.get("baselines_failed", {}))
-    _check_video(d.get("video", {}))
+    _check_workload(d["workload"])
+    _check_video(d.get("video", {}), _videos_per_call(d["workload"]))
     _check_uncertainty(d.get("uncertainty", {}))
     _check_flags(d.get("flags", {}))
 
@@ -257,9 +258,36 @@ def _check_bands(bands) -> None:
             raise ValueError(f"uncertainty.bands.{part}.rel must be a number >= 0")
 
 
-def _check_video(video) -> None:
+def _positive_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
+def _check_workload(w: dict) -> None:
+    """workload.batch (the program's batch: each video's CFG pair) and videos_per_call
+    (plans before batches have neither: one video, batch 2): positive integers that agree,
+    batch = 2 x videos_per_call."""
+    batch, videos = w.get("batch"), w.get("videos_per_call")
+    if batch is not None and not _positive_int(batch):
+        raise ValueError("workload.batch must be a positive integer or null")
+    if videos is None:
+        return
+    if not _positive_int(videos):
+        raise ValueError("workload.videos_per_call must be a positive integer")
+    if batch is not None and batch != 2 * videos:
+        raise ValueError(f"workload.batch {batch} must be 2 x workload.videos_per_call "
+                         f"{videos} (each video's CFG pair)")
+
+
+def _videos_per_call(w: dict) -> int:
+    """Videos one call serves: workload.videos_per_call, else 1 (plans before batches)."""
+    return w.get("videos_per_call") or 1
+
+
+def _check_video(video, videos: int = 1) -> None:
     """video (optional; plans before seconds per video have none): the plan's and each
-    baseline's seconds, numbers >= 0 or null, and the step count."""
+    baseline's seconds (per call), numbers >= 0 or null, the step count, and, where given
+    (plans before batches have none), seconds_per_video = seconds / videos per call and
+    videos_per_call equal to the workload's."""
     if not isinstance(video, dict):
         raise ValueError("'video' must be an object")
     if not video or "not_priced" in video:
@@ -274,11 +302,21 @@ def _check_video(video) -> None:
             _is_number(gain.get(k)) for k in ("text_encoder_s", "vae_decode_s", "total_s"))):
         raise ValueError("video.jax_runtime_gain must hold text_encoder_s, vae_decode_s and "
                          "total_s, numbers of seconds")
+    if video.get("videos_per_call", videos) != videos:
+        raise ValueError(f"video.videos_per_call {video.get('videos_per_call')!r} must be "
+                         f"the workload's {videos}")
     for where, v in [("video", video)] + [(f"video.baselines.{t}", b) for t, b in
                                           video.get("baselines", {}).items()]:
-        for key, x in [("seconds", v.get("seconds"))] + list(v.get("parts", {}).items()):
+        per_video = v.get("seconds_per_video")
+        for key, x in ([("seconds", v.get("seconds")), ("seconds_per_video", per_video)]
+                       + list(v.get("parts", {}).items())):
             if x is not None and (not _is_number(x) or x < 0):
                 raise ValueError(f"{where}.{key} must be a number of seconds >= 0 or null")
+        seconds = v.get("seconds")
+        if per_video is not None and seconds is not None and not math.isclose(
+                per_video * videos, seconds, rel_tol=1e-9, abs_tol=1e-12):
+            raise ValueError(f"{where}.seconds_per_video {per_video} must be seconds "
+                             f"{seconds} over the {videos} video(s) per call")
 
 
 def _check_failed_baselines(failed) -> None:

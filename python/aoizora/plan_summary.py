@@ -169,8 +169,10 @@ def _table(plan: Plan, rows: list[Row], labels: list[str], ranged: str = "",
     t.add_column("ms /\nforward", justify="right", no_wrap=True)
     t.add_column("AoiZora\nspeedup", justify="right", no_wrap=True)
     per_video = any(r.video_s is not None for r in rows)
-    if per_video:
-        t.add_column("s /\nvideo", justify="right", no_wrap=True)
+    if per_video:  # plan.json's video.seconds: per call, one video at batch 1
+        videos = plan.workload.get("videos_per_call") or 1
+        t.add_column("s /\nvideo" if videos == 1 else f"s / call\nof {videos}",
+                     justify="right", no_wrap=True)
     if ranged == "interval":  # the ranked figure's interval, or the speedup's; and ties
         name, scale = _interval_unit(plan, rows)
         t.add_column(_interval_header(plan, name), justify="right", no_wrap=True)
@@ -319,7 +321,9 @@ def video_lines(plan: Plan) -> list[str]:
     parts, stages, steps = v["parts"], v["stages"], v["steps"]
     where = lambda name: (stages.get(name) or {}).get("sharding", "none priced")
     switch = v.get("expert_switch_step")
-    rows = [("text encoding (2 prompts)", parts["text_encoder_s"], where("text_encoder"))]
+    videos = v.get("videos_per_call") or 1
+    rows = [(f"text encoding ({2 * videos} prompts)", parts["text_encoder_s"],
+             where("text_encoder"))]
     if "conditioning_s" in parts:
         rows.append(("image conditioning", parts["conditioning_s"], ", ".join(
             where(k) for k in ("image_encoder", "vae_encode") if k in stages)))
@@ -329,8 +333,12 @@ def video_lines(plan: Plan) -> list[str]:
             ("VAE decode", parts["vae_decode_s"], where("vae_decode")),
             ("reshards between stages", parts["reshard_s"], ""),
             ("total", v["seconds"], "")]
+    if videos > 1:
+        per = v.get("seconds_per_video")
+        rows.append(("per video", per, f"total over the call's {videos} videos"))
     w = max(len(r[0]) for r in rows)
-    out = [f"seconds per video (simulated; {steps} steps: {v.get('steps_source') or '?'}):"]
+    what = (f"seconds per call of {videos} videos" if videos > 1 else "seconds per video")
+    out = [f"{what} (simulated; {steps} steps: {v.get('steps_source') or '?'}):"]
     out += [f"  {name.ljust(w)}  {_seconds(sec).rjust(10)}  {how}".rstrip()
             for name, sec, how in rows]
     out += _runtime_lines(v)

@@ -4,6 +4,7 @@ Mesh with each partition on its planned device (checked on compile-only TPU7x de
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -204,6 +205,34 @@ def test_the_workload_is_the_planned_one_video():
     assert (o["height"], o["width"], o["num_frames"]) == (480, 832, 21)
     assert doc["maxdiffusion"]["config"].endswith("/base_wan_1_3b.yml")
     assert "num_inference_steps" not in o  # no seconds per video priced: the config's count
+
+
+def test_a_batch_of_two_videos_is_two_prompts_of_per_device_batch_size():
+    """A plan at --batch 2 (the program's batch 4: two CFG pairs) runs 2 prompts per call:
+    per_device_batch_size 2 / 8 in the file and on the command line; its per-video figure
+    is carried beside the per-call one."""
+    two = dataclasses.replace(get_workload("480p", 21, model="wan2.1-t2v-1.3b"), batch=4)
+    cands = strategies.enumerate_candidates(get_model("wan2.1-t2v-1.3b"), two, 8,
+                                            runtime="maxdiffusion")
+    dp4 = next(c for c in cands if c.data == 4 and c.form == "allgather_kv")
+    plan = _plan("v6e:2x4", dp4, list(range(8)), "wan2.1-t2v-1.3b", "480p", 21,
+                 per_video={"steps": 12, "seconds": 7.0, "seconds_per_video": 3.5})
+    plan.workload["batch"] = 4
+    doc = maxdiffusion.to_maxdiffusion(plan, list(range(8)))
+    assert doc["overrides"]["per_device_batch_size"] == 0.25
+    assert "per_device_batch_size=0.25" in doc["maxdiffusion"]["args"]
+    assert doc["overrides"]["ici_data_parallelism"] == 4
+    assert (doc["aoizora"]["videos_per_call"], doc["aoizora"]["simulated_video_s"],
+            doc["aoizora"]["simulated_s_per_video"]) == (2, 7.0, 3.5)
+    back = yaml.safe_load(maxdiffusion.yaml_text(plan, doc=doc))
+    assert back["overrides"]["per_device_batch_size"] == 0.25
+
+
+def test_a_batch_maxdiffusion_would_truncate_is_refused_in_one_line():
+    # pyconfig runs int(per_device_batch_size x devices) prompts: 1 / 49 x 49 < 1
+    assert maxdiffusion.per_device_batch_size(3, 8) == 0.375
+    with pytest.raises(UserError, match="cannot run 1 video"):
+        maxdiffusion.per_device_batch_size(1, 49)
 
 
 def test_the_step_count_seconds_per_video_priced_is_emitted():

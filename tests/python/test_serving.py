@@ -269,7 +269,8 @@ def _serve(*args) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--batch", "2"], "--batch 2: only batch 1 in this version"),
+    (["--batch", "0"], "--batch 0: videos per call must be a whole number >= 1"),
+    (["--batch", "1,x"], "--batch '1,x': expected whole numbers"),
     (["--topology", "v5e:4x4,v5e:3x3"], "--topology 'v5e:3x3': serve splits catalog slices"),
     (["--objective", "cost", "--latency-bound", "3", "--topology", "tpu7x:2x2x1"],
      "--objective cost: the price table"),

@@ -12,7 +12,7 @@ from aoizora.plan_summary import (comparison_rows, print_choice, print_compariso
 DEFAULTS = {"model": "wan2.1-t2v-1.3b", "video": "480p", "topology": "v5e:2x4"}
 # The options that choose what is planned (compare --plan refuses them beside a saved plan).
 WORKLOAD_FLAGS = ("model", "video", "frames", "topology", "hardware", "top_k", "workers",
-                  "oracle", "steps", "no_video", "robust", "defend", "draws")
+                  "oracle", "steps", "no_video", "robust", "defend", "draws", "batch")
 
 
 def add_workload_args(p) -> None:
@@ -30,6 +30,10 @@ def add_workload_args(p) -> None:
     p.add_argument("--topology", help="slice name such as v5e:2x4, v5e:4x4, v4:2x2x2, or a "
                    f"topology JSON file (default {DEFAULTS['topology']})")
     hardware_file.add_argument(p)
+    p.add_argument("--batch", type=int_arg("--batch", 1, 4096), default=None, metavar="B",
+                   help="videos per call (default 1): every program compiled at the batch "
+                        "2B (each video's CFG pair), data parallelism over the videos beside "
+                        "CFG; plan.json gives seconds per call and per video")
     p.add_argument("--steps", type=int_arg("--steps", 1, 10_000), default=None,
                    help="denoising steps per video (default: the model's MaxDiffusion config: "
                         "30 for Wan 2.1 1.3B, 50 for 14B, 40 for Wan 2.2 A14B)")
@@ -177,7 +181,8 @@ def run_planner(args):
         with RichProgress(enabled=not args.quiet) as progress:
             if jobs_on.remote:
                 progress.note(f"jobs run on {jobs_on.description}")
-            return plan(args.model, args.video, args.frames, args.topology, settings, progress)
+            return plan(args.model, args.video, args.frames, args.topology, settings, progress,
+                        batch=args.batch or 1)
     finally:
         jobs_on.close()
 
@@ -225,6 +230,12 @@ def run(args) -> int:
         from aoizora import maxdiffusion
 
         maxdiffusion.config_of(args.model or DEFAULTS["model"])
+        if args.batch:  # a count MaxDiffusion cannot express is refused before planning
+            from aoizora.inputs import topology_file
+
+            topology = topology_file.load(args.topology or DEFAULTS["topology"],
+                                          hardware=args.hardware)
+            maxdiffusion.per_device_batch_size(args.batch, topology.num_devices)
     result = run_planner(args)
     plan = result.plan
     _write_outputs(args, result)

@@ -1,5 +1,5 @@
 """`aoizora serve --model M --video V --frames F --topology T[,T2...] [--latency-bound S]
-[--objective throughput|cost] [--prices FILE] [--batch 1] [--steps N] [--json]`: the
+[--objective throughput|cost] [--prices FILE] [--batch B[,B2...]] [--steps N] [--json]`: the
 frontier of latency per video against videos per hour and cost per video over the splits of
 each slice into replicas, each replica shape planned by the planner (serving/survey.py;
 docs/serving.md). With --latency-bound or --objective, the pick: the split that serves the
@@ -43,7 +43,9 @@ def register(sub) -> None:
                    help="catalog slices to split, comma-separated (default "
                         f"{DEFAULTS['topology']}), e.g. v5e:4x4,v6e:2x4,tpu7x:2x2x2")
     p.add_argument("--batch", default="1", metavar="B[,B2...]",
-                   help="videos per replica at once (only 1 in this version)")
+                   help="videos per replica call, each batch planned as its own replica "
+                        "plan (aoizora plan --batch B); under load, batch B is simulated "
+                        "only with every size 1..B given (default 1)")
     p.add_argument("--steps", type=int_arg("--steps", 1, 10_000), default=30,
                    help="denoising steps, where a plan has no seconds per video (default 30)")
     p.add_argument("--latency-bound", type=float_arg("--latency-bound", 1e-9), metavar="S",

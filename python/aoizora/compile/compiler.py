@@ -94,7 +94,11 @@ def build(candidate: Candidate, model, workload, devices, *, order=None):
         model.param_axes(), params, is_leaf=is_axes)
     inputs = tuple(jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=layout.sharding(a, s.shape))
                    for s, a in zip(model.abstract_inputs(workload), model.input_axes(workload)))
-    out_sharding = layout.sharding(model.output_axes(workload))
+    # With its shape where the model gives it: a mesh axis that does not divide the output
+    # (data 4 over a call's 2 guided videos) is dropped, as for the inputs.
+    out_shape = getattr(model, "output_shape", None)
+    out_sharding = layout.sharding(model.output_axes(workload),
+                                   out_shape(workload) if out_shape else None)
 
     def step(params, *inputs):
         return model.apply(params, *inputs, workload=workload, layout=layout)

@@ -8,7 +8,9 @@ diffusers WanTransformer3DModel).
                       affine LayerNorm -> cross-attn (RMSNorm q,k) -> residual
                       LayerNorm+mod -> Linear(d,f) GELU(tanh) Linear(f,d) -> gate
     head: LayerNorm + mod [1,2,d] -> Linear(d, out*4) -> unpatchify -> [B,out,F',H',W']
-    CFG: B = 2 (conditional, unconditional), combined as u + g (c - u) when `guidance` is set.
+    CFG: B = 2 (conditional, unconditional), combined as u + g (c - u) when `guidance` is set;
+         B = 2V for V videos per call, MaxDiffusion's order: the V prompts, then the V
+         negatives (c = out[:V], u = out[V:]), combined into [V,out,F',H',W'].
 
 Variants by config: `in_dim` 36 (I2V: 16 noise + 4 mask + 16 image latents channels),
 `image_dim` (Wan 2.1 I2V: CLIP image tokens and image K/V, models/image.py), `per_token_time`
@@ -127,9 +129,19 @@ class WanConfig(ModelConfig):
         return out + ((("batch", None, None),) if self.image_dim else ())
 
     def output_axes(self, workload: Video):
-        if workload.guidance is not None:
+        # one guided video: [out,F',H',W'], as before batches (its programs and cache keys
+        # unchanged); V > 1 guided videos keep their batch axis
+        if workload.guidance is not None and workload.batch == 2:
             return (None, None, None, None)
         return ("batch", None, None, None, None)
+
+    def output_shape(self, workload: Video) -> tuple:
+        """The shape apply returns: output_axes' dims (the guided video(s) of the call)."""
+        f, h, w = workload.latent_shape()
+        lead = (() if len(self.output_axes(workload)) == 4
+                else ((workload.batch // 2 if workload.guidance is not None
+                       else workload.batch),))
+        return lead + (self.out_dim, f, h, w)
 
     def apply(self, params, x, t, context, image_tokens=None, *, workload: Video, layout=None):
         return forward(self, params, x, t, context, image_tokens, workload=workload,
@@ -385,6 +397,11 @@ def forward(cfg: WanConfig, params, x, t, context, image_tokens=None, *, workloa
     if workload.guidance is not None and b == 2:
         cond, uncond = out[0].astype(jnp.float32), out[1].astype(jnp.float32)
         out = (uncond + workload.guidance * (cond - uncond)).astype(dt)
+    elif workload.guidance is not None and b % 2 == 0:  # V videos: prompts, then negatives
+        v = b // 2
+        cond, uncond = out[:v].astype(jnp.float32), out[v:].astype(jnp.float32)
+        out = layout.constrain((uncond + workload.guidance * (cond - uncond)).astype(dt),
+                               ("batch", None, None, None, None))
     return out
 
 

@@ -6,9 +6,17 @@ pool, the baselines) priced as a whole video.
                                                           every sharding compiled (cached)
                                                           and simulated; the best of each
     video = VideoModel(cfg, workload, stage2, steps, stages)
-    video.seconds(pair)   text encoding + steps x the pair's step + VAE decode + reshards
+    video.seconds(pair)   text encoding + steps x the pair's step + VAE decode + reshards:
+                          seconds per call (all the call's videos finish together)
     video.parts(pair)     the same by part, for plan.json
     video.record(plan_pair, baselines)                    plan.json's "video"
+
+A call of V videos (the workload's batch 2V: each video's CFG pair; `aoizora plan --batch
+V`): the steps are the transformer compiled at that batch; the host text encoder is priced
+for V videos (hosts.seconds); the text encoder and the VAE decode on the slice are compiled
+for one video and counted V times (run one video after another; their batched programs are
+not compiled, a stated approximation in plan.json's notes); the reshards move the call's
+arrays (2V prompts' context, V videos' latents). `seconds_per_video` = seconds / V.
 
 The stages do not depend on the transformer's sharding, so they are compiled once per
 (model, workload, slice), not per candidate; only the reshards (the text context into the
@@ -137,6 +145,11 @@ class VideoModel:
         self.stages, self.runtime = stages, runtime
         self._reshards: dict[tuple, list] = {}
 
+    @property
+    def videos(self) -> int:
+        """Videos per call: the workload's batch holds each one's CFG pair."""
+        return max(1, getattr(self.workload, "batch", 2) // 2)
+
     def runs_maxdiffusion(self, tag: str = "") -> bool:
         """Whether a row runs as MaxDiffusion executes it: every row of a plan for its
         runtime, and its recipes (tag maxdiffusion-*) in any plan."""
@@ -146,7 +159,7 @@ class VideoModel:
         """The text encoder as MaxDiffusion runs it, on the host CPU (host_encoder.py)."""
         return host_encoder.price(stage_specs.encoder_for(self.cfg),
                                   self.stage2.topology.spec["generation"],
-                                  videos=max(1, self.workload.batch // 2))
+                                  videos=self.videos)
 
     def stages_of(self, tag: str = "") -> tuple:
         """(text encoder, VAE decode) StagePrices a row runs: the best of each on the slice,
@@ -167,8 +180,8 @@ class VideoModel:
         own, best = self.stages_of(), (self.stages.text_encoder, self.stages.vae_decode)
         if None in own or None in best:
             return None
-        te_gain = own[0].simulated_s - best[0].simulated_s
-        vae_gain = own[1].simulated_s - best[1].simulated_s
+        te_gain = self._per_call(own[0]) - self._per_call(best[0])   # per call, as parts
+        vae_gain = self._per_call(own[1]) - self._per_call(best[1])
         return {"text_encoder_s": te_gain, "vae_decode_s": vae_gain,
                 "total_s": te_gain + vae_gain, "text_encoder_on": best[0].sharding,
                 "vae_decode_on": best[1].sharding}
@@ -190,22 +203,37 @@ class VideoModel:
                 stage_specs.encoder_for(self.cfg), stage_specs.vae_for(self.cfg))
         return self._reshards[key]
 
+    def _per_call(self, stage) -> float | None:
+        """A stage's seconds for the call's videos: the host encoder is priced for all of
+        them; a stage on the slice, compiled for one video, runs once per video."""
+        if stage is None or stage.simulated_s is None:
+            return None
+        once = stage.sharding == host_encoder.SHARDING
+        return stage.simulated_s * (1 if once else self.videos)
+
     def parts(self, pair, tag: str = "") -> dict[str, float | None]:
         te, vae = self.stages_of(tag)
         step = pair.simulated
-        out = {"text_encoder_s": te.simulated_s if te else None}
+        out = {"text_encoder_s": self._per_call(te)}
         cond = self.stages.conditioning()
         if cond:  # image to video: its image encoder and VAE encode, before the loop
-            out["conditioning_s"] = (None if None in cond.values()
-                                     else sum(c.simulated_s for c in cond.values()))
+            out["conditioning_s"] = (None if None in cond.values() or any(
+                c.simulated_s is None for c in cond.values())
+                else sum(self._per_call(c) for c in cond.values()))
         return {**out, "denoising_s": None if step is None else self.steps * step,
-                "vae_decode_s": vae.simulated_s if vae else None,
+                "vae_decode_s": self._per_call(vae),
                 "reshard_s": self._reshard_s(pair, tag)}
 
     def seconds(self, pair, tag: str = "") -> float | None:
-        """Seconds per video; None while a part is missing."""
+        """Seconds per call (of `videos` videos; one video at batch 1); None while a part is
+        missing."""
         parts = self.parts(pair, tag).values()
         return None if any(p is None for p in parts) else sum(parts)
+
+    def seconds_per_video(self, pair, tag: str = "") -> float | None:
+        """Seconds per call over the call's videos (what a video costs in slice time)."""
+        s = self.seconds(pair, tag)
+        return None if s is None else s / self.videos
 
     def _reshard_s(self, pair, tag: str = "") -> float:
         return sum(r.seconds for r in self.reshards(pair, tag))
@@ -218,7 +246,9 @@ class VideoModel:
 
     def of_pair(self, pair, tag: str = "") -> dict:
         te, vae = self.stages_of(tag)
-        return {"seconds": self.seconds(pair, tag), "parts": self.parts(pair, tag),
+        return {"seconds": self.seconds(pair, tag),
+                "seconds_per_video": self.seconds_per_video(pair, tag),
+                "parts": self.parts(pair, tag),
                 "step_s": pair.simulated,
                 "stages": {"text_encoder": te and te.sharding, "vae_decode": vae and vae.sharding},
                 "reshards": [asdict(r) for r in self.reshards(pair, tag)]}
@@ -229,6 +259,7 @@ class VideoModel:
         `changed_choice` when the pair fastest per step (`by_step`) is not the plan."""
         stage = lambda s: None if s is None else _stage_record(s)
         out = {"kind": SIMULATED, "steps": self.steps, "steps_source": self.steps_source,
+               "videos_per_call": self.videos,
                "expert_switch_step": self.switch_step,
                **self.of_pair(plan_pair),
                "stages": self._stages_record(),
@@ -243,6 +274,14 @@ class VideoModel:
             out["notes"].append(f"{resident} of {experts} experts resident: the switch at step "
                                 f"{self.switch_step} loads the other's weights from host "
                                 "memory, which is not priced")
+        if self.videos > 1:
+            out["notes"].append(
+                f"{self.videos} videos per call: seconds is per call (every video of the call "
+                "finishes with it), seconds_per_video is seconds over the call's videos; the "
+                "steps run the transformer compiled at that batch; the text encoder and the "
+                "VAE decode on the slice are priced for one video and counted once per video "
+                "(their batched programs are not compiled); the host encoder is priced for "
+                "the call's prompts")
         out["runtime"] = self.runtime
         gain = self.jax_runtime_gain(plan_pair)
         if gain is not None:
@@ -287,9 +326,9 @@ class VideoModel:
                "MaxDiffusion's own (width over every device) was not priced (options say why)")
         te = self.host_text_encoder()
         return (f"{who}: {vae}, and encode the prompts on the host CPU as MaxDiffusion does "
-                f"({te.simulated_s:.1f} s predicted per video, a new prompt: a repeated "
-                "one is served from its prompt cache; the upload of the embeddings is not "
-                "priced)")
+                f"({te.simulated_s / self.videos:.1f} s predicted per video, a new prompt: a "
+                "repeated one is served from its prompt cache; the upload of the embeddings "
+                "is not priced)")
 
 
 def _stage_record(s: price.StagePrice) -> dict:

@@ -148,18 +148,21 @@ def _transformer_layout(placed: Placed | None, n: int, axes: tuple,
 
 def reshards(model, workload, stage2, placed: Placed | None, te: StagePrice | None,
              vae: StagePrice | None, enc_cfg, vae_cfg) -> list[reshard.ReshardPrice]:
-    """Text context -> the transformer's input layout; the final latents -> the VAE's."""
+    """Text context -> the transformer's input layout; the final latents -> the VAE's. A
+    call of V videos (the workload's batch 2V) moves all of them: 2V prompts' context, V
+    videos' latents."""
     import jax.numpy as jnp
 
     spec, n, out = stage2.topology.spec, stage2.num_devices, []
+    videos = max(1, getattr(workload, "batch", 2) // 2)
     if te is not None and te.chips:
-        shape = (2, enc_cfg.text_len, enc_cfg.d_model)
+        shape = (2 * videos, enc_cfg.text_len, enc_cfg.d_model)
         src = _stage_layout(te, stage_specs.TextEncoderStage.model_output_axes(), shape)
         dst = _transformer_layout(placed, n, model.input_axes(workload)[2], shape)
         out.append(reshard.price("text context -> transformer", src, dst, shape,
                                  jnp.dtype(enc_cfg.dtype).itemsize, spec))
     if vae is not None and vae.chips:
-        shape = (1, vae_cfg.z_dim, *workload.latent_shape())
+        shape = (videos, vae_cfg.z_dim, *workload.latent_shape())
         axes = tuple(model.output_axes(workload))
         axes = (None,) * (len(shape) - len(axes)) + axes
         src = _transformer_layout(placed, n, axes, shape)

@@ -186,6 +186,13 @@ def per(by: str) -> str:
     return "per video" if by == PER_VIDEO else "per forward"
 
 
+def _per_of(plan, by: str) -> str:
+    """per(by), naming the call where the plan serves several videos per call (its
+    video.seconds is per call)."""
+    videos = (getattr(plan, "workload", None) or {}).get("videos_per_call") or 1
+    return f"per call of {videos} videos" if by == PER_VIDEO and videos > 1 else per(by)
+
+
 def sentence(plan) -> str | None:
     """The plan's interval, the rule that chose it, and its ties in words; None for a plan
     without intervals (made before they existed)."""
@@ -199,7 +206,8 @@ def sentence(plan) -> str | None:
     b = u["bands"]
     rule = ("--robust: the lowest high end" if u["rule"] == ROBUST
             else "the best point figure")
-    text = (f"Interval {per(by)}: {span(mine)} from {b['generation']}'s error bands, "
+    text = (f"Interval {_per_of(plan, by)}: {span(mine)} from {b['generation']}'s error "
+            "bands, "
             f"communication ±{100 * b['communication']['rel']:.1f} % "
             f"({_basis(b['communication'])}), compute ±{100 * b['compute']['rel']:.1f} % "
             f"({_basis(b['compute'])}); chosen by {rule}.")
@@ -228,7 +236,7 @@ def _drawn_sentence(plan, u: dict) -> str:
     """The sentence of a plan priced under joint draws (confidence.py)."""
     by = u["ranked_by"]
     mine = ranked_interval(plan.choice.extra, by)
-    text = (f"Interval {per(by)}: {span(mine)}, 90 % of {u['draws']} joint draws of "
+    text = (f"Interval {_per_of(plan, by)}: {span(mine)}, 90 % of {u['draws']} joint draws of "
             f"{u['generation']}'s figures (seed {u['seed']}); a row ties the plan where the "
             f"90 % interval of the plan's speedup over it contains 1.")
     tied = u["ties"]

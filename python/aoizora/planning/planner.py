@@ -111,17 +111,28 @@ class PlanResult:
     stage2: Any = None                    # the Stage2 used (topology, simulate, ...)
 
 
-def _resolve(model, video: str | None, frames: int | None):
+def _resolve(model, video: str | None, frames: int | None, batch: int = 1):
     """(ModelSpec, Video) or (FunctionSpec, None), checked up front (validate.workload):
-    UserError on bad input. `model` is a preset name or a spec (user_model.load)."""
+    UserError on bad input. `model` is a preset name or a spec (user_model.load); `batch`
+    videos per call make the workload's batch 2 x batch (each video's CFG pair)."""
     from aoizora.inputs import validate
 
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise UserError(f"--batch {batch}: videos per call must be a whole number >= 1")
     if isinstance(model, FunctionSpec):
         if video is not None or frames is not None:
             raise UserError(f"--video/--frames: {model.name} is a function spec, its "
                             "arguments fix its sizes; leave them out")
+        if batch != 1:
+            raise UserError(f"--batch {batch}: {model.name} is a function spec, its "
+                            "arguments fix its batch; leave --batch out")
         return model, None
-    return validate.workload(model, video, frames)
+    cfg, wl = validate.workload(model, video, frames)
+    if batch != 1:
+        if not hasattr(wl, "batch"):
+            raise UserError(f"--batch {batch}: this workload has no batch of videos")
+        wl = replace(wl, batch=2 * batch)
+    return cfg, wl
 
 
 def _what(name: str, video: str | None, wl) -> str:
@@ -188,14 +199,15 @@ class _Run:
 
 def plan(model="wan2.1-t2v-1.3b", video: str | None = "480p", frames: int | None = 21,
          topology: str = "v5e:2x4", settings: Settings | None = None,
-         progress: Progress | None = None) -> PlanResult:
+         progress: Progress | None = None, batch: int = 1) -> PlanResult:
     """Plans the sharding and placement of `model` (a preset name, or a ModelSpec or
     FunctionSpec such as user_model.load gives; a FunctionSpec takes video=None,
-    frames=None) on `topology`. Raises UserError on bad input, NoFitError when no candidate
-    fits."""
+    frames=None) on `topology`, `batch` videos per call (every program compiled at the
+    batch 2 x batch: each video's CFG pair). Raises UserError on bad input, NoFitError when
+    no candidate fits."""
     settings = settings or Settings()
     progress = progress or Progress()
-    cfg, wl = _resolve(model, video, frames)
+    cfg, wl = _resolve(model, video, frames, batch)
     name = model if isinstance(model, str) else cfg.name
     stage2 = Stage2.for_topology(topology, seed=settings.seed, search_iters=settings.search_iters,
                                  hardware=settings.hardware)
@@ -1105,8 +1117,10 @@ def _oracle(run: _Run, candidates: list, s1: list, simulated: list[Pair]) -> Pai
 def _workload_record(video: str | None, cfg, wl) -> dict[str, Any]:
     if wl is None:  # a FunctionSpec: its arguments are the workload
         return {"function": cfg.name, "video": None, "frames": None, "tokens": None}
+    batch = getattr(wl, "batch", None)
+    # batch: the program's (each video's CFG pair); videos_per_call: what a call serves
     return {"video": video, "frames": wl.frames, "tokens": getattr(wl, "tokens", None),
-            "batch": getattr(wl, "batch", None)}
+            "batch": batch, "videos_per_call": None if batch is None else max(1, batch // 2)}
 
 
 def _model_facts(cfg) -> dict[str, Any]:

@@ -231,8 +231,9 @@ def enumerate_candidates(model, workload, n_chips: int, runtime: str = "jax"
     """Every legal factorisation of n_chips into data x fsdp x context(form) x tensor, as
     `runtime` runs it.
 
-    Legal: data x fsdp divides the batch (CFG pair, so data <= 2); tensor divides heads,
-    dim and ffn_dim; Ulysses degree x the attention's tensor split divides heads; the
+    Legal: data x fsdp divides the batch (the CFG pairs of the call's videos: 2 for one
+    video, so data <= 2; `aoizora plan --batch V` makes it 2V, data over the videos beside
+    CFG); tensor divides heads, dim and ffn_dim; Ulysses degree x the attention's tensor split divides heads; the
     sequence is padded to a multiple of context (always legal; `padding()` says how much)."""
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r}: one of {', '.join(RUNTIMES)}")

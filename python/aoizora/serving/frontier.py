@@ -31,7 +31,8 @@ class Row:
     replicas: int
     chips: int                     # chips of the whole slice, all rented
     batch: int                     # videos denoised together per replica
-    latency_s: float | None        # seconds per video (one batch on one replica)
+    latency_s: float | None        # seconds a video waits in service: one call of `batch`
+                                   # videos on one replica (its plan at that batch)
     videos_per_hour: float | None  # the whole slice
     usd_per_video: float | None    # None: no price for the generation, or not priced
     scope: str = ""                # what latency_s covers ("video", "transformer steps only")

@@ -11,7 +11,7 @@ requests through the queue simulator, and the cheapest one whose p99 latency mee
 
 A configuration's seconds per call come from its own rows: a split's rows at batch b give
 seconds_per_call[b] = that row's latency_s (one call of b videos on one replica, as the
-planner priced it); a row at batch B is simulated only when every size 1..B of its split is
+planner priced it at that batch: `serve --batch 1,2` plans each replica shape at each); a row at batch B is simulated only when every size 1..B of its split is
 priced, else it says which is not (nothing is scaled from another batch). Every
 configuration sees the same arrivals (common random numbers), so their differences are the
 configurations', not the draws'.
@@ -132,7 +132,8 @@ def _load_row(r: Row, table: dict[int, float], load: Load, prices: PriceTable) -
     if missing:
         return LoadRow(**base, **empty, why_not=f"seconds per call at batch "
                        f"{', '.join(map(str, missing))} not priced: a batch of fewer than "
-                       f"{r.batch} may run, and its time needs its own plan")
+                       f"{r.batch} may run, and its time needs its own plan (--batch "
+                       f"{','.join(map(str, range(1, r.batch + 1)))})")
     s = queue_sim.simulate(load.arrivals_s, policy, service, load.warmup)
     usd = prices.usd_per_chip_hour(r.topology.partition(":")[0])
     served = min(load.rate_per_hour, s.capacity_per_hour)

@@ -7,16 +7,18 @@ turned into videos per hour and USD per video (prices.py), the rows set on the f
     check(request) -> {topology: [Split]}     UserError, before any work, on bad input
     survey(request, settings, progress_for=None, log=None) -> Survey
     row_of(request, split, batch, replica_plan, together=None) -> frontier.Row
+    replica_key(shape, batch) -> str           Survey.replicas' key: "v5e:2x4", "v5e:2x4 batch 2"
     simulate_together(split, program, slice_topology) -> together.Together
 
 A replica shape is a catalog slice, planned as `aoizora plan` plans it (planner.plan with
 `settings`: cache, executor, compile target, top-k); one shape serving several splits or
-slices is planned once, and the compile cache makes a shape planned before cheap. Seconds
-per video: the plan's own (plan.video["seconds"]: text encoding, the denoising steps, VAE
-decode and reshards, simulated) where the planner priced the whole video; else `steps` x the
-plan's simulated forward, labelled "transformer steps only". Only batch 1: the planner plans
-one video (its CFG pair) per forward, and a batch of videos per replica needs a plan for that
-batch (the scaling is not guessed).
+slices is planned once per batch, and the compile cache makes a shape planned before cheap.
+Seconds per call: the plan's own (plan.video["seconds"]: text encoding, the denoising steps,
+VAE decode and reshards, simulated) where the planner priced the whole video; else `steps`
+x the plan's simulated forward, labelled "transformer steps only". A batch B is its own
+plan (`aoizora plan --batch B`: every program compiled at the batch 2B, the sharding chosen
+for it), so a row at batch B carries that plan's seconds per call of B videos; nothing is
+scaled from another batch.
 
 Splits whose replicas provably share no link (splits.py) are priced replica by replica, and
 the row says why. Splits whose replicas could share links (a cut wraparound axis) are
@@ -47,7 +49,7 @@ class Request:
     frames: int | None
     topologies: tuple[str, ...]        # catalog slices ("v5e:4x4", "tpu7x:2x2x2")
     prices: PriceTable
-    batches: tuple[int, ...] = (1,)    # videos per replica at once; only 1 in this version
+    batches: tuple[int, ...] = (1,)    # videos per replica call; each its own replica plan
     steps: int = 30                    # denoising steps, where a plan has no seconds per video
 
 
@@ -56,7 +58,7 @@ class ReplicaPlan:
     """What the plan of one replica shape gives serving."""
 
     planned_as: str                    # the catalog slice planned ("v5e:2x4")
-    latency_s: float | None = None     # seconds per video; None: no plan
+    latency_s: float | None = None     # seconds per call of `batch` videos; None: no plan
     scope: str = ""                    # what latency_s covers
     plan: str = ""                     # "sharding @ placement"
     error: str = ""                    # why there is no plan
@@ -65,13 +67,14 @@ class ReplicaPlan:
     # latency_s's 90 % interval across joint draws of the model, relative to latency_s
     # ((low, high) / latency_s: confidence.py); None for a plan made without draws
     relative_interval: tuple[float, float] | None = None
+    batch: int = 1                     # videos per call the plan was made for
 
 
 @dataclass
 class Survey:
     rows: list[Row]
     splits: dict[str, list[splits.Split]]
-    replicas: dict[str, ReplicaPlan]
+    replicas: dict[str, ReplicaPlan]    # replica_key(shape, batch) -> its plan
     notes: list[str] = field(default_factory=list)   # what the figures are not, in words
 
 
@@ -85,53 +88,67 @@ def check(request: Request) -> dict[str, list[splits.Split]]:
         raise UserError("--topology: name at least one slice (v5e:4x4, ...)")
     if request.steps < 1:
         raise UserError(f"--steps {request.steps}: a video takes at least one denoising step")
-    other = [b for b in request.batches if b != 1]
-    if other:
-        raise UserError(f"--batch {other[0]}: only batch 1 in this version: the planner plans "
-                        "one video (its CFG pair) per forward, and the time of a batch of "
-                        "videos needs a plan for that batch, not a guess")
+    if not request.batches:
+        raise UserError("--batch: name at least one batch (1, or 1,2,4)")
+    bad = [b for b in request.batches if b < 1]
+    if bad:
+        raise UserError(f"--batch {bad[0]}: videos per call must be a whole number >= 1")
     return {t: splits.enumerate_splits(t) for t in dict.fromkeys(request.topologies)}
 
 
 def survey(request: Request, settings, progress_for: Callable[[str], Any] | None = None,
            log: Callable[[str], None] | None = None) -> Survey:
-    """Plans every replica shape of every split once (module doc), simulates together the
-    replicas of each split that could share links, and returns every split's rows. `settings`: planner.Settings; progress_for(slice) -> a context manager
-    giving the planner's Progress for that plan; log(line) for what happens between."""
+    """Plans every replica shape of every split once per batch (module doc), simulates
+    together the replicas of each split that could share links, and returns every split's
+    rows. `settings`: planner.Settings; progress_for(slice) -> a context manager giving the
+    planner's Progress for that plan; log(line) for what happens between."""
     log = log or (lambda line: None)
     by_slice = check(request)
     shapes = list(dict.fromkeys(s.planned_as for ss in by_slice.values() for s in ss))
+    batches = list(dict.fromkeys(request.batches))
+    todo = [(shape, b) for shape in shapes for b in batches]
     replicas: dict[str, ReplicaPlan] = {}
     programs: dict[str, together.Program | None] = {}
-    for i, shape in enumerate(shapes, 1):
-        log(f"[{i}/{len(shapes)}] planning a replica on {shape}")
+    for i, (shape, b) in enumerate(todo, 1):
+        key = replica_key(shape, b)
+        log(f"[{i}/{len(todo)}] planning a replica on {key}")
         with progress_for(shape) if progress_for else nullcontext() as progress:
-            replicas[shape], programs[shape] = plan_replica(request, shape, settings, progress)
-        r = replicas[shape]
-        log(f"[{i}/{len(shapes)}] {shape}: " + (f"{r.plan}, {r.latency_s:.4g} s per video "
-                                                f"({r.scope})" if r.error == "" else r.error))
-    runs = _together_runs(by_slice, programs, getattr(settings, "hardware", None), log)
-    rows = [row_of(request, s, b, replicas.get(s.planned_as), runs.get(s))
+            replicas[key], programs[key] = plan_replica(request, shape, settings, progress, b)
+        r = replicas[key]
+        per = "video" if b == 1 else f"call of {b}"
+        log(f"[{i}/{len(todo)}] {key}: " + (f"{r.plan}, {r.latency_s:.4g} s per {per} "
+                                            f"({r.scope})" if r.error == "" else r.error))
+    runs = _together_runs(by_slice, programs, batches, getattr(settings, "hardware", None),
+                          log)
+    rows = [row_of(request, s, b, replicas.get(replica_key(s.planned_as, b)), runs.get((s, b)))
             for ss in by_slice.values() for s in ss for b in request.batches]
     return Survey(rows, by_slice, replicas, _notes(request, by_slice, replicas))
 
 
-def _together_runs(by_slice, programs, hardware: str | None,
-                   log) -> dict[splits.Split, together.Together]:
-    """split -> its replicas simulated together, for every split that could share links and
-    whose replica shape has a plan."""
+def replica_key(shape: str, batch: int) -> str:
+    """The key of a replica plan: its catalog slice, and its batch where it is not 1."""
+    return shape if batch == 1 else f"{shape} batch {batch}"
+
+
+def _together_runs(by_slice, programs, batches, hardware: str | None,
+                   log) -> dict[tuple[splits.Split, int], together.Together]:
+    """(split, batch) -> its replicas simulated together, for every split that could share
+    links and whose replica shape has a plan at that batch."""
     from aoizora.inputs import topology_file
 
-    runs: dict[splits.Split, together.Together] = {}
+    runs: dict[tuple[splits.Split, int], together.Together] = {}
     for name, ss in by_slice.items():
-        shared = [s for s in ss if s.shares_links and programs.get(s.planned_as)]
+        shared = [(s, b) for s in ss for b in batches
+                  if s.shares_links and programs.get(replica_key(s.planned_as, b))]
         if not shared:
             continue
         # The slice with the chip figures the replicas were planned with.
         topology = topology_file.load(name, hardware=hardware)
-        for s in shared:
-            log(f"{name}: simulating {s.describe()} together")
-            runs[s] = simulate_together(s, programs[s.planned_as], topology)
+        for s, b in shared:
+            log(f"{name}: simulating {s.describe()}" + (f" at batch {b}" if b != 1 else "")
+                + " together")
+            runs[s, b] = simulate_together(s, programs[replica_key(s.planned_as, b)],
+                                           topology)
     return runs
 
 
@@ -143,19 +160,21 @@ def simulate_together(s: splits.Split, program: together.Program,
     return together.simulate(program.graph, slice_topology, orders)
 
 
-def plan_replica(request: Request, shape: str, settings,
-                 progress=None) -> tuple[ReplicaPlan, together.Program | None]:
-    """The plan of one replica on the catalog slice `shape`, as serving reads it, and its
-    program for simulating replicas together; a plan the planner refuses (nothing fits,
-    every candidate failed) is a ReplicaPlan with the reason and no program."""
+def plan_replica(request: Request, shape: str, settings, progress=None,
+                 batch: int = 1) -> tuple[ReplicaPlan, together.Program | None]:
+    """The plan of one replica on the catalog slice `shape` serving `batch` videos per call,
+    as serving reads it, and its program for simulating replicas together; a plan the
+    planner refuses (nothing fits, every candidate failed) is a ReplicaPlan with the reason
+    and no program."""
     from aoizora.planning.planner import plan
 
     try:
-        result = plan(request.model, request.video, request.frames, shape, settings, progress)
+        result = plan(request.model, request.video, request.frames, shape, settings, progress,
+                      batch=batch)
     except NoFitError as e:
-        return ReplicaPlan(shape, error=f"no sharding fits: {e}"), None
+        return ReplicaPlan(shape, error=f"no sharding fits: {e}", batch=batch), None
     except UserError as e:
-        return ReplicaPlan(shape, error=str(e)), None
+        return ReplicaPlan(shape, error=str(e), batch=batch), None
     seconds, scope = seconds_per_video(result.plan, request.steps)
     c = result.plan.choice
     steps = (result.plan.video or {}).get("steps") if not scope.startswith(TRANSFORMER_ONLY) \
@@ -163,7 +182,8 @@ def plan_replica(request: Request, shape: str, settings,
     program = together.Program(result.graph, result.topology, tuple(c.chip_ids), c.simulated_s)
     return ReplicaPlan(shape, seconds, scope, f"{c.candidate} @ {c.placement}",
                        step_s=c.simulated_s, steps=int(steps or 0),
-                       relative_interval=_relative_interval(result.plan, scope)), program
+                       relative_interval=_relative_interval(result.plan, scope),
+                       batch=batch), program
 
 
 def _relative_interval(plan, scope: str) -> tuple[float, float] | None:
@@ -179,8 +199,9 @@ def _relative_interval(plan, scope: str) -> tuple[float, float] | None:
 
 
 def seconds_per_video(plan, steps: int) -> tuple[float, str]:
-    """(seconds per video, what they cover) of a plan (plan_format.Plan): its own figure for
-    the whole video where the planner priced it, else `steps` simulated forwards."""
+    """(seconds per call, what they cover) of a plan (plan_format.Plan): its own figure for
+    the whole call where the planner priced it (plan.video["seconds"]: per call of the
+    plan's videos; one video at batch 1), else `steps` simulated forwards."""
     video = getattr(plan, "video", None) or {}
     if video.get("seconds") is not None:
         n = video.get("steps")
@@ -191,7 +212,8 @@ def seconds_per_video(plan, steps: int) -> tuple[float, str]:
 
 def row_of(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan | None,
            run: together.Together | None = None) -> Row:
-    """The row of split `s` at `batch` from its replica shape's plan (None: not planned) and,
+    """The row of split `s` at `batch` from its replica shape's plan at that batch (None: not
+    planned; its latency_s is seconds per call of `batch` videos) and,
     for a split whose replicas could share links, its replicas simulated together (`run`;
     None: not simulated, so not priced)."""
     chips = s.replicas * s.chips_per_replica
@@ -199,7 +221,7 @@ def row_of(request: Request, s: splits.Split, batch: int, replica: ReplicaPlan |
                 batch=batch)
     if replica is None or replica.error:
         return Row(**base, latency_s=None, videos_per_hour=None, usd_per_video=None,
-                   priced=False, why_not=f"no plan on {s.planned_as}: "
+                   priced=False, why_not=f"no plan on {replica_key(s.planned_as, batch)}: "
                    + (replica.error if replica else "not planned"))
     if s.shares_links and (run is None or not replica.step_s):
         return Row(**base, latency_s=None, videos_per_hour=None, usd_per_video=None,
@@ -240,6 +262,11 @@ def _notes(request: Request, by_slice, replicas: dict[str, ReplicaPlan]) -> list
         notes.append(f"{gen}: {p.usd_per_chip_hour:g} USD per chip-hour ({p.date}, "
                      f"{p.source})" if p else f"{gen}: no cost per video: "
                      + request.prices.why_missing(gen))
+    if any(b != 1 for b in request.batches):
+        notes.append("at batch B a row's latency is one call of B videos on one replica (every "
+                     "video of the call waits for all of it), from the replica's own plan at "
+                     "that batch (aoizora plan --batch B: compiled at the batch 2B); its "
+                     "videos per hour count B videos a call")
     if any(r.scope.startswith(TRANSFORMER_ONLY) for r in replicas.values()):
         notes.append(f"latency per video: {TRANSFORMER_ONLY}, {request.steps} x the plan's "
                      "simulated forward; no text encoder, VAE decode or reshards (this "
