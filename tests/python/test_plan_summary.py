@@ -203,7 +203,8 @@ def _drawn(plan):
 def test_every_sharding_and_placement_is_whole_on_one_line(path, width):
     """rich folded a name too long for its cell (jax-defaul / t, ag8w-b512x51 / 2x512):
     each name now stands whole on one line, in the table or beneath it."""
-    for plan in (plan_schema.load(str(path)), _drawn(plan_schema.load(str(path)))):
+    for drawn, plan in ((False, plan_schema.load(str(path))),
+                        (True, _drawn(plan_schema.load(str(path))))):
         text = _render(plan, width)
         lines = text.splitlines()
         assert max(len(line) for line in lines) <= width, text
@@ -211,5 +212,7 @@ def test_every_sharding_and_placement_is_whole_on_one_line(path, width):
         for r in comparison_rows(plan):
             for name in (r.sharding, r.placement):
                 assert any(name in line for line in lines), (name, text)
-        if "draws" in plan.uncertainty:   # the P(faster) column, or its lines beneath
+        if drawn:   # the P(faster) column, or its lines beneath
             assert re.search(r"\d\.\d\d-2\.00 P1\.00", text), text
+        elif "draws" in plan.uncertainty:   # a plan priced under draws: its own intervals
+            assert re.search(r"\d\.\d\d-\d\.\d\d P[01]\.\d\d", text), text
