@@ -16,6 +16,35 @@ class NoFitError(UserError):
     planning, not a fault. Tell it from other failures by this type, never by its text."""
 
 
+class CoreError(ValueError):
+    """An error of the C++ core (aoizora._core.CoreError is this class): str() is one line,
+    "file:line:column: message" with the unknown parts left out. The core raises one of the
+    subclasses below, by the kind of failure (base/status.h ErrorCode); catch the ones that
+    are expected where they are, never ValueError, which also catches bugs in Python."""
+
+
+class ParseError(CoreError):
+    """Text that does not read: HLO, StableHLO, JSON, a sharding or replica-groups string."""
+
+
+class InvalidArgumentError(CoreError):
+    """Well-formed input that breaks a rule: a placement, a mesh, a field of a topology or
+    hardware file, an option."""
+
+
+class NotFoundError(CoreError):
+    """A named thing that is not there or cannot be read: a file, a topology, a generation."""
+
+
+class UnsupportedError(CoreError):
+    """Valid input the core cannot model: a loop of unknown trip count, calls nested too
+    deep."""
+
+
+class InternalError(CoreError):
+    """A state the core should never reach (a simulated deadlock): a bug in aoizora."""
+
+
 class ExecutorLost(Exception):
     """Where the jobs run failed under the command, not its input nor aoizora: the Ray on
     this machine died (its raylet), a `ray://` cluster stopped or became unreachable. The
