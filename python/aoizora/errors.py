@@ -1,9 +1,9 @@
 """Errors a user can act on, and the expected failures of one candidate.
 
 The CLI prints a UserError (or the C++ core's CoreError) as one line and exits 2, an
-ExecutorLost as one line with the command that resumes and exits 75. Any other exception is
-a bug in aoizora: it is never turned into a skipped candidate or a silent answer, and the
-CLI reports it as an internal error.
+ExecutorLost as one line with the command that resumes and exits 75. Any other exception,
+the core's InternalError included, is a bug in aoizora: it is never turned into a skipped
+candidate or a silent answer, and the CLI reports it as an internal error (exit 70).
 """
 
 
