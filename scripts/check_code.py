@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""Code checks anyone can run (and scripts/test.sh does): Python import cycles in
-python/aoizora, functions over MAX_FUNCTION_LINES in the files listed below, and
-Result<bool> in the C++ sources (a Status says "success without a value").
+"""Code checks anyone can run (and scripts/test.sh does): Python import cycles and imports
+that run up the layer order in python/aoizora, functions over MAX_FUNCTION_LINES in every
+Python and C++ file, a bare `except ValueError` in planning code, and Result<bool> in the
+C++ sources (a Status says "success without a value").
 
 Usage: scripts/check_code.py [--baseline FILE | --no-baseline] [--update-baseline]
 
-Import cycles and long functions that are known are recorded in the baseline file; the run
-fails only on findings missing from it (new ones) and on any Result<bool>, so the known
-debts stay visible without blocking CI. Standard library only, so it runs in seconds before
-anything is built.
+Known findings are recorded in the baseline file, one key a line followed by `# why it
+stays`; the run fails on findings missing from it (new ones), on a baseline line without a
+reason, and on any Result<bool>, so the known debts stay visible without blocking CI.
+Standard library only, so it runs in seconds before anything is built.
+
+Function length: Python functions are measured by ast (first line of the `def` to the last
+line of its body, nested functions inside their parent). C++ functions by a brace-matching
+scan of the text with comments, literals and preprocessor lines blanked (cpp_functions):
+good enough for this code base's style, not a C++ parser (a macro that opens a brace, or a
+function-like macro at namespace scope, can fool it).
 """
 
 import argparse
@@ -22,16 +29,32 @@ PACKAGE = ROOT / "python" / "aoizora"
 DEFAULT_BASELINE = ROOT / "scripts" / "check_code_baseline.txt"
 
 MAX_FUNCTION_LINES = 80
-# The files whose long functions were called out; every function in them is measured.
-LONG_FUNCTION_FILES = (
-    "cpp/aoizora/shlo/parser.cpp",        # parse_op
-    "cpp/aoizora/cost/q2.cpp",            # the Q2Evaluator constructor
-    "cpp/aoizora/hlo/replica_groups.cpp",  # parse_mesh
-    "python/aoizora/planning/planner.py",          # _result
-)
-# Where Result<bool> must not appear.
-CPP_DIRS = ("cpp", "tests/cpp", "fuzz")
+# Where functions are measured: every file of both languages under these folders.
+PYTHON_DIRS = ("python", "scripts", "bench", "tests/python")
+CPP_DIRS = ("cpp", "tests/cpp", "fuzz", "bench")
 CPP_SUFFIXES = (".h", ".hpp", ".cc", ".cpp")
+
+# The layers of the Python package, lowest first; each name is a subpackage or a top-level
+# module of aoizora ("__init__" is the package itself). A module may import its own layer and
+# the layers before it; an import of a later layer (at module level or inside a function)
+# runs up. docs/architecture.md states the same order: change both together.
+LAYERS = (
+    ("__init__", "errors", "atomic", "terminal"),   # what every layer uses
+    ("models",),        # the Wan family, its stages, the model zoo
+    ("inputs",),        # checks of user input before any work
+    ("compile",),       # lowering and compiling jobs, and where they run
+    ("hardware",),      # profiles, published measurements, calibration
+    ("plan_format",),   # the aoizora.plan/1 document
+    ("planning",),      # the sharding space, Stage 1, Stage 2, the planner
+    ("pipeline",),      # seconds per video around the transformer
+    ("progress", "plan_schema", "plan_summary", "report", "maxdiffusion", "launch",
+     "evaluation", "measure", "serving"),           # what reads, shows or runs a plan
+    ("commands",),      # one module per subcommand
+    ("cli", "jaxenv"),  # the entry point; jaxenv is an alias of compile/jaxenv.py
+)
+# Where an `except ValueError` (alone or in a tuple) is a finding: it catches a bug in
+# Python as readily as the expected failure, and turns it into a skipped candidate.
+NO_VALUE_ERROR_DIRS = ("python/aoizora/planning",)
 
 
 # ---- import cycles ----
@@ -150,13 +173,55 @@ def import_cycles(modules):
     return findings
 
 
+# ---- imports that run up the layer order ----
+
+def layer_of(module):
+    """The index in LAYERS of aoizora.x... (x its first component); None when unlisted."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    for i, layer in enumerate(LAYERS):
+        if top in layer:
+            return i
+    return None
+
+
+def upward_imports(modules):
+    """One finding per module that imports a module of a later layer, and one per module
+    whose layer is not listed (a new subpackage must be placed in LAYERS)."""
+    findings = []
+    for name, edges in sorted(import_graph(modules).items()):
+        here = layer_of(name)
+        if here is None:
+            findings.append((f"unlayered {name}", "add its subpackage or module to LAYERS"))
+            continue
+        for target, line in sorted(edges.items()):
+            there = layer_of(target)
+            if there is not None and there > here:
+                where = f"{modules[name].relative_to(ROOT)}:{line}"
+                findings.append((f"upward-import {name} -> {target}",
+                                 f"{where}; layer {here} imports layer {there}"))
+    return findings
+
+
 # ---- long functions ----
 
 def python_functions(path):
+    """(qualified name, first line, last line) of each def, decorators left out."""
     tree = ast.parse(path.read_text(), str(path))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node.name, node.lineno, node.end_lineno
+    out = []
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    out.append((name, child.lineno, child.end_lineno))
+                walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return out
 
 
 def blank_cpp(text):
@@ -170,6 +235,7 @@ def blank_cpp(text):
 SCOPE_HEADER = re.compile(r"\b(namespace|class|struct|union|enum)\b[^()=]*$")
 FUNCTION_NAME = re.compile(
     r"(operator\s*\(\s*\)|operator[^\s(]+|~?[A-Za-z_][\w:~]*)\s*(?:<[^()]*>)?\s*\(")
+GTEST_MACROS = {"TEST", "TEST_F", "TEST_P", "TYPED_TEST"}
 NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype"}
 
 
@@ -189,7 +255,11 @@ def cpp_functions(path):
                 match = FUNCTION_NAME.search(header)
                 if kind == "other" and match and match.group(1) not in NOT_FUNCTIONS \
                         and "=" not in header[: match.start()]:
-                    kind = ("function", match.group(1), header_start + match.start())
+                    name = match.group(1)
+                    if name in GTEST_MACROS:  # TEST(Suite, Name): the case is the name
+                        close = header.find(")", match.end())
+                        name += "(" + re.sub(r"\s+", "", header[match.end() : close]) + ")"
+                    kind = ("function", name, header_start + match.start())
             kinds.append(kind)
             header_start = i + 1
         elif ch == "}" and kinds:
@@ -205,47 +275,90 @@ def cpp_functions(path):
                 header_start = i + 1
 
 
+def source_files(dirs, suffixes):
+    """Every file under ROOT/dir for dir in dirs whose name ends in one of suffixes."""
+    for d in dirs:
+        for path in sorted((ROOT / d).rglob("*")):
+            if path.suffix in suffixes and path.is_file():
+                yield path
+
+
 def long_functions():
     findings = []
-    for rel in LONG_FUNCTION_FILES:
-        path = ROOT / rel
-        functions = python_functions(path) if rel.endswith(".py") else cpp_functions(path)
-        for name, first, last in functions:
+    files = [(p, python_functions) for p in source_files(PYTHON_DIRS, (".py",))]
+    files += [(p, cpp_functions) for p in source_files(CPP_DIRS, CPP_SUFFIXES)]
+    for path, measure in files:
+        rel = path.relative_to(ROOT).as_posix()
+        for name, first, last in measure(path):
             lines = last - first + 1
             if lines > MAX_FUNCTION_LINES:
                 findings.append((f"long-function {rel} {name}", f"{rel}:{first}: {lines} lines"))
     return findings
 
 
+# ---- except ValueError in planning code ----
+
+def catches_value_error(handler):
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(n, ast.Name) and n.id == "ValueError" for n in names)
+
+
+def value_error_handlers():
+    """One finding per `except ValueError` (alone or in a tuple), keyed by the function
+    that holds it and its rank there, so that unrelated edits do not change the key."""
+    findings = []
+    for path in source_files(NO_VALUE_ERROR_DIRS, (".py",)):
+        rel = path.relative_to(ROOT).as_posix()
+        tree = ast.parse(path.read_text(), str(path))
+        spans = sorted(python_functions(path), key=lambda f: f[2] - f[1])
+        seen = {}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ExceptHandler) and node.type is not None
+                    and catches_value_error(node)):
+                continue
+            where = next((n for n, a, b in spans if a <= node.lineno <= b), "<module>")
+            seen[where] = seen.get(where, 0) + 1
+            findings.append((f"except-value-error {rel} {where}[{seen[where]}]",
+                             f"{rel}:{node.lineno}: catch the named error"))
+    return sorted(findings)
+
+
 # ---- Result<bool> ----
 
 def result_bool_uses():
     findings = []
-    for d in CPP_DIRS:
-        for path in sorted((ROOT / d).rglob("*")):
-            if path.suffix not in CPP_SUFFIXES:
-                continue
-            for n, line in enumerate(path.read_text().splitlines(), 1):
-                if "Result<bool>" in line:
-                    rel = path.relative_to(ROOT)
-                    findings.append((f"result-bool {rel}:{n}", "use Status: " + line.strip()))
+    for path in source_files(CPP_DIRS, CPP_SUFFIXES):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if "Result<bool>" in line:
+                rel = path.relative_to(ROOT).as_posix()
+                findings.append((f"result-bool {rel}:{n}", "use Status: " + line.strip()))
     return findings
 
 
 # ---- the run ----
 
 def read_baseline(path):
+    """{key: reason} from lines "key  # reason"; a key with no reason maps to ""."""
     if path is None or not path.exists():
-        return set()
-    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
-    return {line for line in lines if line}
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, reason = line.partition("#")
+        if key.strip():
+            out[key.strip()] = reason.strip()
+    return out
 
 
-def write_baseline(path, findings):
-    keys = sorted(key for key, _ in findings if not key.startswith("result-bool"))
+def write_baseline(path, findings, reasons):
+    """The findings' keys (Result<bool> is never baselined), each with its reason from
+    `reasons` or a placeholder that the run refuses until someone writes the reason."""
+    keys = sorted({key for key, _ in findings if not key.startswith("result-bool")})
     header = ("# Known findings of scripts/check_code.py: CI fails only on ones not listed here.\n"
-              "# Remove a line when its finding is fixed; regenerate with --update-baseline.\n")
-    path.write_text(header + "".join(k + "\n" for k in keys))
+              "# One a line: the key, then '# ' and why it stays. Remove a line when its finding\n"
+              "# is fixed; --update-baseline rewrites the keys and keeps the reasons.\n")
+    width = max((len(k) for k in keys), default=0)
+    lines = [f"{k:<{width}}  # {reasons.get(k) or 'REASON NEEDED'}\n" for k in keys]
+    path.write_text(header + "".join(lines))
 
 
 def report(title, findings, known):
@@ -264,19 +377,27 @@ def main(argv=None):
                         help="file of known findings (default: %(default)s)")
     parser.add_argument("--no-baseline", action="store_true", help="treat every finding as new")
     parser.add_argument("--update-baseline", action="store_true",
-                        help="write the current cycles and long functions to the baseline")
+                        help="write the current findings to the baseline, keeping the reasons")
     args = parser.parse_args(argv)
 
-    cycles = import_cycles(package_modules())
-    long, result_bool = long_functions(), result_bool_uses()
+    modules = package_modules()
+    sections = [
+        ("Python import cycles (imports inside functions counted)", import_cycles(modules)),
+        ("Python imports that run up the layer order (LAYERS)", upward_imports(modules)),
+        (f"functions over {MAX_FUNCTION_LINES} lines", long_functions()),
+        ("except ValueError in planning code", value_error_handlers()),
+    ]
+    baselined = [f for _, findings in sections for f in findings]
     if args.update_baseline:
-        write_baseline(args.baseline, cycles + long)
-    known = set() if args.no_baseline else read_baseline(args.baseline)
-    new = report("Python import cycles (imports inside functions counted)", cycles, known)
-    new += report(f"functions over {MAX_FUNCTION_LINES} lines in the listed files", long, known)
-    new += report("Result<bool> uses (use Status)", result_bool, set())
-    stale = sorted(known - {key for key, _ in cycles + long})
-    for key in stale:
+        write_baseline(args.baseline, baselined, read_baseline(args.baseline))
+    known = {} if args.no_baseline else read_baseline(args.baseline)
+    new = sum(report(title, findings, known) for title, findings in sections)
+    new += report("Result<bool> uses (use Status)", result_bool_uses(), {})
+    for key, reason in sorted(known.items()):
+        if not reason or reason == "REASON NEEDED":
+            print(f"  no reason: {key} is in the baseline without '# why it stays'")
+            new += 1
+    for key in sorted(set(known) - {key for key, _ in baselined}):
         print(f"  fixed: {key} is in the baseline but no longer found; remove it")
     print(f"check_code: {new} new finding(s)" if new else "check_code: ok")
     return 1 if new else 0

@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Seconds, standard library only: fails on a new import cycle, a new function over 80 lines
-# in the files it lists, or any Result<bool> (known findings: scripts/check_code_baseline.txt).
+# Seconds, standard library only: fails on a new import cycle or upward import, a new function
+# over 80 lines, a new `except ValueError` in planning code, or any Result<bool> (known
+# findings, each with its reason: scripts/check_code_baseline.txt).
 # Its verdict is the run's last word, so a failed check still lets every test run and report.
 echo "== Code checks (scripts/check_code.py)"
 checks_failed=0

@@ -24,7 +24,7 @@ import traceback
 
 from aoizora import __version__, commands
 from aoizora.hardware import hardware_file
-from aoizora.errors import ExecutorLost, UserError
+from aoizora.errors import ExecutorLost, InternalError, UserError
 
 EXIT_USAGE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 2, 70, 130, 143
 
@@ -82,6 +82,14 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+def _internal_error(prog: str, e: BaseException, as_json: bool) -> int:
+    """A bug: the traceback kept, and one last line that says so."""
+    traceback.print_exc()
+    _fail(prog, f"internal error (a bug in aoizora, please report it with the traceback "
+                f"above): {type(e).__name__}: {e}", as_json)
+    return EXIT_INTERNAL
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     Parser.json_errors = "--json" in argv
@@ -93,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         return int(args.run(args) or 0)
+    except InternalError as e:  # the core reached a state it never should: a bug, not input
+        return _internal_error(prog, e, as_json)
     except (UserError, _core_error()) as e:
         from aoizora.inputs.validate import suggest_topology
 
@@ -111,10 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")
         return 0
     except Exception as e:  # a bug: keep the traceback and say so in one last line
-        traceback.print_exc()
-        _fail(prog, f"internal error (a bug in aoizora, please report it with the traceback "
-                    f"above): {type(e).__name__}: {e}", as_json)
-        return EXIT_INTERNAL
+        return _internal_error(prog, e, as_json)
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -1,9 +1,9 @@
 """Errors a user can act on, and the expected failures of one candidate.
 
 The CLI prints a UserError (or the C++ core's CoreError) as one line and exits 2, an
-ExecutorLost as one line with the command that resumes and exits 75. Any other exception is
-a bug in aoizora: it is never turned into a skipped candidate or a silent answer, and the
-CLI reports it as an internal error.
+ExecutorLost as one line with the command that resumes and exits 75. Any other exception,
+the core's InternalError included, is a bug in aoizora: it is never turned into a skipped
+candidate or a silent answer, and the CLI reports it as an internal error (exit 70).
 """
 
 
@@ -14,6 +14,35 @@ class UserError(Exception):
 class NoFitError(UserError):
     """The model and workload fit in no legal sharding on the slice (memory): a result of
     planning, not a fault. Tell it from other failures by this type, never by its text."""
+
+
+class CoreError(ValueError):
+    """An error of the C++ core (aoizora._core.CoreError is this class): str() is one line,
+    "file:line:column: message" with the unknown parts left out. The core raises one of the
+    subclasses below, by the kind of failure (base/status.h ErrorCode); catch the ones that
+    are expected where they are, never ValueError, which also catches bugs in Python."""
+
+
+class ParseError(CoreError):
+    """Text that does not read: HLO, StableHLO, JSON, a sharding or replica-groups string."""
+
+
+class InvalidArgumentError(CoreError):
+    """Well-formed input that breaks a rule: a placement, a mesh, a field of a topology or
+    hardware file, an option."""
+
+
+class NotFoundError(CoreError):
+    """A named thing that is not there or cannot be read: a file, a topology, a generation."""
+
+
+class UnsupportedError(CoreError):
+    """Valid input the core cannot model: a loop of unknown trip count, calls nested too
+    deep."""
+
+
+class InternalError(CoreError):
+    """A state the core should never reach (a simulated deadlock): a bug in aoizora."""
 
 
 class ExecutorLost(Exception):

@@ -256,6 +256,7 @@ TEST(ShloDag, UnknownTripCountIsAnError) {
   EXPECT_NE(d.error().message.find("trip count is unknown"), std::string::npos)
       << d.error().message;
   EXPECT_GT(d.error().line, 0);
+  EXPECT_TRUE(d.error().is_unsupported());  // valid input the model cannot price, not a typo
 }
 
 // The counter's step comes from the body: a scan that adds 2 to it runs `i < 4` twice; one

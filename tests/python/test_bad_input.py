@@ -495,6 +495,21 @@ def test_internal_error_exits_non_zero_with_a_last_line(monkeypatch, capsys):
         "aoizora topology: error: internal error")
 
 
+def test_the_cores_internal_error_is_a_bug_and_its_other_errors_are_user_errors(monkeypatch,
+                                                                                capsys):
+    """An InternalError is a CoreError (so a ValueError) but not bad input: exit 70, not 2."""
+    from aoizora import errors
+    from aoizora.commands import topology
+
+    for exc, want in ((errors.InternalError("simulated deadlock"), cli.EXIT_INTERNAL),
+                      (errors.ParseError("x.hlo:1:2: expected ']'"), cli.EXIT_USAGE)):
+        def run_(args, exc=exc):
+            raise exc
+        monkeypatch.setattr(topology, "run", run_)
+        rc, _, err = run(["topology", "v5e:2x2"], capsys)
+        assert rc == want, (exc, err)
+
+
 # ---- JSON topologies end to end -------------------------------------------------------------
 
 def test_plan_and_compare_on_a_topology_file(tmp_path, monkeypatch, capsys):

@@ -2,6 +2,17 @@
 
 namespace aoizora {
 
+const char* error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kParse: return "parse error";
+    case ErrorCode::kNotFound: return "not found";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kInternal: return "internal error";
+  }
+  return "unknown";
+}
+
 std::string Error::to_string() const {
   std::string out;
   if (!file.empty()) out += file + ":";

@@ -5,28 +5,36 @@
 #include <nanobind/nanobind.h>
 
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "aoizora/base/status.h"
 
 namespace aoizora::bind {
 
-// Raised in Python as aoizora._core.CoreError (a ValueError) with Error::to_string().
+// Raised in Python as one subclass of aoizora.errors.CoreError (a ValueError) per ErrorCode,
+// with Error::to_string() as its text; bind_base registers the translation.
 class CoreError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CoreError(const std::string& what, ErrorCode code = ErrorCode::kInvalidArgument)
+      : std::runtime_error(what), code_(code) {}
+  explicit CoreError(const Error& error) : CoreError(error.to_string(), error.code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
 };
 
-// The value of a Result, or a CoreError carrying its one-line error.
+// The value of a Result, or a CoreError carrying its one-line error and code.
 template <typename T>
 T unwrap(Result<T> result) {
-  if (!result.ok()) throw CoreError(result.error().to_string());
+  if (!result.ok()) throw CoreError(result.error());
   return std::move(result).value();
 }
 
-// Nothing on success; a CoreError carrying the one-line error otherwise.
+// Nothing on success; a CoreError carrying the one-line error and code otherwise.
 inline void unwrap(const Status& status) {
-  if (!status.ok()) throw CoreError(status.error().to_string());
+  if (!status.ok()) throw CoreError(status.error());
 }
 
 void bind_base(nanobind::module_& m);

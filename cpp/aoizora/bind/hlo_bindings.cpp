@@ -19,7 +19,10 @@ namespace nb = nanobind;
 
 namespace aoizora::bind {
 
-void bind_hlo(nb::module_& m) {
+namespace {
+
+// The parts of a CollectiveGraph, as read-only structs.
+void bind_graph_parts(nb::module_& m) {
   using namespace aoizora::hlo;
 
   nb::class_<Collective>(m, "Collective", "One collective (a sync op or a -start/-done pair).")
@@ -83,6 +86,11 @@ void bind_hlo(nb::module_& m) {
       .def_ro("parent", &Loop::parent)
       .def_ro("first_region", &Loop::first_region)
       .def_ro("last_region", &Loop::last_region);
+}
+
+// The graph of one compiled HLO program.
+void bind_collective_graph(nb::module_& m) {
+  using namespace aoizora::hlo;
 
   nb::class_<CollectiveGraph>(m, "CollectiveGraph",
                               "Collectives, schedule regions and per-op cost of one compiled HLO.")
@@ -113,6 +121,11 @@ void bind_hlo(nb::module_& m) {
                " collectives=" + std::to_string(g.collectives.size()) +
                " regions=" + std::to_string(g.regions.size()) + ">";
       });
+}
+
+// Reading HLO text into a graph, and the checks beside it.
+void bind_loaders(nb::module_& m) {
+  using namespace aoizora::hlo;
 
   m.def(
       "load_hlo",
@@ -163,6 +176,14 @@ void bind_hlo(nb::module_& m) {
       nb::arg("text"),
       "Parses HLO text only: {'computations', 'instructions', 'opcodes': {opcode: count}} "
       "(CoreError on malformed input); for checking the parser against XLA's.");
+}
+
+}  // namespace
+
+void bind_hlo(nb::module_& m) {
+  bind_graph_parts(m);
+  bind_collective_graph(m);
+  bind_loaders(m);
 }
 
 }  // namespace aoizora::bind

@@ -87,9 +87,8 @@ nb::dict to_dict(const sim::SimResult& r) {
   return d;
 }
 
-}  // namespace
-
-void bind_sim(nb::module_& m) {
+// What a simulation gives back.
+void bind_sim_results(nb::module_& m) {
   using namespace aoizora::sim;
 
   nb::class_<ChipTime>(m, "ChipTime",
@@ -131,6 +130,11 @@ void bind_sim(nb::module_& m) {
         return "<SimResult step=" + std::to_string(r.step_seconds) + "s compute_bound=" +
                std::to_string(r.compute_bound_seconds) + "s>";
       });
+}
+
+// Simulating a program, and writing its trace.
+void bind_simulate(nb::module_& m) {
+  using namespace aoizora::sim;
 
   const char* doc =
       "simulate(graph, topology, device_of, **options) -> SimResult\n\n"
@@ -141,6 +145,7 @@ void bind_sim(nb::module_& m) {
       "top_contributors (default 10), steps_wait_for_sends (default True: a chip's next "
       "step also waits for its own sends), record_timeline (bool), trace (path: record the "
       "timeline and write a Chrome/Perfetto trace there atomically).";
+
   m.def(
       "simulate",
       [](const hlo::CollectiveGraph& g, const topo::Topology& t, const std::vector<int>& device_of,
@@ -175,6 +180,13 @@ void bind_sim(nb::module_& m) {
         unwrap(write_trace(r, t, path));
       },
       nb::arg("result"), nb::arg("topology"), nb::arg("path"));
+}
+
+}  // namespace
+
+void bind_sim(nb::module_& m) {
+  bind_sim_results(m);
+  bind_simulate(m);
 }
 
 }  // namespace aoizora::bind

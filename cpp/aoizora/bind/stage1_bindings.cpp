@@ -132,9 +132,8 @@ void bind_results(nb::module_& m) {
       .def("dag_nodes", &dag_nodes, "The prediction DAG: one dict per node, in order.");
 }
 
-}  // namespace
-
-void bind_stage1(nb::module_& m) {
+// Stage 1 of one StableHLO program, and its results.
+void bind_analyze(nb::module_& m) {
   bind_results(m);
   m.def(
       "analyze_stablehlo",
@@ -155,6 +154,10 @@ void bind_stage1(nb::module_& m) {
       "Options: topology ('v5e:4x4', sets chip figures, dims, wrap), peak_flops, hbm_bandwidth,\n"
       "hbm_bytes, link_bandwidth, alpha, hardware (a profile file), slice_dims, slice_wrap,\n"
       "hbm_usable_fraction. Raises CoreError with line:column on bad text.");
+}
+
+// The kernel cost models and the Top-K selection Stage 1 uses.
+void bind_kernel_costs(nb::module_& m) {
   m.def(
       "splash_kernel_cost",
       [](double batch_heads, double q_len, double kv_len, double head_dim, double head_dim_v,
@@ -216,6 +219,13 @@ void bind_stage1(nb::module_& m) {
   m.def("k_from_recall", &stage1::k_from_recall, nb::arg("winner_ranks"), nb::arg("min_k") = 1,
         nb::arg("slack") = 1,
         "Smallest K whose Top-K held the Stage-2 winner in every setting, plus slack.");
+}
+
+}  // namespace
+
+void bind_stage1(nb::module_& m) {
+  bind_analyze(m);
+  bind_kernel_costs(m);
 }
 
 }  // namespace aoizora::bind

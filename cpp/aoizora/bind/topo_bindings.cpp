@@ -91,9 +91,8 @@ nb::dict topology_dict(const topo::Topology& t) {
   return d;
 }
 
-}  // namespace
-
-void bind_topo(nb::module_& m) {
+// The Topology class: chips, links, routes, the chip figures.
+void bind_topology_class(nb::module_& m) {
   using topo::Topology;
 
   nb::class_<Topology>(m, "Topology",
@@ -159,6 +158,11 @@ void bind_topo(nb::module_& m) {
                (t.cores_per_chip() > 1 ? " devices=" + std::to_string(t.num_devices()) : "") +
                " links=" + std::to_string(t.num_links()) + ">";
       });
+}
+
+// The catalog and the hardware profiles: names to topologies and figures.
+void bind_catalog(nb::module_& m) {
+  using topo::Topology;
 
   m.def("make_topology",
         [](const std::string& s, const std::string& hardware) {
@@ -179,6 +183,13 @@ void bind_topo(nb::module_& m) {
         nb::arg("path"),
         "Reads and validates a hardware profile file; returns it as JSON text, raises CoreError.");
   m.def("catalog_names", &topo::catalog_names, "Every topology name the catalog knows.");
+}
+
+}  // namespace
+
+void bind_topo(nb::module_& m) {
+  bind_topology_class(m);
+  bind_catalog(m);
 }
 
 }  // namespace aoizora::bind

@@ -164,13 +164,18 @@ double ring_step_window(const std::vector<shlo::DagNode>& nodes, size_t i, int c
 
 }  // namespace
 
-Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
+namespace {
+
+// Seconds of one execution of each node; sets (*consumer_of)[d] to the first node that reads
+// d, and adds the compute seconds (and the count of collectives with no placed group) to *out.
+std::vector<double> node_seconds(const shlo::PredictionDag& dag, const Q1Params& p,
+                                 std::vector<int>* consumer_of, Q1Breakdown* out) {
   using Kind = shlo::DagNode::Kind;
   const std::vector<shlo::DagNode>& nodes = dag.nodes;
   const size_t n = nodes.size();
-  std::vector<double> t(n);  // seconds of one execution
-  std::vector<int> consumer(n, -1);
-  Q1Breakdown b;
+  std::vector<double> t(n);
+  std::vector<int>& consumer = *consumer_of;
+  Q1Breakdown& b = *out;
   for (size_t i = 0; i < n; ++i) {
     const shlo::DagNode& x = nodes[i];
     for (int d : x.deps)
@@ -189,16 +194,74 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
       }
     }
   }
-  std::vector<char> used(n, 0);  // matmuls already hiding a weight gather
-  std::vector<double> spare = t;  // compute seconds not yet hiding a ring step's permute
-  const std::vector<long> chain_start = ring_chain_start(nodes);
-  const std::vector<char> issued_first = ring_steps_issued_first(nodes);
-  std::vector<char> forwarded(n, 0);  // ring steps whose result is sent on after the work
+  return t;
+}
+
+// Ring steps whose result is sent on after the work (a later step not issued first reads it).
+std::vector<char> forwarded_ring_steps(const std::vector<shlo::DagNode>& nodes,
+                                       const std::vector<char>& issued_first) {
+  const size_t n = nodes.size();
+  std::vector<char> forwarded(n, 0);
   for (size_t i = 0; i < n; ++i)
     if (is_ring_step(nodes[i]) && !issued_first[i])
       for (int d : nodes[i].deps)
         if (d >= 0 && static_cast<size_t>(d) < n && is_ring_step(nodes[static_cast<size_t>(d)]))
           forwarded[static_cast<size_t>(d)] = 1;
+  return forwarded;
+}
+
+// An all-gather runs as an async collective fusion alongside one matmul: the last one
+// before its consumer that hides no other gather and that XLA may schedule after the
+// gathered value is ready (any, for a weight; else one in the same loop body that the
+// value does not depend on). Its window: seconds per execution of node i that the matmul
+// hides; 0 when none is free.
+double gather_window(const std::vector<shlo::DagNode>& nodes, size_t i, long consumer,
+                     const std::vector<double>& t, std::vector<char>* used) {
+  using Kind = shlo::DagNode::Kind;
+  const shlo::DagNode& x = nodes[i];
+  const long end = consumer >= 0 ? consumer : static_cast<long>(i);
+  long lo = 0;
+  std::vector<char> ancestor;
+  if (!x.overlappable) {
+    lo = static_cast<long>(i);
+    while (lo > 0 && nodes[static_cast<size_t>(lo - 1)].repeat >= x.repeat) --lo;
+    ancestor.assign(i - static_cast<size_t>(lo) + 1, 0);
+    std::vector<int> stack(x.deps.begin(), x.deps.end());
+    while (!stack.empty()) {
+      const int d = stack.back();
+      stack.pop_back();
+      if (d < lo || d >= static_cast<long>(i) || ancestor[static_cast<size_t>(d - lo)]) continue;
+      ancestor[static_cast<size_t>(d - lo)] = 1;
+      for (int e : nodes[static_cast<size_t>(d)].deps) stack.push_back(e);
+    }
+  }
+  for (long j = end - 1; j >= lo; --j) {
+    const shlo::DagNode& y = nodes[static_cast<size_t>(j)];
+    if (y.kind != Kind::kCompute || y.op != "stablehlo.dot_general" ||
+        (*used)[static_cast<size_t>(j)])
+      continue;
+    if (!ancestor.empty() && j < static_cast<long>(i) && ancestor[static_cast<size_t>(j - lo)])
+      continue;
+    (*used)[static_cast<size_t>(j)] = 1;
+    return t[static_cast<size_t>(j)] * y.repeat / x.repeat;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
+  using Kind = shlo::DagNode::Kind;
+  const std::vector<shlo::DagNode>& nodes = dag.nodes;
+  const size_t n = nodes.size();
+  std::vector<int> consumer(n, -1);
+  Q1Breakdown b;
+  const std::vector<double> t = node_seconds(dag, p, &consumer, &b);  // one execution
+  std::vector<char> used(n, 0);  // matmuls already hiding a weight gather
+  std::vector<double> spare = t;  // compute seconds not yet hiding a ring step's permute
+  const std::vector<long> chain_start = ring_chain_start(nodes);
+  const std::vector<char> issued_first = ring_steps_issued_first(nodes);
+  const std::vector<char> forwarded = forwarded_ring_steps(nodes, issued_first);
   for (size_t i = 0; i < n; ++i) {
     const shlo::DagNode& x = nodes[i];
     if (x.kind != Kind::kComm) continue;
@@ -216,41 +279,11 @@ Q1Breakdown q1(const shlo::PredictionDag& dag, const Q1Params& p) {
     }
     b.overlappable_comm += total;
     double window = 0;  // compute seconds it runs alongside, per execution
-    if (ring_step) {
+    if (ring_step)
       window = ring_step_window(nodes, i, consumer[i], chain_start[i], forwarded[i] != 0,
                                 issued_first[i] != 0, t, spare);
-    } else {
-      // An all-gather runs as an async collective fusion alongside one matmul: the last one
-      // before its consumer that hides no other gather and that XLA may schedule after the
-      // gathered value is ready (any, for a weight; else one in the same loop body that the
-      // value does not depend on).
-      const long end = consumer[i] >= 0 ? consumer[i] : static_cast<long>(i);
-      long lo = 0;
-      std::vector<char> ancestor;
-      if (!x.overlappable) {
-        lo = static_cast<long>(i);
-        while (lo > 0 && nodes[static_cast<size_t>(lo - 1)].repeat >= x.repeat) --lo;
-        ancestor.assign(i - static_cast<size_t>(lo) + 1, 0);
-        std::vector<int> stack(x.deps.begin(), x.deps.end());
-        while (!stack.empty()) {
-          const int d = stack.back();
-          stack.pop_back();
-          if (d < lo || d >= static_cast<long>(i) || ancestor[static_cast<size_t>(d - lo)]) continue;
-          ancestor[static_cast<size_t>(d - lo)] = 1;
-          for (int e : nodes[static_cast<size_t>(d)].deps) stack.push_back(e);
-        }
-      }
-      for (long j = end - 1; j >= lo; --j) {
-        const shlo::DagNode& y = nodes[static_cast<size_t>(j)];
-        if (y.kind != Kind::kCompute || y.op != "stablehlo.dot_general" || used[static_cast<size_t>(j)])
-          continue;
-        if (!ancestor.empty() && j < static_cast<long>(i) && ancestor[static_cast<size_t>(j - lo)])
-          continue;
-        used[static_cast<size_t>(j)] = 1;
-        window = t[static_cast<size_t>(j)] * y.repeat / x.repeat;
-        break;
-      }
-    }
+    else
+      window = gather_window(nodes, i, consumer[i], t, &used);
     b.exposed_comm += std::max(0.0, t[i] - window) * x.repeat;
   }
   b.q1 = b.compute + b.exposed_comm + b.barrier_comm;

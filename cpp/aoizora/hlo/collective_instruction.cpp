@@ -34,9 +34,9 @@ bool is_collective_done(std::string_view op) {
 Result<Collective> read_collective(const HloModule& m, const Found& f, const Instruction& caller,
                                    bool async, const CollectiveSite& site,
                                    const std::string& filename) {
-  auto error_at = [&](const Instruction& ins, std::string msg) {
+  auto error_at = [&](const Instruction& ins, std::string msg, ErrorCode code) {
     return Error{"instruction '" + std::string(ins.name) + "': " + std::move(msg), filename,
-                 ins.line, 0};
+                 ins.line, 0, code};
   };
   const Computation& comp = m.computations[f.comp];
   const Instruction& ins = comp.instructions[f.index];
@@ -80,7 +80,7 @@ Result<Collective> read_collective(const HloModule& m, const Found& f, const Ins
     std::string_view pairs = ins.attr("source_target_pairs");
     if (!pairs.empty()) {
       auto p = parse_source_target_pairs(pairs);
-      if (!p.ok()) return error_at(ins, "source_target_pairs: " + p.error().message);
+      if (!p.ok()) return error_at(ins, "source_target_pairs: " + p.error().message, p.error().code);
       col.source_target_pairs = std::move(*p);
     }
     return col;
@@ -89,7 +89,7 @@ Result<Collective> read_collective(const HloModule& m, const Found& f, const Ins
   std::string_view rg = ins.attr("replica_groups");
   if (!rg.empty()) {
     auto parsed = parse_replica_groups(rg);
-    if (!parsed.ok()) return error_at(ins, "replica_groups: " + parsed.error().message);
+    if (!parsed.ok()) return error_at(ins, "replica_groups: " + parsed.error().message, parsed.error().code);
     raw = std::move(*parsed);
   }
   const bool has_ugdi = col.kind == CollectiveKind::kAllGather ||
@@ -98,7 +98,7 @@ Result<Collective> read_collective(const HloModule& m, const Found& f, const Ins
   GroupMode mode = group_mode(!channel.empty(), has_ugdi,
                               ins.attr("use_global_device_ids") == "true");
   auto groups = resolve_groups(raw, mode, site.replica_count, site.num_partitions);
-  if (!groups.ok()) return error_at(ins, groups.error().message);
+  if (!groups.ok()) return error_at(ins, groups.error().message, groups.error().code);
   col.groups = std::move(*groups);
   return col;
 }

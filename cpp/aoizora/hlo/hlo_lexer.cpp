@@ -50,7 +50,7 @@ Error Lexer::error_at(std::string message, size_t pos) {
   const int line = line_of(pos);
   size_t bol = pos == 0 ? std::string_view::npos : s_.rfind('\n', pos - 1);
   bol = bol == std::string_view::npos ? 0 : bol + 1;
-  return Error{std::move(message), filename_, line, static_cast<int>(pos - bol) + 1};
+  return Error::parse(std::move(message), filename_, line, static_cast<int>(pos - bol) + 1);
 }
 
 Error Lexer::expected(const std::string& what, size_t pos) {

@@ -41,16 +41,15 @@ class Builder {
 
   Result<CollectiveGraph> build() {
     start_region("entry", 1, true);
-    auto r = walk(m_.entry, 1, "entry", true, 0);
-    if (!r.ok()) return r.error();
+    RETURN_IF_ERROR(walk(m_.entry, 1, "entry", true, 0));
     if (g_.regions.size() > 1 && g_.regions.back().ops.empty()) g_.regions.pop_back();
     return std::move(g_);
   }
 
  private:
   Error error_at(const Instruction& ins, std::string msg) {
-    return Error{"instruction '" + std::string(ins.name) + "': " + std::move(msg), filename_,
-                 ins.line, 0};
+    return Error::parse("instruction '" + std::string(ins.name) + "': " + std::move(msg), filename_,
+                        ins.line);
   }
 
   // Starts a region, reusing the current one when it has no ops yet.
@@ -65,10 +64,10 @@ class Builder {
   // Walks computation `c` in schedule order, executed `repeat` times per program run.
   Status walk(int c, int64_t repeat, const std::string& region_name, bool known, int depth) {
     if (depth > kMaxCallDepth) {
-      return Error{"calls nest deeper than " + std::to_string(kMaxCallDepth) +
-                       " levels (or recurse) at computation '" +
-                       std::string(m_.computations[c].name) + "'",
-                   filename_, 0, 0};
+      return Error::unsupported("calls nest deeper than " + std::to_string(kMaxCallDepth) +
+                                    " levels (or recurse) at computation '" +
+                                    std::string(m_.computations[c].name) + "'",
+                                filename_);
     }
     const Computation& comp = m_.computations[c];
     for (size_t i = 0; i < comp.instructions.size(); ++i) {
@@ -108,13 +107,11 @@ class Builder {
               ins.operands[*p] >= 0)
             where_[callee][k] = where_[c][ins.operands[*p]];
         }
-        auto r = walk_inlined(callee, repeat, region_name, known, depth + 1);
-        if (!r.ok()) return r;
+        RETURN_IF_ERROR(walk_inlined(callee, repeat, region_name, known, depth + 1));
         (void)add_op(c, static_cast<int>(i));  // a call carries no collective: cannot fail
         continue;
       }
-      auto r = add_op(c, static_cast<int>(i));
-      if (!r.ok()) return r;
+      RETURN_IF_ERROR(add_op(c, static_cast<int>(i)));
     }
     return Status::success();
   }
@@ -153,14 +150,10 @@ class Builder {
     }
   }
 
-  // Appends instruction i of computation c to the current region.
-  Status add_op(int c, int i) {
-    const Computation& comp = m_.computations[c];
-    const Instruction& ins = comp.instructions[i];
-    if (skip_parameter(c, ins)) return Status::success();
-    Region& region = g_.regions.back();
-    const int region_index = static_cast<int>(g_.regions.size()) - 1;
-    const int op_index = static_cast<int>(region.ops.size());
+  // The scheduled op of instruction i of computation c (its cost and its dependencies in
+  // the region), placed at (region_index, op_index).
+  ScheduledOp make_op(int c, int i, int region_index, int op_index) {
+    const Instruction& ins = m_.computations[c].instructions[i];
     ScheduledOp op;
     op.name = std::string(ins.name);
     op.opcode = std::string(ins.opcode);
@@ -180,44 +173,46 @@ class Builder {
         op.deps.push_back(o);
     }
     where_[c][i] = {region_index, op_index};
+    return op;
+  }
 
-    // A -done (or async-done) completes the collectives its start began; an async-update
-    // only passes them on (they stay in flight): it is a compute op of no cost, and a later
-    // async-done of it completes them.
-    const bool done = is_collective_done(ins.opcode) || ins.opcode == "async-done";
-    if ((done || ins.opcode == "async-update") && !ins.operands.empty() &&
-        ins.operands[0] >= 0) {
-      auto [r, o] = where_[c][ins.operands[0]];
-      auto in_flight = r >= 0 && o >= 0 ? in_flight_.find({r, o}) : in_flight_.end();
-      if (in_flight != in_flight_.end()) {
-        const std::vector<int> colls = in_flight->second;
-        if (!done) {
-          in_flight_[{region_index, op_index}] = colls;
-        } else {
-          op.collectives = colls;
-          op.collective = colls.front();
-          op.kind = OpKind::kCollectiveDone;
-          for (int ci : colls) {
-            Collective& col = g_.collectives[ci];
-            col.done_op = op_index;
-            if (col.region != region_index) col.done_region = region_index;
-            if (col.kind != CollectiveKind::kAllToAll &&
-                col.kind != CollectiveKind::kCollectivePermute &&
-                col.kind != CollectiveKind::kCollectiveBroadcast &&
-                ins.opcode != "async-done")
-              col.result_bytes = ins.shape.byte_size();
-          }
-        }
-      }
-      region.ops.push_back(std::move(op));
-      return Status::success();
+  // A -done (or async-done) completes the collectives its start began; an async-update
+  // only passes them on (they stay in flight): it is a compute op of no cost, and a later
+  // async-done of it completes them.
+  void complete_in_flight(int c, const Instruction& ins, bool done, int region_index,
+                          int op_index, ScheduledOp* op) {
+    auto [r, o] = where_[c][ins.operands[0]];
+    auto in_flight = r >= 0 && o >= 0 ? in_flight_.find({r, o}) : in_flight_.end();
+    if (in_flight == in_flight_.end()) return;
+    const std::vector<int> colls = in_flight->second;
+    if (!done) {
+      in_flight_[{region_index, op_index}] = colls;
+      return;
     }
+    op->collectives = colls;
+    op->collective = colls.front();
+    op->kind = OpKind::kCollectiveDone;
+    for (int ci : colls) {
+      Collective& col = g_.collectives[ci];
+      col.done_op = op_index;
+      if (col.region != region_index) col.done_region = region_index;
+      if (col.kind != CollectiveKind::kAllToAll &&
+          col.kind != CollectiveKind::kCollectivePermute &&
+          col.kind != CollectiveKind::kCollectiveBroadcast && ins.opcode != "async-done")
+        col.result_bytes = ins.shape.byte_size();
+    }
+  }
 
+  // The collectives instruction i of computation c runs: itself, or those in the
+  // computations it calls (a conditional's most expensive branch); *async when it starts
+  // them without waiting.
+  std::vector<Found> collectives_of(int c, int i, bool* async) {
+    const Instruction& ins = m_.computations[c].instructions[i];
     std::vector<Found> found;
-    bool async = false;
+    *async = false;
     if (collective_kind(ins.opcode)) {
       found.push_back({c, i});
-      async = is_async_start(ins.opcode);
+      *async = is_async_start(ins.opcode);
     } else if (!ins.called.empty() && ins.opcode != "while" && ins.opcode != "call") {
       std::vector<bool> seen(m_.computations.size(), false);
       if (ins.opcode == "conditional") {
@@ -232,8 +227,31 @@ class Builder {
       } else {
         for (int k : ins.called) find_collectives(k, &found, &seen);
       }
-      async = ins.opcode == "async-start";
+      *async = ins.opcode == "async-start";
     }
+    return found;
+  }
+
+  // Appends instruction i of computation c to the current region.
+  Status add_op(int c, int i) {
+    const Computation& comp = m_.computations[c];
+    const Instruction& ins = comp.instructions[i];
+    if (skip_parameter(c, ins)) return Status::success();
+    Region& region = g_.regions.back();
+    const int region_index = static_cast<int>(g_.regions.size()) - 1;
+    const int op_index = static_cast<int>(region.ops.size());
+    ScheduledOp op = make_op(c, i, region_index, op_index);
+
+    const bool done = is_collective_done(ins.opcode) || ins.opcode == "async-done";
+    if ((done || ins.opcode == "async-update") && !ins.operands.empty() &&
+        ins.operands[0] >= 0) {
+      complete_in_flight(c, ins, done, region_index, op_index, &op);
+      region.ops.push_back(std::move(op));
+      return Status::success();
+    }
+
+    bool async = false;
+    std::vector<Found> found = collectives_of(c, i, &async);
     if (!async && ins.opcode == "fusion" && !found.empty()) {
       std::vector<int> chained = chains_.chained(m_, found, g_);
       if (!chained.empty()) {
@@ -244,11 +262,10 @@ class Builder {
     const CollectiveSite site{region_index, op_index, region.repeat, g_.replica_count,
                               g_.num_partitions};
     for (const Found& f : found) {
-      auto col = read_collective(m_, f, ins, async, site, filename_);
-      if (!col.ok()) return col.error();
+      ASSIGN_OR_RETURN(auto col, read_collective(m_, f, ins, async, site, filename_));
       chains_.scheduled(static_cast<int>(g_.collectives.size()), region_index, op_index);
       op.collectives.push_back(static_cast<int>(g_.collectives.size()));
-      g_.collectives.push_back(std::move(*col));
+      g_.collectives.push_back(std::move(col));
     }
     if (!op.collectives.empty()) {
       op.collective = op.collectives.front();
@@ -280,25 +297,24 @@ class Builder {
 
 Result<CollectiveGraph> collective_graph_from_text(std::string_view text, std::string filename,
                                                    const LoadOptions& options) {
-  auto module = parse_hlo_module(text, filename);
-  if (!module.ok()) return module.error();
-  if (module->entry < 0) return Error{"no ENTRY computation", filename, 0, 0};
-  const DeviceCount devices = device_count(*module, options.num_devices);
-  return Builder(*module, devices, std::move(filename)).build();
+  ASSIGN_OR_RETURN(auto module, parse_hlo_module(text, filename));
+  if (module.entry < 0) return Error::parse("no ENTRY computation", filename);
+  const DeviceCount devices = device_count(module, options.num_devices);
+  return Builder(module, devices, std::move(filename)).build();
 }
 
 Result<CollectiveGraph> collective_graph_from_file(const std::string& path,
                                                    const LoadOptions& options) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot open the file", path, 0, 0};
+  if (!in) return Error::not_found("cannot open the file", path);
   std::string text;
   in.seekg(0, std::ios::end);
   std::streamoff size = in.tellg();
-  if (size < 0) return Error{"cannot read the file", path, 0, 0};
+  if (size < 0) return Error::not_found("cannot read the file", path);
   text.resize(static_cast<size_t>(size));
   in.seekg(0, std::ios::beg);
   in.read(text.data(), size);
-  if (!in) return Error{"cannot read the file", path, 0, 0};
+  if (!in) return Error::not_found("cannot read the file", path);
   return collective_graph_from_text(text, path, options);
 }
 

@@ -136,6 +136,12 @@ class Parser {
   Result<int> rhs(Scope& scope, std::string_view name, size_t name_pos, bool attributes,
                   int depth);
   Status operands(Scope& scope, Instruction& ins, int depth);
+  // rhs's checks after the operands, each as XLA makes it (ob: where the opcode is).
+  Status check_operands(const Instruction& ins, bool has_shape, int want_operands, size_t ob);
+  Status check_conditional(const Scope& scope, const Instruction& ins, AttributeSet* allowed,
+                           size_t ob);
+  Status rhs_attributes(Scope& scope, Instruction& ins, int depth, bool attributes,
+                        AttributeSet* allowed, int required, size_t ob);
   Result<int> operand(Scope& scope, int depth);
   // Checks the names against `allowed` (each at most once) and the values' forms when given.
   Status attributes(Instruction& ins, int depth, const AttributeSet* allowed = nullptr,
@@ -177,8 +183,7 @@ Status Parser::header() {
   if (!valid_name(strip_percent(m_.name))) return lx_.expected("the module name", b);
   if (lx_.peek() == ':') lx_.advance();  // `HloModule name:` (XLA's lexer reads `name:`)
   Instruction holder;
-  auto r = attributes(holder, 0);
-  if (!r.ok()) return r;
+  RETURN_IF_ERROR(attributes(holder, 0));
   for (const Attribute& a : holder.attributes()) {
     const size_t at = a.key.data() - lx_.text().data();
     // A misspelt num_partitions would leave one partition: refused, as XLA refuses it.
@@ -246,8 +251,7 @@ Result<int> Parser::add(Scope& scope, Instruction ins, size_t name_pos) {
 Result<int> Parser::operand(Scope& scope, int depth) {
   const size_t start = lx_.pos();
   if (can_be_shape(lx_)) {
-    auto r = read_shape(lx_, nullptr, depth + 1);
-    if (!r.ok()) return r.error();
+    RETURN_IF_ERROR(read_shape(lx_, nullptr, depth + 1));
     lx_.skip_ws();
   }
   const size_t name_pos = lx_.pos();
@@ -269,8 +273,7 @@ Result<int> Parser::operand(Scope& scope, int depth) {
 Status Parser::operands(Scope& scope, Instruction& ins, int depth) {
   const size_t open = lx_.pos();
   if (has_raw_operands(ins.opcode)) {
-    auto r = lx_.skip_balanced();
-    if (!r.ok()) return r;
+    RETURN_IF_ERROR(lx_.skip_balanced());
     ins.raw_operands = lx_.text().substr(open + 1, lx_.pos() - open - 2);
     return Status::success();
   }
@@ -278,14 +281,71 @@ Status Parser::operands(Scope& scope, Instruction& ins, int depth) {
   if (lx_.consume(')')) return Status::success();
   for (;;) {
     lx_.skip_ws();
-    auto k = operand(scope, depth);
-    if (!k.ok()) return k.error();
-    ins.operands.push_back(*k);
+    ASSIGN_OR_RETURN(auto k, operand(scope, depth));
+    ins.operands.push_back(k);
     if (lx_.consume(',')) continue;
     if (lx_.consume(')')) break;
     return lx_.expected("',' or ')' after an operand", lx_.pos());
   }
   ins.raw_operands = lx_.text().substr(open + 1, lx_.pos() - open - 2);
+  return Status::success();
+}
+
+Status Parser::check_operands(const Instruction& ins, bool has_shape, int want_operands,
+                              size_t ob) {
+  // XLA insists on the operand count of most opcodes (not of a wrapped op: it gets the
+  // start's operands as they are), and on a tuple's matching its shape.
+  if (ins.opcode == "constant" && has_shape) {
+    size_t at = 0;
+    const std::string e = literal_error(ins.shape, ins.raw_operands, &at);
+    if (!e.empty())
+      return lx_.error_at(e, static_cast<size_t>(ins.raw_operands.data() - lx_.text().data()) + at);
+  }
+  if (want_operands >= 0 && static_cast<int>(ins.operands.size()) != want_operands)
+    return lx_.error_at("'" + std::string(ins.opcode) + "' takes " +
+                            std::to_string(want_operands) + " operand" +
+                            (want_operands == 1 ? "" : "s") + ", found " +
+                            std::to_string(ins.operands.size()),
+                        ob);
+  return Status::success();
+}
+
+// A conditional's first operand selects the branch: a pred true_/false_computation, an s32
+// one of branch_computations (the attributes the other form names are not allowed).
+Status Parser::check_conditional(const Scope& scope, const Instruction& ins,
+                                 AttributeSet* allowed, size_t ob) {
+  if (ins.opcode != "conditional") return Status::success();
+  const Shape* index = ins.operands.empty() ? nullptr
+                                            : &scope.comp.instructions[ins.operands[0]].shape;
+  if (index == nullptr || !index->dims.empty() ||
+      (index->type != PrimitiveType::kPred && index->type != PrimitiveType::kS32))
+    return lx_.error_at("a conditional's first operand must be a pred or s32 scalar", ob);
+  static const int kTrue = attribute_id("true_computation");
+  static const int kFalse = attribute_id("false_computation");
+  static const int kBranches = attribute_id("branch_computations");
+  if (index->type == PrimitiveType::kPred) allowed->reset(kBranches);
+  else allowed->reset(kTrue), allowed->reset(kFalse);
+  return Status::success();
+}
+
+// The attributes of an instruction (a nested one may have none) and what they must agree on.
+Status Parser::rhs_attributes(Scope& scope, Instruction& ins, int depth, bool attributes,
+                              AttributeSet* allowed, int required, size_t ob) {
+  if (attributes) {
+    RETURN_IF_ERROR(this->attributes(ins, depth, allowed, required, ins.opcode));
+    RETURN_IF_ERROR(control_predecessors(scope, ins));
+    // Flattened ids need a channel (XLA refuses the text otherwise).
+    static const int kUgdi = attribute_id("use_global_device_ids");
+    if ((*allowed)[kUgdi] && ins.attr("use_global_device_ids") == "true" &&
+        !ins.has_attr("channel_id"))
+      return lx_.error_at("use_global_device_ids=true needs a channel_id", ob);
+  } else if (required >= 0) {
+    // A nested instruction has no attributes: one that needs an attribute is refused (XLA too).
+    return lx_.error_at("'" + std::string(ins.opcode) + "' needs attribute '" +
+                            std::string(attribute_name(required)) +
+                            "', which a nested instruction cannot have",
+                        ob);
+  }
   return Status::success();
 }
 
@@ -299,8 +359,7 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
   ins.line = lx_.line_of(name_pos);
   const bool has_shape = can_be_shape(lx_);
   if (has_shape) {
-    auto r = read_shape(lx_, &ins.shape, 0);
-    if (!r.ok()) return r.error();
+    RETURN_IF_ERROR(read_shape(lx_, &ins.shape, 0));
     lx_.skip_ws();
   }
   const size_t ob = lx_.pos();
@@ -329,16 +388,7 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
                             "' cannot be inferred (XLA does not either): write it", ob);
   if (!lx_.consume('(')) return lx_.expected("'(' after the opcode", lx_.pos());
   lx_.set_pos(lx_.pos() - 1);
-  auto o = operands(scope, ins, depth);
-  if (!o.ok()) return o.error();
-  // XLA insists on the operand count of most opcodes (not of a wrapped op: it gets the
-  // start's operands as they are), and on a tuple's matching its shape.
-  if (ins.opcode == "constant" && has_shape) {
-    size_t at = 0;
-    const std::string e = literal_error(ins.shape, ins.raw_operands, &at);
-    if (!e.empty())
-      return lx_.error_at(e, static_cast<size_t>(ins.raw_operands.data() - lx_.text().data()) + at);
-  }
+  RETURN_IF_ERROR(operands(scope, ins, depth));
   // A broadcast of a scalar needs no dimensions.
   if (ins.opcode == "broadcast" && ins.operands.size() == 1 &&
       scope.comp.instructions[ins.operands[0]].shape.dims.empty())
@@ -347,47 +397,13 @@ Result<int> Parser::rhs(Scope& scope, std::string_view name, size_t name_pos, bo
                             : ins.opcode == "tuple" && has_shape && ins.shape.is_tuple()
                                 ? static_cast<int>(ins.shape.tuple.size())
                                 : rules->operands;
-  if (want_operands >= 0 && static_cast<int>(ins.operands.size()) != want_operands)
-    return lx_.error_at("'" + std::string(ins.opcode) + "' takes " +
-                            std::to_string(want_operands) + " operand" +
-                            (want_operands == 1 ? "" : "s") + ", found " +
-                            std::to_string(ins.operands.size()),
-                        ob);
-  if (ins.opcode == "conditional") {
-    // A pred selects true_/false_computation, an s32 one of branch_computations.
-    const Shape* index = ins.operands.empty() ? nullptr
-                                              : &scope.comp.instructions[ins.operands[0]].shape;
-    if (index == nullptr || !index->dims.empty() ||
-        (index->type != PrimitiveType::kPred && index->type != PrimitiveType::kS32))
-      return lx_.error_at("a conditional's first operand must be a pred or s32 scalar", ob);
-    static const int kTrue = attribute_id("true_computation");
-    static const int kFalse = attribute_id("false_computation");
-    static const int kBranches = attribute_id("branch_computations");
-    if (index->type == PrimitiveType::kPred) allowed.reset(kBranches);
-    else allowed.reset(kTrue), allowed.reset(kFalse);
-  }
-  if (attributes) {
-    auto a = this->attributes(ins, depth, &allowed, required, ins.opcode);
-    if (!a.ok()) return a.error();
-    auto c = control_predecessors(scope, ins);
-    if (!c.ok()) return c.error();
-    // Flattened ids need a channel (XLA refuses the text otherwise).
-    static const int kUgdi = attribute_id("use_global_device_ids");
-    if (allowed[kUgdi] && ins.attr("use_global_device_ids") == "true" &&
-        !ins.has_attr("channel_id"))
-      return lx_.error_at("use_global_device_ids=true needs a channel_id", ob);
-  } else if (required >= 0) {
-    // A nested instruction has no attributes: one that needs an attribute is refused (XLA too).
-    return lx_.error_at("'" + std::string(ins.opcode) + "' needs attribute '" +
-                            std::string(attribute_name(required)) +
-                            "', which a nested instruction cannot have",
-                        ob);
-  }
+  RETURN_IF_ERROR(check_operands(ins, has_shape, want_operands, ob));
+  RETURN_IF_ERROR(check_conditional(scope, ins, &allowed, ob));
+  RETURN_IF_ERROR(rhs_attributes(scope, ins, depth, attributes, &allowed, required, ob));
   if (async != Async::kNone) {
     ins.opcode = async == Async::kStart ? "async-start"
                  : async == Async::kUpdate ? "async-update" : "async-done";
-    auto r = async_op(scope, ins, async, sugar, ob);
-    if (!r.ok()) return r.error();
+    RETURN_IF_ERROR(async_op(scope, ins, async, sugar, ob));
   }
   if (!has_shape) {
     auto shape = infer_shape(ins, scope.comp, m_);
@@ -518,11 +534,10 @@ Status Parser::instruction(Scope& scope) {
   const std::string_view name = strip_percent(lx_.name());
   if (!valid_name(name)) return lx_.expected("an instruction name", name_pos);
   if (!lx_.consume('=')) return lx_.expected("'=' after the instruction name", lx_.pos());
-  auto index = rhs(scope, name, name_pos, /*attributes=*/true, 0);
-  if (!index.ok()) return index.error();
+  ASSIGN_OR_RETURN(auto index, rhs(scope, name, name_pos, /*attributes=*/true, 0));
   if (is_root) {
     if (scope.root >= 0) return lx_.error_at("a second ROOT in one computation", start);
-    scope.root = *index;
+    scope.root = index;
   }
   return Status::success();
 }
@@ -535,8 +550,7 @@ Status Parser::instruction_list(Scope& scope, std::string_view what) {
     lx_.skip_ws();
     if (lx_.eof()) return lx_.expected("'}' closing " + std::string(what), lx_.pos());
     if (lx_.peek() == '}') break;
-    auto r = instruction(scope);
-    if (!r.ok()) return r;
+    RETURN_IF_ERROR(instruction(scope));
   }
   lx_.advance();
   Computation& comp = scope.comp;
@@ -554,8 +568,7 @@ Result<int> Parser::callee(int depth) {
     lx_.advance();
     Scope scope;
     scope.comp.name = "_";
-    auto r = instruction_list(scope, "the inline computation");
-    if (!r.ok()) return r.error();
+    RETURN_IF_ERROR(instruction_list(scope, "the inline computation"));
     m_.computations.push_back(std::move(scope.comp));
     return static_cast<int>(m_.computations.size()) - 1;
   }
@@ -582,9 +595,8 @@ bool Parser::inline_body_at(size_t brace) const {
 
 Status Parser::call_value(Instruction& ins, std::string_view key, int depth) {
   auto one = [&]() -> Status {
-    auto c = callee(depth + 1);
-    if (!c.ok()) return c.error();
-    ins.called.push_back(*c);
+    ASSIGN_OR_RETURN(auto c, callee(depth + 1));
+    ins.called.push_back(c);
     ins.called_keys.push_back(key);
     return Status::success();
   };
@@ -592,8 +604,7 @@ Status Parser::call_value(Instruction& ins, std::string_view key, int depth) {
   lx_.advance();  // a list: {a, b} or {{...}, b}
   if (lx_.consume('}')) return Status::success();
   for (;;) {
-    auto r = one();
-    if (!r.ok()) return r;
+    RETURN_IF_ERROR(one());
     if (lx_.consume(',')) continue;
     if (lx_.consume('}')) return Status::success();
     return lx_.expected("',' or '}' in the computation list", lx_.pos());
@@ -632,8 +643,7 @@ Status Parser::attributes(Instruction& ins, int depth, const AttributeSet* allow
     lx_.skip_ws();
     const size_t vb = lx_.pos();
     if (is_call_attribute(key)) {
-      auto r = call_value(ins, key, depth);
-      if (!r.ok()) return r;
+      RETURN_IF_ERROR(call_value(ins, key, depth));
       end = lx_.pos();
       continue;
     }
@@ -670,21 +680,17 @@ Status Parser::computation() {
   if (!valid_name(comp.name)) return lx_.expected("a computation name or 'ENTRY'", nb);
   if (lx_.consume('(')) {
     lx_.set_pos(lx_.pos() - 1);
-    auto r = lx_.skip_balanced();
-    if (!r.ok()) return r;
+    RETURN_IF_ERROR(lx_.skip_balanced());
     if (!lx_.consume('-') || lx_.peek() != '>')
       return lx_.expected("'->' and the result shape after the parameters", lx_.pos());
     lx_.advance();
     Shape result;
-    auto s = read_shape(lx_, &result, 0);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(read_shape(lx_, &result, 0));
   }
   if (!lx_.consume('{')) return lx_.expected("'{' opening the computation body", lx_.pos());
-  auto body = instruction_list(scope, "computation '" + std::string(comp.name) + "'");
-  if (!body.ok()) return body;
+  RETURN_IF_ERROR(instruction_list(scope, "computation '" + std::string(comp.name) + "'"));
   Instruction holder;  // `}, execution_thread="..."`
-  auto a = attributes(holder, 0);
-  if (!a.ok()) return a;
+  RETURN_IF_ERROR(attributes(holder, 0));
   if (comp.is_entry && m_.entry >= 0) return lx_.error_at("a second ENTRY computation", entry_pos);
   const int index = static_cast<int>(m_.computations.size());
   if (!computations_.emplace(comp.name, index).second)
@@ -695,14 +701,12 @@ Status Parser::computation() {
 }
 
 Result<HloModule> Parser::module() {
-  auto h = header();
-  if (!h.ok()) return h.error();
+  RETURN_IF_ERROR(header());
   for (;;) {
     lx_.skip_ws();
     if (lx_.eof()) break;
     if (table()) continue;
-    auto r = computation();
-    if (!r.ok()) return r.error();
+    RETURN_IF_ERROR(computation());
   }
   if (m_.computations.empty()) return lx_.expected("at least one computation", lx_.pos());
   if (m_.entry < 0) m_.entry = static_cast<int>(m_.computations.size()) - 1;
@@ -714,8 +718,7 @@ Result<HloModule> Parser::module() {
 Result<Shape> shape_only(std::string_view text) {
   Lexer lx(text, "");
   Shape out;
-  auto r = read_shape(lx, &out, 0);
-  if (!r.ok()) return r.error();
+  RETURN_IF_ERROR(read_shape(lx, &out, 0));
   lx.skip_ws();
   if (!lx.eof()) return lx.expected("end of the shape", lx.pos());
   return out;
@@ -727,8 +730,7 @@ Result<Layout> parse_layout(std::string_view layout_text) {
   std::string braced = std::string(layout_text) + "}";
   Lexer lx(braced, "");
   Layout out;
-  auto r = read_layout(lx, &out, -1);
-  if (!r.ok()) return r.error();
+  RETURN_IF_ERROR(read_layout(lx, &out, -1));
   if (!lx.eof()) return lx.expected("the end of the layout", lx.pos());
   return out;
 }

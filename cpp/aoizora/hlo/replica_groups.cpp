@@ -54,6 +54,7 @@ struct Cursor {
     Error e;
     e.message = "expected " + what + " in '" + std::string(s.substr(0, 80)) + "', found " + found;
     e.column = static_cast<int>(p) + 1;
+    e.code = ErrorCode::kParse;
     return e;
   }
   // "(a,b,c)" or "[a,b,c]" with the given brackets.
@@ -114,28 +115,25 @@ bool valid_perm(const std::vector<int64_t>& perm, size_t r) {
 
 // "[G,S]<=[d0,d1]T(1,0)" at the cursor; the flattened ids and the group shape.
 Result<Groups> parse_iota(Cursor& c) {
-  auto shape = c.list('[', ']');
-  if (!shape.ok()) return shape.error();
+  ASSIGN_OR_RETURN(auto shape, c.list('[', ']'));
   if (!c.eat("<=")) return c.fail("'<=' in an iota replica group list");
-  auto dims = c.list('[', ']');
-  if (!dims.ok()) return dims.error();
+  ASSIGN_OR_RETURN(auto dims, c.list('[', ']'));
   std::vector<int64_t> perm;
   if (c.eat('T')) {
-    auto t = c.list('(', ')');
-    if (!t.ok()) return t.error();
-    perm = *t;
+    ASSIGN_OR_RETURN(auto t, c.list('(', ')'));
+    perm = t;
   } else {
-    for (size_t i = 0; i < dims->size(); ++i) perm.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < dims.size(); ++i) perm.push_back(static_cast<int64_t>(i));
   }
   int64_t total = 0, groups_total = 0;
-  if (shape->size() != 2 || !checked_product(*shape, &groups_total) ||
-      !checked_product(*dims, &total) || total != groups_total)
+  if (shape.size() != 2 || !checked_product(shape, &groups_total) ||
+      !checked_product(dims, &total) || total != groups_total)
     return c.fail("an iota group shape [groups,size] whose product matches the reshape dims");
-  if (!valid_perm(perm, dims->size())) return c.fail("a permutation of the reshape dims");
-  std::vector<int64_t> flat = iota_transposed(*dims, perm, total);
-  Groups out((*shape)[0]);
-  const int64_t size = (*shape)[1];
-  for (int64_t g = 0; g < (*shape)[0]; ++g)
+  if (!valid_perm(perm, dims.size())) return c.fail("a permutation of the reshape dims");
+  std::vector<int64_t> flat = iota_transposed(dims, perm, total);
+  Groups out(shape[0]);
+  const int64_t size = shape[1];
+  for (int64_t g = 0; g < shape[0]; ++g)
     out[g].assign(flat.begin() + g * size, flat.begin() + (g + 1) * size);
   return out;
 }
@@ -143,24 +141,21 @@ Result<Groups> parse_iota(Cursor& c) {
 // An iota id list at the cursor: "[d0,d1]T(p)" (arange reshaped to the dims, transposed by
 // p, flattened) or "[n]<=[d0,d1]T(p)" (the same with the output shape given first).
 Result<std::vector<int64_t>> parse_iota_list(Cursor& c) {
-  auto first = c.list('[', ']');
-  if (!first.ok()) return first.error();
-  std::vector<int64_t> dims = *first;
+  ASSIGN_OR_RETURN(auto first, c.list('[', ']'));
+  std::vector<int64_t> dims = first;
   if (c.eat("<=")) {
-    auto reshape = c.list('[', ']');
-    if (!reshape.ok()) return reshape.error();
-    dims = *reshape;
+    ASSIGN_OR_RETURN(auto reshape, c.list('[', ']'));
+    dims = reshape;
   }
   std::vector<int64_t> perm;
   if (c.eat('T')) {
-    auto t = c.list('(', ')');
-    if (!t.ok()) return t.error();
-    perm = *t;
+    ASSIGN_OR_RETURN(auto t, c.list('(', ')'));
+    perm = t;
   } else {
     for (size_t i = 0; i < dims.size(); ++i) perm.push_back(static_cast<int64_t>(i));
   }
   int64_t total = 0, listed = 0;
-  if (!checked_product(dims, &total) || !checked_product(*first, &listed) || listed != total)
+  if (!checked_product(dims, &total) || !checked_product(first, &listed) || listed != total)
     return c.fail("an iota device list whose shape matches its reshape dims");
   if (!valid_perm(perm, dims.size())) return c.fail("a permutation of the reshape dims");
   return iota_transposed(dims, perm, total);
@@ -223,16 +218,14 @@ Result<std::vector<int64_t>> parse_device_ids(Cursor& c, int64_t total) {
   }
   if (!c.eat("device_ids=")) return c.fail("'device_ids='");
   if (c.peek() == '(' && c.s.compare(c.p, 2, "([") != 0) {
-    auto ids = c.list('(', ')');
-    if (!ids.ok()) return ids.error();
-    device_ids = *ids;
+    ASSIGN_OR_RETURN(auto ids, c.list('(', ')'));
+    device_ids = ids;
   } else {
     // An iota device list: ([2,4]T(1,0)) as the TPU compiler prints it (arange reshaped
     // to [2,4], transposed, flattened), or ([8]<=[2,4]T(1,0)) / [8]<=[2,4]T(1,0).
     bool paren = c.eat('(');
-    auto ids = parse_iota_list(c);
-    if (!ids.ok()) return ids.error();
-    device_ids = std::move(*ids);
+    ASSIGN_OR_RETURN(auto ids, parse_iota_list(c));
+    device_ids = std::move(ids);
     if (paren && !c.eat(')')) return c.fail("')' after device_ids");
   }
   if (static_cast<int64_t>(device_ids.size()) != total) return c.fail("as many device_ids as devices in the mesh");
@@ -267,19 +260,16 @@ Result<std::vector<GroupAxis>> parse_group_axes(Cursor& c, const std::vector<Mes
 Result<MeshGroupsText> parse_mesh(Cursor& c) {
   MeshGroupsText m;
   if (!c.eat("mesh") || !c.eat('[')) return c.fail("'mesh['");
-  auto axes = parse_mesh_axes(c);
-  if (!axes.ok()) return axes.error();
-  m.axes = std::move(*axes);
+  ASSIGN_OR_RETURN(auto axes, parse_mesh_axes(c));
+  m.axes = std::move(axes);
   std::vector<int64_t> sizes;
   for (const MeshAxis& a : m.axes) sizes.push_back(a.size);
   int64_t total = 1;
   if (!checked_product(sizes, &total)) return c.fail("a mesh of at most 2^20 devices");
-  auto ids = parse_device_ids(c, total);
-  if (!ids.ok()) return ids.error();
-  m.device_ids = std::move(*ids);
-  auto group_axes = parse_group_axes(c, m.axes);
-  if (!group_axes.ok()) return group_axes.error();
-  m.group_axes = std::move(*group_axes);
+  ASSIGN_OR_RETURN(auto ids, parse_device_ids(c, total));
+  m.device_ids = std::move(ids);
+  ASSIGN_OR_RETURN(auto group_axes, parse_group_axes(c, m.axes));
+  m.group_axes = std::move(group_axes);
   return m;
 }
 
@@ -358,13 +348,12 @@ Groups groups_along(const FineDims& f, const std::vector<int64_t>& in_group, con
 
 // A mesh replica-group list at the cursor, expanded into groups of device ids.
 Result<Groups> parse_mesh_groups(Cursor& c) {
-  auto m = parse_mesh(c);
-  if (!m.ok()) return m.error();
-  auto fine = split_axes(m->axes, m->group_axes);
+  ASSIGN_OR_RETURN(auto m, parse_mesh(c));
+  auto fine = split_axes(m.axes, m.group_axes);
   if (!fine.ok()) return c.fail(fine.error().message);
-  auto in_group = group_dims(*fine, m->group_axes);
+  auto in_group = group_dims(*fine, m.group_axes);
   if (!in_group.ok()) return c.fail(in_group.error().message);
-  return groups_along(*fine, *in_group, m->device_ids);
+  return groups_along(*fine, *in_group, m.device_ids);
 }
 
 Result<Groups> parse_explicit(Cursor& c) {
@@ -372,10 +361,9 @@ Result<Groups> parse_explicit(Cursor& c) {
   if (!c.eat('{')) return c.fail("'{'");
   if (c.eat('}')) return out;
   for (;;) {
-    auto g = c.list('{', '}');
-    if (!g.ok()) return g.error();
+    ASSIGN_OR_RETURN(auto g, c.list('{', '}'));
     std::vector<int> group;
-    for (int64_t v : *g) {
+    for (int64_t v : g) {
       if (v < 0 || v >= kMaxDevices) return c.fail("a device id in [0, 2^20)");
       group.push_back(static_cast<int>(v));
     }
@@ -407,12 +395,11 @@ Result<Groups> parse_replica_groups(std::string_view text) {
 
 Result<std::vector<std::pair<int, int>>> parse_source_target_pairs(std::string_view text) {
   Cursor c{text};
-  auto g = parse_explicit(c);
-  if (!g.ok()) return g.error();
+  ASSIGN_OR_RETURN(auto g, parse_explicit(c));
   c.ws();
   if (c.p != c.s.size()) return c.fail("the end of source_target_pairs");
   std::vector<std::pair<int, int>> out;
-  for (const auto& p : *g) {
+  for (const auto& p : g) {
     if (p.size() != 2) return c.fail("pairs {source,target}");
     out.emplace_back(p[0], p[1]);
   }

@@ -48,8 +48,7 @@ Status read_layout_attributes(Lexer& lx, Layout* out) {
     if (c == '}') return Status::success();
     if (c == 'T' && lx.peek_at(1) == '(') {
       lx.advance();
-      auto r = read_tiles(lx, out);
-      if (!r.ok()) return r;
+      RETURN_IF_ERROR(read_tiles(lx, out));
       continue;
     }
     if (c == 'S' && lx.peek_at(1) == '(') {
@@ -66,8 +65,7 @@ Status read_layout_attributes(Lexer& lx, Layout* out) {
     while (is_alpha(lx.peek()) || lx.peek() == '#' || lx.peek() == '*') lx.advance();
     if (lx.pos() == b) return lx.expected("a layout attribute or '}'", b);
     while (lx.peek() == '(') {
-      auto r = lx.skip_balanced();
-      if (!r.ok()) return r;
+      RETURN_IF_ERROR(lx.skip_balanced());
     }
   }
 }
@@ -105,8 +103,7 @@ Status read_tuple(Lexer& lx, Shape* out, int depth) {
   for (;;) {
     Shape* element = nullptr;
     if (out != nullptr) element = &out->tuple.emplace_back();
-    auto r = read_shape(lx, element, depth + 1);
-    if (!r.ok()) return r;
+    RETURN_IF_ERROR(read_shape(lx, element, depth + 1));
     if (lx.consume(',')) continue;
     if (lx.consume(')')) return Status::success();
     return lx.expected("',' or ')' in a tuple shape", lx.pos());
@@ -139,8 +136,7 @@ Status read_shape(Lexer& lx, Shape* out, int depth) {
   if (lx.peek() == 'b' && !is_name_char(lx.peek_at(1)) && next_is(lx, lx.pos() + 1, '(')) {
     lx.advance();  // a buffer shape `b(...)`: the shape it holds
     lx.consume('(');
-    auto r = read_shape(lx, out, depth + 1);
-    if (!r.ok()) return r;
+    RETURN_IF_ERROR(read_shape(lx, out, depth + 1));
     if (!lx.consume(')')) return lx.expected("')' closing the buffer shape", lx.pos());
     return Status::success();
   }
@@ -157,8 +153,7 @@ Status read_shape(Lexer& lx, Shape* out, int depth) {
   }
   lx.skip_ws();
   int rank = 0;
-  auto r = read_dims(lx, out, &rank);
-  if (!r.ok()) return r;
+  RETURN_IF_ERROR(read_dims(lx, out, &rank));
   // A '{' opens a layout only when an integer or ':' follows (else it opens a body).
   const size_t after = lx.pos();
   const size_t brace = skip_space_and_comments(lx.text(), after);
@@ -168,8 +163,7 @@ Status read_shape(Lexer& lx, Shape* out, int depth) {
   if (!is_digit(f) && f != ':' && f != '-') return Status::success();
   lx.set_pos(brace + 1);
   const size_t lb = lx.pos();
-  auto l = read_layout(lx, nullptr, rank);
-  if (!l.ok()) return l;
+  RETURN_IF_ERROR(read_layout(lx, nullptr, rank));
   if (out != nullptr) {
     out->has_layout = true;
     out->layout_text = lx.text().substr(lb, lx.pos() - 1 - lb);
@@ -197,8 +191,7 @@ Status read_layout(Lexer& lx, Layout* out, int rank) {
                            std::to_string(rank), b);
   if (lx.peek() == ':') {
     lx.advance();
-    auto r = read_layout_attributes(lx, out);
-    if (!r.ok()) return r;
+    RETURN_IF_ERROR(read_layout_attributes(lx, out));
   }
   if (lx.peek() != '}') return lx.expected("'}' closing the layout", lx.pos());
   lx.advance();

@@ -79,6 +79,42 @@ std::optional<int64_t> induction_step(const HloModule& m, const Instruction& w, 
 
 }  // namespace
 
+namespace {
+
+// The initial value of element `index` of the while's operand tuple when it is a constant
+// (else the count is unknown: none of the grid's compiled programs has such a loop).
+std::optional<int64_t> initial_value(const Computation& caller, const Instruction& w,
+                                     std::optional<int64_t> index) {
+  std::optional<int64_t> start;
+  if (index && !w.operands.empty() && w.operands[0] >= 0) {
+    int t = through_copies(caller, w.operands[0]);
+    if (t >= 0 && caller.instructions[t].opcode == "tuple" && *index >= 0 &&
+        static_cast<size_t>(*index) < caller.instructions[t].operands.size()) {
+      int e = caller.instructions[t].operands[*index];
+      if (e >= 0) start = constant_value(caller, e);
+    }
+  }
+  return start;
+}
+
+// Trips of a loop whose variable starts at init, moves by step (towards the limit) and runs
+// while `variable dir limit` holds; nullopt when a != loop never meets its limit.
+std::optional<int64_t> trips(std::string_view dir, int64_t init, int64_t limit, int64_t step) {
+  const int64_t stride = step > 0 ? step : -step;
+  int64_t span = 0;  // values of the variable the loop runs through, counted by 1
+  if (dir == "LT") span = limit - init;
+  else if (dir == "LE") span = limit - init + 1;
+  else if (dir == "GT") span = init - limit;
+  else if (dir == "GE") span = init - limit + 1;
+  else if (dir == "NE") span = limit > init ? limit - init : init - limit;
+  else return std::nullopt;
+  if (span <= 0) return 0;
+  if (dir == "NE" && span % stride != 0) return std::nullopt;  // never meets the limit
+  return (span + stride - 1) / stride;
+}
+
+}  // namespace
+
 std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
   const Computation& caller = m.computations[ci];
   const Instruction& w = caller.instructions[wi];
@@ -128,18 +164,8 @@ std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
     }
   }
   if (!limit || ivar == nullptr || ivar->opcode != "get-tuple-element") return std::nullopt;
-  // The initial value: element `index` of the while's operand tuple, a constant (else the
-  // count is unknown: none of the grid's compiled programs has such a loop).
-  std::optional<int64_t> start;
-  auto index = parse_int(ivar->attr("index"));
-  if (index && !w.operands.empty() && w.operands[0] >= 0) {
-    int t = through_copies(caller, w.operands[0]);
-    if (t >= 0 && caller.instructions[t].opcode == "tuple" && *index >= 0 &&
-        static_cast<size_t>(*index) < caller.instructions[t].operands.size()) {
-      int e = caller.instructions[t].operands[*index];
-      if (e >= 0) start = constant_value(caller, e);
-    }
-  }
+  const std::optional<int64_t> index = parse_int(ivar->attr("index"));
+  const std::optional<int64_t> start = initial_value(caller, w, index);
   if (!start) return std::nullopt;
   const int64_t init = *start;
   constexpr int64_t kBig = int64_t{1} << 40;  // keeps the arithmetic below from overflowing
@@ -147,21 +173,12 @@ std::optional<int64_t> while_trip_count(const HloModule& m, int ci, int wi) {
   // The step: what the body adds to the variable (the TPU compiler's windowed einsum loops
   // count by 2, one trip per pair of shards). A variable updated any other way, or moving
   // away from its limit, leaves the count unknown.
-  const std::optional<int64_t> step = index ? induction_step(m, w, *index) : std::nullopt;
+  const std::optional<int64_t> found = index ? induction_step(m, w, *index) : std::nullopt;
+  if (!found) return std::nullopt;
+  const int64_t step = *found;
   const bool up = dir == "LT" || dir == "LE" || (dir == "NE" && *limit > init);
-  if (!step || *step == 0 || *step >= kBig || *step <= -kBig || up != (*step > 0))
-    return std::nullopt;
-  const int64_t stride = *step > 0 ? *step : -*step;
-  int64_t span = 0;  // values of the variable the loop runs through, counted by 1
-  if (dir == "LT") span = *limit - init;
-  else if (dir == "LE") span = *limit - init + 1;
-  else if (dir == "GT") span = init - *limit;
-  else if (dir == "GE") span = init - *limit + 1;
-  else if (dir == "NE") span = *limit > init ? *limit - init : init - *limit;
-  else return std::nullopt;
-  if (span <= 0) return 0;
-  if (dir == "NE" && span % stride != 0) return std::nullopt;  // never meets the limit
-  return (span + stride - 1) / stride;
+  if (step == 0 || step >= kBig || step <= -kBig || up != (step > 0)) return std::nullopt;
+  return trips(dir, init, *limit, step);
 }
 
 }  // namespace aoizora::hlo

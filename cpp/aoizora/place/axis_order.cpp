@@ -71,9 +71,10 @@ Placement axis_order_placement(const AxisOrder& order, const topo::Topology& t) 
   return p;
 }
 
-Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
-                                                     const MeshShape& mesh,
-                                                     const AxisOrderOptions& options) {
+namespace {
+
+// The mesh must cover the grid's devices exactly, with positive axis sizes.
+Status check_mesh(const topo::Topology& t, const MeshShape& mesh) {
   if (!t.is_grid()) return Error::invalid("axis orders need a grid topology; " + t.name + " is not one");
   int64_t size = 1;
   for (int m : mesh) {
@@ -83,6 +84,58 @@ Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
   if (size != t.num_devices())
     return Error::invalid("mesh of " + std::to_string(size) + " devices on " + t.name + " with " +
                           std::to_string(t.num_devices()) + " devices: sizes must match");
+  return Status::success();
+}
+
+// Splittings of every physical axis (an index into comps[i] per axis), fewest sub-axes in
+// total first.
+std::vector<std::vector<int>> splittings(const std::vector<std::vector<std::vector<int>>>& comps) {
+  std::vector<std::vector<int>> choices;
+  std::vector<int> idx(comps.size(), 0);
+  std::function<void(size_t)> rec = [&](size_t i) {
+    if (i == comps.size()) {
+      choices.push_back(idx);
+      return;
+    }
+    for (size_t k = 0; k < comps[i].size(); ++k) {
+      idx[i] = static_cast<int>(k);
+      rec(i + 1);
+    }
+  };
+  rec(0);
+  auto parts = [&](const std::vector<int>& c) {
+    size_t n = 0;
+    for (size_t i = 0; i < c.size(); ++i) n += comps[i][static_cast<size_t>(c[i])].size();
+    return n;
+  };
+  std::stable_sort(choices.begin(), choices.end(),
+                   [&](const auto& a, const auto& b) { return parts(a) < parts(b); });
+  return choices;
+}
+
+// The sub-axes of one splitting, each physical axis major first.
+std::vector<SubAxis> sub_axes(const std::vector<int>& phys,
+                              const std::vector<std::vector<std::vector<int>>>& comps,
+                              const std::vector<int>& choice,
+                              const std::array<int, topo::kDeviceAxes>& dims) {
+  std::vector<SubAxis> subs;
+  for (size_t i = 0; i < phys.size(); ++i) {
+    const auto& f = comps[i][static_cast<size_t>(choice[i])];
+    int stride = dims[static_cast<size_t>(phys[i])];
+    for (int s : f) {
+      stride /= s;
+      subs.push_back(SubAxis{phys[i], s, stride});
+    }
+  }
+  return subs;
+}
+
+}  // namespace
+
+Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
+                                                     const MeshShape& mesh,
+                                                     const AxisOrderOptions& options) {
+  RETURN_IF_ERROR(check_mesh(t, mesh));
   const auto symmetries =
       options.remove_symmetric ? route_symmetries(t) : std::vector<std::vector<int>>{};
   const std::array<int, topo::kDeviceAxes> dims = t.device_dims();
@@ -92,44 +145,14 @@ Result<std::vector<Placement>> enumerate_axis_orders(const topo::Topology& t,
   std::vector<std::vector<std::vector<int>>> comps;
   for (int d : phys) comps.push_back(compositions(dims[static_cast<size_t>(d)]));
 
-  // Splittings of every physical axis, fewest sub-axes in total first.
-  std::vector<std::vector<int>> choices;  // index into comps[i] per physical axis
-  {
-    std::vector<int> idx(phys.size(), 0);
-    std::function<void(size_t)> rec = [&](size_t i) {
-      if (i == phys.size()) {
-        choices.push_back(idx);
-        return;
-      }
-      for (size_t k = 0; k < comps[i].size(); ++k) {
-        idx[i] = static_cast<int>(k);
-        rec(i + 1);
-      }
-    };
-    rec(0);
-    auto parts = [&](const std::vector<int>& c) {
-      size_t n = 0;
-      for (size_t i = 0; i < c.size(); ++i) n += comps[i][static_cast<size_t>(c[i])].size();
-      return n;
-    };
-    std::stable_sort(choices.begin(), choices.end(),
-                     [&](const auto& a, const auto& b) { return parts(a) < parts(b); });
-  }
+  const std::vector<std::vector<int>> choices = splittings(comps);
 
   std::vector<Placement> out;
   std::set<std::vector<int>> seen;
   const int64_t max_attempts = static_cast<int64_t>(options.max_candidates) * 200;
   int64_t attempts = 0;
   for (const auto& choice : choices) {
-    std::vector<SubAxis> subs;
-    for (size_t i = 0; i < phys.size(); ++i) {
-      const auto& f = comps[i][static_cast<size_t>(choice[i])];
-      int stride = dims[static_cast<size_t>(phys[i])];
-      for (int s : f) {
-        stride /= s;
-        subs.push_back(SubAxis{phys[i], s, stride});
-      }
-    }
+    const std::vector<SubAxis> subs = sub_axes(phys, comps, choice, dims);
     // Assign sub-axes to logical axes: ordered selections whose sizes multiply to each length.
     AxisOrder order;
     order.axes.assign(mesh.size(), {});

@@ -233,16 +233,15 @@ Result<Placement> create_device_mesh(const topo::Topology& t, const MeshShape& m
     if (sorted != all)
       return Error::invalid("jax's transpose of the physical mesh would not cover every axis for this mesh shape");
   } else {
-    Result<std::vector<Column>> a = split_assignment(phys, mesh);
-    if (!a.ok()) return a.error();
+    ASSIGN_OR_RETURN(std::vector<Column> a, split_assignment(phys, mesh));
     // _generate_logical_mesh: axis p splits into sizes a[p][0] (major) .. a[p][L-1] (minor);
     // logical axis l takes (p, l) for p = x, y, z[, core].
     for (size_t l = 0; l < mesh.size(); ++l)
       for (int p = 0; p < P; ++p) {
-        const int64_t s = (*a)[static_cast<size_t>(p)][l];
+        const int64_t s = a[static_cast<size_t>(p)][l];
         if (s <= 1) continue;
         int64_t stride = 1;
-        for (size_t k = l + 1; k < mesh.size(); ++k) stride *= (*a)[static_cast<size_t>(p)][k];
+        for (size_t k = l + 1; k < mesh.size(); ++k) stride *= a[static_cast<size_t>(p)][k];
         order.axes[l].push_back(SubAxis{p, static_cast<int>(s), static_cast<int>(stride)});
       }
   }

@@ -37,7 +37,7 @@ Result<Placement> placement_from_coords(const topo::Topology& t,
     if (id < 0) return Error::invalid("no device at " + coords_text(c, t.cores_per_chip()) + " in " + t.name);
     p.device_of.push_back(id);
   }
-  if (Status valid = validate(p, t); !valid.ok()) return valid.error();
+  RETURN_IF_ERROR(validate(p, t));
   return p;
 }
 

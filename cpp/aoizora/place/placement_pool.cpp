@@ -41,9 +41,8 @@ Result<PlacementPool> placement_pool(const topo::Topology& t, const MeshShape& m
     AxisOrderOptions ao;
     ao.max_candidates = options.max_axis_orders;
     ao.remove_symmetric = options.remove_symmetric;
-    Result<std::vector<Placement>> orders = enumerate_axis_orders(t, mesh, ao);
-    if (!orders.ok()) return orders.error();
-    for (Placement& p : *orders) add(std::move(p));
+    ASSIGN_OR_RETURN(std::vector<Placement> orders, enumerate_axis_orders(t, mesh, ao));
+    for (Placement& p : orders) add(std::move(p));
   }
   if (options.ring_orders && t.is_grid()) {
     for (Placement& p : snake_orders(t)) add(std::move(p));

@@ -19,8 +19,8 @@ namespace aoizora::shlo::detail {
 
 Status Builder::call(const Op& op, double repeat) {
   const Func* f = m_.find_func(op.callee);
-  if (!f) return Error{"call to unknown function @" + op.callee, "", op.line, op.column};
-  if (++depth_ > 64) return Error{"call depth over 64 at @" + op.callee, "", op.line, op.column};
+  if (!f) return Error::parse("call to unknown function @" + op.callee, "", op.line, op.column);
+  if (++depth_ > 64) return Error::unsupported("call depth over 64 at @" + op.callee, "", op.line, op.column);
   for (size_t k = 0; k < f->args.size() && k < op.operands.size(); ++k)
     define_alias(f->args[k], state(op.operands[k]), node_of_[static_cast<size_t>(op.operands[k])]);
   std::unordered_set<const Op*> dead = dead_at_call(*f, op);
@@ -141,14 +141,14 @@ std::optional<int64_t> Builder::trip_count(const Op& op) {
 }
 
 Status Builder::while_loop(const Op& op, double repeat) {
-  if (op.regions.size() < 2) return Error{"while without cond and body", "", op.line, op.column};
+  if (op.regions.size() < 2) return Error::parse("while without cond and body", "", op.line, op.column);
   // Counting an unknown loop once would make the candidate look many times cheaper than
   // it is (a 40-layer scan 40x): it cannot be priced.
   const std::optional<int64_t> known_trips = trip_count(op);
   if (!known_trips)
-    return Error{"a while loop whose trip count is unknown (its condition is not a counter "
-                 "compared with a constant): the candidate cannot be priced",
-                 "", op.line, op.column};
+    return Error::unsupported("a while loop whose trip count is unknown (its condition is not a "
+                              "counter compared with a constant): the candidate cannot be priced",
+                              "", op.line, op.column);
   const int64_t trips = *known_trips;
   const Block& body = op.regions[1];
   // Which carried values the body passes through unchanged (loop-invariant, e.g. stacked
@@ -168,7 +168,7 @@ Status Builder::while_loop(const Op& op, double repeat) {
   for (size_t k = 0; k < op.regions[0].args.size() && k < body.args.size(); ++k)
     define_alias(op.regions[0].args[k], state(body.args[k]), -1);
   std::vector<int> ret;
-  if (Status s = walk(body, repeat * static_cast<double>(trips), nullptr, &ret); !s.ok()) return s;
+  RETURN_IF_ERROR(walk(body, repeat * static_cast<double>(trips), nullptr, &ret));
   // The carry must come back in the sharding it went in with.
   if (!body.ops.empty()) {
     const Op& term = body.ops.back();
@@ -199,7 +199,7 @@ Status Builder::case_op(const Op& op, double repeat) {
   for (int v : op.operands) resolve_partial(v, nullptr, op, repeat);
   for (const Block& br : op.regions) {
     std::vector<int> ret;
-    if (Status s = walk(br, repeat, nullptr, &ret); !s.ok()) return s;
+    RETURN_IF_ERROR(walk(br, repeat, nullptr, &ret));
     double cost = 0;
     for (size_t k = start; k < dag_.nodes.size(); ++k)
       cost += dag_.nodes[k].flops * 1e3 + dag_.nodes[k].bytes + dag_.nodes[k].operand_bytes;
@@ -216,7 +216,7 @@ Status Builder::case_op(const Op& op, double repeat) {
 }
 
 Status Builder::manual_computation(const Op& op, double repeat) {
-  if (op.regions.empty()) return Error{"sdy.manual_computation without a body", "", op.line, op.column};
+  if (op.regions.empty()) return Error::parse("sdy.manual_computation without a body", "", op.line, op.column);
   const Block& body = op.regions[0];
   // in_shardings=[<@mesh, ...>, ...]
   std::vector<TensorSharding> ins;
@@ -253,7 +253,7 @@ Status Builder::manual_computation(const Op& op, double repeat) {
     define_alias(body.args[a], s, dep);
   }
   std::vector<int> ret;
-  if (Status s = walk(body, repeat, nullptr, &ret); !s.ok()) return s;
+  RETURN_IF_ERROR(walk(body, repeat, nullptr, &ret));
   std::vector<int> outs = ret;
   bind_results(op, outs);
   for (size_t r = 0; r < op.results.size(); ++r) {

@@ -95,7 +95,7 @@ void Builder::hints(const Block& b) {
 
 Result<PredictionDag> Builder::run() {
   const Func* f = m_.entry();
-  if (!f) return Error{"the module has no entry function", "", 0, 0};
+  if (!f) return Error::parse("the module has no entry function");
   std::vector<ShardState> args;
   for (int a : f->args) {
     const Value& v = m_.values[static_cast<size_t>(a)];
@@ -107,7 +107,7 @@ Result<PredictionDag> Builder::run() {
     args.push_back(s);
   }
   for (size_t k = 0; k < f->args.size(); ++k) define_alias(f->args[k], args[k], -1);
-  if (Status s = walk(f->body, 1.0, f); !s.ok()) return s.error();
+  RETURN_IF_ERROR(walk(f->body, 1.0, f));
   dag_.peak_activation_bytes = mem_.peak();
   dag_.peak_line = mem_.peak_line();
   for (const std::string& w : warned_) dag_.warnings.push_back(w);
@@ -142,7 +142,7 @@ Status Builder::walk(const Block& b, double repeat, const Func* func, std::vecto
     }
     mem_.set_extra(0);
     temp_ = 0;
-    if (Status s = visit(op, n, repeat); !s.ok()) return s;
+    RETURN_IF_ERROR(visit(op, n, repeat));
     // A result the text annotates (sharding_per_value) is produced in that sharding.
     for (int r : op.results) {
       const auto& ann = m_.values[static_cast<size_t>(r)].sharding;
@@ -162,58 +162,121 @@ Status Builder::walk(const Block& b, double repeat, const Func* func, std::vecto
   return Status::success();
 }
 
+// A constant or an iota: replicated, produced by no node; a scalar integer constant is kept
+// for the trip counts of loops that compare with it.
+void Builder::constant(const Op& op, std::string_view n) {
+  for (int r : op.results) {
+    ShardState s;
+    s.sharding = replicated(mesh_, type(r).shape.size());
+    define(r, s, -1);
+    if (n == "constant" && type(r).shape.empty()) {
+      const std::string& a = op.attrs;
+      size_t k = a.find("dense<");
+      if (k != std::string::npos) {
+        char* end = nullptr;
+        long long val = std::strtoll(a.c_str() + k + 6, &end, 10);
+        if (end && *end == '>') const_int_[static_cast<size_t>(r)] = val;
+      }
+    }
+  }
+}
+
+// A sharding constraint, a reshard or an sdy collective: the operand brought to the
+// annotated sharding (an explicit collective's communication is the program's own).
+Status Builder::sharding_op(const Op& op, double repeat, bool sdy_collective) {
+  int v = op.operands.at(0), r = op.results.at(0);
+  const auto& ann = m_.values[static_cast<size_t>(r)].sharding;
+  if (ann && ann->manual) {
+    ShardState s = state(v);
+    s.manual = true;
+    define_alias(r, s, node_of_[static_cast<size_t>(v)]);
+    return Status::success();
+  }
+  TensorSharding want = normalize(ann, type(r).shape.size());
+  int dep;
+  ShardState s = bring(v, want, op, repeat,
+                       sdy_collective ? CommOrigin::kExplicit : CommOrigin::kReshard, &dep);
+  define(r, s, dep);
+  return Status::success();
+}
+
+// SPMDFullToShardShape / SPMDShardToFullShape: into or out of manual (shard_map) code.
+Status Builder::spmd_shape(const Op& op) {
+  int v = op.operands.at(0), r = op.results.at(0);
+  ShardState s = state(v);
+  s.partial.clear();
+  if (op.callee == "SPMDFullToShardShape") {
+    s.manual = true;
+  } else {
+    s.manual = false;
+    s.sharding = normalize(m_.values[static_cast<size_t>(r)].sharding, type(r).shape.size());
+  }
+  define_alias(r, s, node_of_[static_cast<size_t>(v)]);
+  mem_.alloc(r, local_bytes(dag_.meshes, type(r), s), col_.users_count[static_cast<size_t>(r)]);
+  return Status::success();
+}
+
+// An op inside shard_map: types are per device already; no propagation, no implicit comm.
+Status Builder::manual_op(const Op& op, std::string_view n, double repeat) {
+  double bytes = 0, flops = 0;
+  for (int r : op.results) flops += static_cast<double>(type(r).num_elements());
+  if (n == "reshape" || n == "bitcast_convert" || moves_nothing(op, n)) {
+    bytes = 0;  // a bitcast
+  } else if (n == "transpose" && gathered_for_layout(op.operands.at(0))) {
+    // XLA's layout assignment gives the all-gather the layout the transpose asks for (the
+    // TPU compiler gathers K/V straight into the heads-major order the attention kernel
+    // reads): the transpose is a bitcast, no HBM pass.
+    bytes = 0;
+  } else if (n == "slice" || n == "dynamic_slice" || n == "gather") {
+    for (int r : op.results) bytes += 2 * type(r).bytes();  // reads only what it keeps
+  } else if ((n == "dynamic_update_slice" || n == "scatter") && op.operands.size() > 1) {
+    bytes = 2 * type(op.operands[1]).bytes();  // in place: the update is read and written
+  } else {
+    for (int v : op.operands) bytes += materialized(v) ? type(v).bytes() : 0;
+    for (int r : op.results) bytes += materialized(r) ? type(r).bytes() : 0;
+  }
+  std::vector<compute::Matmul> matmuls;
+  if (n == "dot_general") {
+    matmuls = {dot_matmul(op, nullptr)};
+    flops = compute::matmul_flops(matmuls[0]);
+  }
+  if (n == "reduce") flops = static_cast<double>(type(op.operands[0]).num_elements());
+  if (!is_elementwise(n) && n != "dot_general" && n != "reduce") flops = 0;
+  auto call = splash_call(op, [&](int v) -> const TensorType& { return type(v); });
+  if (call) {
+    flops = compute::splash_flops(*call);  // a Pallas attention kernel (shlo/kernel_call.h)
+    bytes = compute::splash_bytes(*call);
+    matmuls = compute::splash_matmuls(*call);
+  }
+  int node = compute(op, repeat, flops, bytes, false, std::move(matmuls));
+  if (call && node >= 0) dag_.nodes[static_cast<size_t>(node)].kernel = call;
+  // A free op (a reshape, a bitcast) has no node: its results carry the latest of its
+  // operands' nodes, so what reads them still depends on what produced them (a ring step's
+  // kernel reads the K/V a permute received through reshapes).
+  if (node < 0)
+    for (int v : op.operands) node = std::max(node, node_of_[static_cast<size_t>(v)]);
+  for (int r : op.results) {
+    ShardState s;
+    s.manual = true;
+    s.from_inputs = inputs_only(op);
+    define(r, s, node);
+  }
+  return Status::success();
+}
+
 Status Builder::visit(const Op& op, std::string_view n, double repeat) {
   const bool manual = !op.operands.empty() && state(op.operands[0]).manual;
   if (n == "constant" || n == "iota") {
-    for (int r : op.results) {
-      ShardState s;
-      s.sharding = replicated(mesh_, type(r).shape.size());
-      define(r, s, -1);
-      if (n == "constant" && type(r).shape.empty()) {
-        const std::string& a = op.attrs;
-        size_t k = a.find("dense<");
-        if (k != std::string::npos) {
-          char* end = nullptr;
-          long long val = std::strtoll(a.c_str() + k + 6, &end, 10);
-          if (end && *end == '>') const_int_[static_cast<size_t>(r)] = val;
-        }
-      }
-    }
+    constant(op, n);
     return Status::success();
   }
   const bool sdy_collective = op.name.starts_with("sdy.") && op.name != "sdy.manual_computation" &&
                               op.attrs.find("out_sharding=<") != std::string::npos;
   if (op.name == "sdy.sharding_constraint" || op.name == "sdy.reshard" || sdy_collective ||
-      (n == "custom_call" && op.callee == "Sharding")) {
-    int v = op.operands.at(0), r = op.results.at(0);
-    const auto& ann = m_.values[static_cast<size_t>(r)].sharding;
-    if (ann && ann->manual) {
-      ShardState s = state(v);
-      s.manual = true;
-      define_alias(r, s, node_of_[static_cast<size_t>(v)]);
-      return Status::success();
-    }
-    TensorSharding want = normalize(ann, type(r).shape.size());
-    int dep;
-    ShardState s = bring(v, want, op, repeat,
-                         sdy_collective ? CommOrigin::kExplicit : CommOrigin::kReshard, &dep);
-    define(r, s, dep);
-    return Status::success();
-  }
-  if (n == "custom_call" && (op.callee == "SPMDFullToShardShape" || op.callee == "SPMDShardToFullShape")) {
-    int v = op.operands.at(0), r = op.results.at(0);
-    ShardState s = state(v);
-    s.partial.clear();
-    if (op.callee == "SPMDFullToShardShape") {
-      s.manual = true;
-    } else {
-      s.manual = false;
-      s.sharding = normalize(m_.values[static_cast<size_t>(r)].sharding, type(r).shape.size());
-    }
-    define_alias(r, s, node_of_[static_cast<size_t>(v)]);
-    mem_.alloc(r, local_bytes(dag_.meshes, type(r), s), col_.users_count[static_cast<size_t>(r)]);
-    return Status::success();
-  }
+      (n == "custom_call" && op.callee == "Sharding"))
+    return sharding_op(op, repeat, sdy_collective);
+  if (n == "custom_call" && (op.callee == "SPMDFullToShardShape" || op.callee == "SPMDShardToFullShape"))
+    return spmd_shape(op);
   if (n == "optimization_barrier") {
     for (size_t k = 0; k < op.results.size() && k < op.operands.size(); ++k) {
       resolve_partial(op.operands[k], nullptr, op, repeat);
@@ -232,53 +295,7 @@ Status Builder::visit(const Op& op, std::string_view n, double repeat) {
   if (n == "all_reduce" || n == "all_gather" || n == "reduce_scatter" || n == "all_to_all" ||
       n == "collective_permute" || n == "collective_broadcast")
     return collective(op, n, repeat);
-  if (manual) {
-    // Inside shard_map: types are per device already; no propagation, no implicit comm.
-    double bytes = 0, flops = 0;
-    for (int r : op.results) flops += static_cast<double>(type(r).num_elements());
-    if (n == "reshape" || n == "bitcast_convert" || moves_nothing(op, n)) {
-      bytes = 0;  // a bitcast
-    } else if (n == "transpose" && gathered_for_layout(op.operands.at(0))) {
-      // XLA's layout assignment gives the all-gather the layout the transpose asks for (the
-      // TPU compiler gathers K/V straight into the heads-major order the attention kernel
-      // reads): the transpose is a bitcast, no HBM pass.
-      bytes = 0;
-    } else if (n == "slice" || n == "dynamic_slice" || n == "gather") {
-      for (int r : op.results) bytes += 2 * type(r).bytes();  // reads only what it keeps
-    } else if ((n == "dynamic_update_slice" || n == "scatter") && op.operands.size() > 1) {
-      bytes = 2 * type(op.operands[1]).bytes();  // in place: the update is read and written
-    } else {
-      for (int v : op.operands) bytes += materialized(v) ? type(v).bytes() : 0;
-      for (int r : op.results) bytes += materialized(r) ? type(r).bytes() : 0;
-    }
-    std::vector<compute::Matmul> matmuls;
-    if (n == "dot_general") {
-      matmuls = {dot_matmul(op, nullptr)};
-      flops = compute::matmul_flops(matmuls[0]);
-    }
-    if (n == "reduce") flops = static_cast<double>(type(op.operands[0]).num_elements());
-    if (!is_elementwise(n) && n != "dot_general" && n != "reduce") flops = 0;
-    auto call = splash_call(op, [&](int v) -> const TensorType& { return type(v); });
-    if (call) {
-      flops = compute::splash_flops(*call);  // a Pallas attention kernel (shlo/kernel_call.h)
-      bytes = compute::splash_bytes(*call);
-      matmuls = compute::splash_matmuls(*call);
-    }
-    int node = compute(op, repeat, flops, bytes, false, std::move(matmuls));
-    if (call && node >= 0) dag_.nodes[static_cast<size_t>(node)].kernel = call;
-    // A free op (a reshape, a bitcast) has no node: its results carry the latest of its
-    // operands' nodes, so what reads them still depends on what produced them (a ring step's
-    // kernel reads the K/V a permute received through reshapes).
-    if (node < 0)
-      for (int v : op.operands) node = std::max(node, node_of_[static_cast<size_t>(v)]);
-    for (int r : op.results) {
-      ShardState s;
-      s.manual = true;
-      s.from_inputs = inputs_only(op);
-      define(r, s, node);
-    }
-    return Status::success();
-  }
+  if (manual) return manual_op(op, n, repeat);
   if (n == "dot_general") return dot(op, repeat);
   if (n == "reduce") return reduce(op, repeat);
   if (n == "broadcast_in_dim") return broadcast(op, repeat);

@@ -89,6 +89,11 @@ class Builder {
   // Walks a block; on a terminator (return) fills *returned with operand value ids.
   Status walk(const Block& b, double repeat, const Func* func, std::vector<int>* returned = nullptr);
   Status visit(const Op& op, std::string_view n, double repeat);
+  // visit's steps, by the kind of op.
+  void constant(const Op& op, std::string_view n);
+  Status sharding_op(const Op& op, double repeat, bool sdy_collective);
+  Status spmd_shape(const Op& op);
+  Status manual_op(const Op& op, std::string_view n, double repeat);
 
   // ---- per-op sharding and cost rules ----  (op_rules.cpp)
   // The dot as the MXU runs it, per device: the result's dims are the batch dims, then

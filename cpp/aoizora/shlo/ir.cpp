@@ -60,7 +60,7 @@ Result<TensorType> parse_tensor_type(std::string_view text) {
     return t;
   }
   if (!text.starts_with("tensor<") || !text.ends_with(">"))
-    return Error{"expected a tensor type, found '" + std::string(text) + "'", "", 0, 0};
+    return Error::parse("expected a tensor type, found '" + std::string(text) + "'");
   std::string_view body = text.substr(7, text.size() - 8);
   // Drop an encoding: tensor<4xf32, #enc>.
   int depth = 0;
@@ -85,7 +85,7 @@ Result<TensorType> parse_tensor_type(std::string_view text) {
   }
   t.dtype = std::string(body);
   double eb = element_bytes_of(body);
-  if (eb < 0) return Error{"unknown element type '" + std::string(body) + "' in '" + std::string(text) + "'", "", 0, 0};
+  if (eb < 0) return Error::parse("unknown element type '" + std::string(body) + "' in '" + std::string(text) + "'");
   t.element_bytes = eb;
   return t;
 }

@@ -175,7 +175,7 @@ Error Cursor::error_at(size_t pos, std::string message) const {
   const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), pos);
   const size_t line = static_cast<size_t>(it - line_starts_.begin());
   const size_t column = pos - line_starts_[line - 1] + 1;
-  return Error{std::move(message), "", static_cast<int>(line), static_cast<int>(column)};
+  return Error::parse(std::move(message), "", static_cast<int>(line), static_cast<int>(column));
 }
 
 std::pair<int, int> Cursor::line_col(size_t pos) const {

@@ -110,7 +110,7 @@ class Parser {
     }
     c_.skip_ws();
     if (!c_.eat('{')) return err(c_.pos(), "expected '{' to open the module body");
-    if (Status s = parse_module_items(); !s.ok()) return s.error();
+    RETURN_IF_ERROR(parse_module_items());
     if (m_.funcs.empty()) return err(c_.pos(), "the module has no func.func");
     if (!gspmd_mesh_.axes.empty()) m_.meshes.meshes.push_back(gspmd_mesh_);
     return std::move(m_);
@@ -169,9 +169,9 @@ class Parser {
       if (c_.eof()) return err(c_.pos(), "unexpected end of text: the module body is not closed");
       if (c_.eat('}')) return Status::success();
       if (c_.eat_word("sdy.mesh")) {
-        if (Status s = parse_mesh(); !s.ok()) return s;
+        RETURN_IF_ERROR(parse_mesh());
       } else if (c_.eat_word("func.func")) {
-        if (Status s = parse_func(); !s.ok()) return s;
+        RETURN_IF_ERROR(parse_func());
       } else {
         c_.skip_item();
       }
@@ -224,8 +224,8 @@ class Parser {
     if (!c_.eat('@')) return err(c_.pos(), "expected '@name' after func.func");
     f.name = c_.read_name();
     scopes_.assign(1, {});
-    if (Status s = parse_func_arguments(&f); !s.ok()) return s;
-    if (Status s = parse_func_results(&f); !s.ok()) return s;
+    RETURN_IF_ERROR(parse_func_arguments(&f));
+    RETURN_IF_ERROR(parse_func_results(&f));
     c_.skip_ws();
     if (c_.eat_word("attributes")) {
       c_.skip_ws();
@@ -233,7 +233,7 @@ class Parser {
       c_.skip_ws();
     }
     if (!c_.eat('{')) return err(c_.pos(), "expected '{' to open the body of @" + f.name);
-    if (Status s = parse_block_ops(&f.body); !s.ok()) return s;
+    RETURN_IF_ERROR(parse_block_ops(&f.body));
     m_.funcs.push_back(std::move(f));
     return Status::success();
   }
@@ -247,14 +247,13 @@ class Parser {
       if (c_.eat(')')) return Status::success();
       if (!c_.eat('%')) return err(c_.pos(), "expected '%argN' in the argument list of @" + f->name);
       int id = -1;
-      if (Status s = typed_argument("argument", &id); !s.ok()) return s;
+      RETURN_IF_ERROR(typed_argument("argument", &id));
       f->args.push_back(id);
       c_.skip_ws();
       if (c_.peek() == '{') {
         const size_t at = c_.pos();
-        auto sh = sharding_in(c_.read_group(), at);
-        if (!sh.ok()) return sh.error();
-        m_.values[static_cast<size_t>(id)].sharding = *sh;
+        ASSIGN_OR_RETURN(auto sh, sharding_in(c_.read_group(), at));
+        m_.values[static_cast<size_t>(id)].sharding = sh;
       }
       c_.skip_ws();
       if (c_.eat(')')) return Status::success();
@@ -280,9 +279,8 @@ class Parser {
       c_.skip_blanks();
       if (c_.peek() == '{' && !c_.brace_ends_line(c_.pos(), " \t\r")) {
         const size_t at = c_.pos();
-        auto sh = sharding_in(c_.read_group(), at);
-        if (!sh.ok()) return sh.error();
-        f->result_shardings.back() = *sh;
+        ASSIGN_OR_RETURN(auto sh, sharding_in(c_.read_group(), at));
+        f->result_shardings.back() = sh;
       }
       c_.skip_blanks();
       if (!paren) return Status::success();
@@ -314,11 +312,11 @@ class Parser {
       if (c_.eof()) return err(c_.pos(), "unexpected end of text inside a region");
       if (c_.eat('}')) return Status::success();
       if (c_.peek() == '^') {
-        if (Status s = parse_block_label(block); !s.ok()) return s;
+        RETURN_IF_ERROR(parse_block_label(block));
         continue;
       }
       Op op;
-      if (Status s = parse_op(&op); !s.ok()) return s;
+      RETURN_IF_ERROR(parse_op(&op));
       block->ops.push_back(std::move(op));
     }
   }
@@ -332,7 +330,7 @@ class Parser {
         if (c_.eat(')')) break;
         if (!c_.eat('%')) return err(c_.pos(), "expected a block argument");
         int id = -1;
-        if (Status s = typed_argument("block argument", &id); !s.ok()) return s;
+        RETURN_IF_ERROR(typed_argument("block argument", &id));
         block->args.push_back(id);
         c_.skip_ws();
         c_.eat(',');
@@ -391,17 +389,16 @@ class Parser {
     const size_t start = c_.pos();
     std::tie(op->line, op->column) = c_.line_col(start);
     std::vector<ResultGroup> results;
-    if (Status s = parse_result_names(&results); !s.ok()) return s;
-    if (Status s = parse_op_name(op); !s.ok()) return s;
+    RETURN_IF_ERROR(parse_result_names(&results));
+    RETURN_IF_ERROR(parse_op_name(op));
     std::string header;
-    if (Status s = scan_header(op, start, &header); !s.ok()) return s;
+    RETURN_IF_ERROR(scan_header(op, start, &header));
     op->callee = callee_in(op->name, header);
     int nresults = 0;
     for (const ResultGroup& r : results) nresults += r.count;
-    Result<std::vector<TensorType>> types = result_types(op->name, header, nresults, start);
-    if (!types.ok()) return types.error();
-    define_results(op, results, *types);
-    if (Status s = read_result_shardings(op, header, start); !s.ok()) return s;
+    ASSIGN_OR_RETURN(std::vector<TensorType> types, result_types(op->name, header, nresults, start));
+    define_results(op, results, types);
+    RETURN_IF_ERROR(read_result_shardings(op, header, start));
     op->attrs = std::move(header);
     return Status::success();
   }
@@ -460,11 +457,11 @@ class Parser {
         continue;
       }
       if (c == '%') {
-        if (Status s = scan_value_ref(op, header, &defs); !s.ok()) return s;
+        RETURN_IF_ERROR(scan_value_ref(op, header, &defs));
         continue;
       }
       if (c == '{' && c_.brace_ends_line(at, " \t")) {
-        if (Status s = open_region(op, defs, *header); !s.ok()) return s;
+        RETURN_IF_ERROR(open_region(op, defs, *header));
         *header += "{R}";
         defs.defs.clear();
         continue;
@@ -514,9 +511,8 @@ class Parser {
   // The region at the cursor's '{', with the arguments the header declared for it (a while's
   // arguments for each of its regions).
   Status open_region(Op* op, const RegionDefs& defs, std::string_view header) {
-    auto args = region_args(defs.while_defs.empty() ? defs.defs : defs.while_defs, header, c_.pos());
-    if (!args.ok()) return args.error();
-    return parse_region(op, *args);
+    ASSIGN_OR_RETURN(auto args, region_args(defs.while_defs.empty() ? defs.defs : defs.while_defs, header, c_.pos()));
+    return parse_region(op, args);
   }
 
   // At a newline outside brackets: true, with the cursor on the next word, when the next line
@@ -626,9 +622,8 @@ class Parser {
 
   // `mhlo.sharding = "{...}"` on a single-result op (GSPMD).
   Status read_gspmd_sharding(Op* op, std::string_view h, size_t start) {
-    auto sh = sharding_in(h, start);
-    if (!sh.ok()) return sh.error();
-    m_.values[static_cast<size_t>(op->results[0])].sharding = *sh;
+    ASSIGN_OR_RETURN(auto sh, sharding_in(h, start));
+    m_.values[static_cast<size_t>(op->results[0])].sharding = sh;
     return Status::success();
   }
 

@@ -118,16 +118,17 @@ ReshapeRule reshape_rule(const MeshTable& meshes, const TensorSharding& s,
   return r;
 }
 
-DotRule dot_rule(const MeshTable& meshes, const DotDims& dims, const TensorType& lt,
-                 const TensorSharding& lhs, const TensorType& rt, const TensorSharding& rhs) {
-  DotRule r;
-  r.lhs = lhs;
-  r.rhs = rhs;
-  r.lhs.dims.resize(lt.shape.size());
-  r.rhs.dims.resize(rt.shape.size());
-  const std::string& mesh = lhs.mesh.empty() ? rhs.mesh : lhs.mesh;
-  r.lhs.mesh = r.rhs.mesh = mesh;
-  // Batch dims: both operands take the more-sharded of the two.
+namespace {
+
+// Whether dim d of an operand is free: neither a batch nor a contracting dim.
+bool is_free(const std::vector<int64_t>& batch, const std::vector<int64_t>& con, size_t d) {
+  return std::find(batch.begin(), batch.end(), static_cast<int64_t>(d)) == batch.end() &&
+         std::find(con.begin(), con.end(), static_cast<int64_t>(d)) == con.end();
+}
+
+// Batch dims: both operands take the more-sharded of the two.
+void match_batch_dims(const MeshTable& meshes, const DotDims& dims, const std::string& mesh,
+                      DotRule& r) {
   for (size_t k = 0; k < dims.lhs_batch.size(); ++k) {
     size_t lb = static_cast<size_t>(dims.lhs_batch[k]), rb = static_cast<size_t>(dims.rhs_batch[k]);
     auto a = r.lhs.dims[lb].axes, b = r.rhs.dims[rb].axes;
@@ -136,8 +137,12 @@ DotRule dot_rule(const MeshTable& meshes, const DotDims& dims, const TensorType&
     set_dim(r.lhs, lb, t);
     set_dim(r.rhs, rb, t);
   }
-  // Contracting dims: keep a shared sharding (partial sums), else the cheapest of moving one
-  // side to match the other or gathering both.
+}
+
+// Contracting dims: keep a shared sharding (partial sums), else the cheapest of moving one
+// side to match the other or gathering both.
+void match_contracting_dims(const MeshTable& meshes, const DotDims& dims, const TensorType& lt,
+                            const TensorType& rt, const std::string& mesh, DotRule& r) {
   for (size_t k = 0; k < dims.lhs_contract.size(); ++k) {
     size_t lc = static_cast<size_t>(dims.lhs_contract[k]), rc = static_cast<size_t>(dims.rhs_contract[k]);
     auto a = r.lhs.dims[lc].axes, b = r.rhs.dims[rc].axes;
@@ -170,12 +175,12 @@ DotRule dot_rule(const MeshTable& meshes, const DotDims& dims, const TensorType&
     }
     for (const AxisRef& ax : r.lhs.dims[lc].axes) r.partial.push_back(ax);
   }
-  auto is_free = [](const std::vector<int64_t>& batch, const std::vector<int64_t>& con, size_t d) {
-    return std::find(batch.begin(), batch.end(), static_cast<int64_t>(d)) == batch.end() &&
-           std::find(con.begin(), con.end(), static_cast<int64_t>(d)) == con.end();
-  };
-  // One mesh axis may split only one result dim: a clash between the two operands' free
-  // dims (or with the partial axes) is resolved by gathering the cheaper side.
+}
+
+// One mesh axis may split only one result dim: a clash between the two operands' free
+// dims (or with the partial axes) is resolved by gathering the cheaper side.
+void resolve_free_dim_clashes(const MeshTable& meshes, const DotDims& dims, const TensorType& lt,
+                              const TensorType& rt, DotRule& r) {
   for (size_t d = 0; d < rt.shape.size(); ++d) {
     if (!is_free(dims.rhs_batch, dims.rhs_contract, d)) continue;
     for (const AxisRef& ax : std::vector<AxisRef>(r.rhs.dims[d].axes)) {
@@ -201,6 +206,22 @@ DotRule dot_rule(const MeshTable& meshes, const DotDims& dims, const TensorType&
       }
     }
   }
+}
+
+}  // namespace
+
+DotRule dot_rule(const MeshTable& meshes, const DotDims& dims, const TensorType& lt,
+                 const TensorSharding& lhs, const TensorType& rt, const TensorSharding& rhs) {
+  DotRule r;
+  r.lhs = lhs;
+  r.rhs = rhs;
+  r.lhs.dims.resize(lt.shape.size());
+  r.rhs.dims.resize(rt.shape.size());
+  const std::string& mesh = lhs.mesh.empty() ? rhs.mesh : lhs.mesh;
+  r.lhs.mesh = r.rhs.mesh = mesh;
+  match_batch_dims(meshes, dims, mesh, r);
+  match_contracting_dims(meshes, dims, lt, rt, mesh, r);
+  resolve_free_dim_clashes(meshes, dims, lt, rt, r);
   // Result: batch dims, lhs free dims, rhs free dims.
   r.result = replicated(mesh, 0);
   for (int64_t b : dims.lhs_batch) r.result.dims.push_back({r.lhs.dims[static_cast<size_t>(b)].axes, false});

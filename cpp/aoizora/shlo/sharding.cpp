@@ -60,8 +60,8 @@ struct Cursor {
     return i < s.size() ? s[i] : '\0';
   }
   Error error(std::string what) const {
-    return Error{what + " at offset " + std::to_string(i) + " in '" + std::string(s) + "'", "",
-                 0, static_cast<int>(i) + 1};
+    return Error::parse(what + " at offset " + std::to_string(i) + " in '" + std::string(s) + "'",
+                        "", 0, static_cast<int>(i) + 1);
   }
   bool integer(int64_t* out) {
     ws();
@@ -152,9 +152,8 @@ Result<TensorSharding> parse_sdy_sharding(std::string_view text) {
   if (!c.eat('[')) return c.error("expected '[' of the dimension shardings");
   if (!c.eat(']')) {
     while (true) {
-      Result<DimSharding> d = parse_dim(c);
-      if (!d.ok()) return d.error();
-      t.dims.push_back(std::move(*d));
+      ASSIGN_OR_RETURN(DimSharding d, parse_dim(c));
+      t.dims.push_back(std::move(d));
       if (c.eat(']')) break;
       if (!c.eat(',')) return c.error("expected ',' or ']' between dimension shardings");
     }
@@ -163,13 +162,61 @@ Result<TensorSharding> parse_sdy_sharding(std::string_view text) {
     std::string key;
     if (!c.ident(&key) || !c.eat('=')) return c.error("expected 'replicated=' or 'unreduced='");
     std::vector<AxisRef> axes;
-    Result<DimSharding> d = parse_dim(c, &axes);
-    if (!d.ok()) return d.error();
+    RETURN_IF_ERROR(parse_dim(c, &axes));
     if (key == "replicated") t.replicated = axes;
   }
   if (angle && !c.eat('>')) return c.error("expected '>' at the end of a sharding");
   return t;
 }
+
+namespace {
+
+// "a,b,c]": integers up to the closing bracket.
+Result<std::vector<int64_t>> int_list(Cursor& c, const char* expect_int,
+                                      const char* expect_comma) {
+  std::vector<int64_t> out;
+  while (true) {
+    int64_t v;
+    if (!c.integer(&v)) return c.error(expect_int);
+    out.push_back(v);
+    if (c.eat(']')) return out;
+    if (!c.eat(',')) return c.error(expect_comma);
+  }
+}
+
+// "<=[r0,r1,...]T(p0,p1,...)" read up to its '<=[': the device id of each of the `total`
+// tile positions in row-major tile order, iota(r) transposed by p and flattened.
+Result<std::vector<int64_t>> iota_device_ids(Cursor& c, int64_t total) {
+  std::vector<int64_t> ids(static_cast<size_t>(total));
+  ASSIGN_OR_RETURN(const std::vector<int64_t> rdims,
+                   int_list(c, "expected an iota dimension", "expected ',' in the iota shape"));
+  std::vector<int64_t> perm(rdims.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  if (c.eat("T(")) {
+    for (size_t k = 0; k < perm.size(); ++k) {
+      if (!c.integer(&perm[k])) return c.error("expected a transpose permutation");
+      c.eat(',');
+    }
+    if (!c.eat(')')) return c.error("expected ')' after the permutation");
+  }
+  // iota(rdims) transposed by perm, flattened.
+  std::vector<int64_t> tdims(perm.size()), rstride(rdims.size(), 1);
+  for (size_t k = rdims.size(); k-- > 1;) rstride[k - 1] = rstride[k] * rdims[k];
+  for (size_t k = 0; k < perm.size(); ++k) tdims[k] = rdims[static_cast<size_t>(perm[k])];
+  std::vector<int64_t> idx(perm.size(), 0);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t id = 0;
+    for (size_t k = 0; k < perm.size(); ++k) id += idx[k] * rstride[static_cast<size_t>(perm[k])];
+    ids[static_cast<size_t>(flat)] = id;
+    for (size_t k = perm.size(); k-- > 0;) {
+      if (++idx[k] < tdims[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return ids;
+}
+
+}  // namespace
 
 Result<TensorSharding> parse_gspmd_sharding(std::string_view text, int64_t num_devices,
                                             Mesh* mesh) {
@@ -187,49 +234,13 @@ Result<TensorSharding> parse_gspmd_sharding(std::string_view text, int64_t num_d
     return t;
   }
   if (!c.eat("devices=[")) return c.error("expected 'devices=[' in a GSPMD sharding");
-  std::vector<int64_t> tile;
-  while (true) {
-    int64_t v;
-    if (!c.integer(&v)) return c.error("expected a tile dimension");
-    tile.push_back(v);
-    if (c.eat(']')) break;
-    if (!c.eat(',')) return c.error("expected ',' in the tile shape");
-  }
+  ASSIGN_OR_RETURN(const std::vector<int64_t> tile,
+                   int_list(c, "expected a tile dimension", "expected ',' in the tile shape"));
   int64_t total = std::accumulate(tile.begin(), tile.end(), int64_t{1}, std::multiplies<>());
   // Device id of each tile position, in row-major tile order.
   std::vector<int64_t> ids(static_cast<size_t>(total));
   if (c.eat("<=[")) {
-    std::vector<int64_t> rdims;
-    while (true) {
-      int64_t v;
-      if (!c.integer(&v)) return c.error("expected an iota dimension");
-      rdims.push_back(v);
-      if (c.eat(']')) break;
-      if (!c.eat(',')) return c.error("expected ',' in the iota shape");
-    }
-    std::vector<int64_t> perm(rdims.size());
-    std::iota(perm.begin(), perm.end(), 0);
-    if (c.eat("T(")) {
-      for (size_t k = 0; k < perm.size(); ++k) {
-        if (!c.integer(&perm[k])) return c.error("expected a transpose permutation");
-        c.eat(',');
-      }
-      if (!c.eat(')')) return c.error("expected ')' after the permutation");
-    }
-    // iota(rdims) transposed by perm, flattened.
-    std::vector<int64_t> tdims(perm.size()), rstride(rdims.size(), 1);
-    for (size_t k = rdims.size(); k-- > 1;) rstride[k - 1] = rstride[k] * rdims[k];
-    for (size_t k = 0; k < perm.size(); ++k) tdims[k] = rdims[static_cast<size_t>(perm[k])];
-    std::vector<int64_t> idx(perm.size(), 0);
-    for (int64_t flat = 0; flat < total; ++flat) {
-      int64_t id = 0;
-      for (size_t k = 0; k < perm.size(); ++k) id += idx[k] * rstride[static_cast<size_t>(perm[k])];
-      ids[static_cast<size_t>(flat)] = id;
-      for (size_t k = perm.size(); k-- > 0;) {
-        if (++idx[k] < tdims[k]) break;
-        idx[k] = 0;
-      }
-    }
+    ASSIGN_OR_RETURN(ids, iota_device_ids(c, total));
   } else {
     for (int64_t k = 0; k < total; ++k) {
       if (!c.integer(&ids[static_cast<size_t>(k)])) return c.error("expected a device id");

@@ -453,11 +453,11 @@ Error Engine::deadlock() const {
         break;
       }
     }
-    return Error{"simulated deadlock: partition " + std::to_string(s.partition) + " (chip " +
-                 std::to_string(s.chip) + ") never finished; it waits at " + where + " on " +
-                 what, "", 0, 0};
+    return Error::internal("simulated deadlock: partition " + std::to_string(s.partition) +
+                           " (chip " + std::to_string(s.chip) + ") never finished; it waits at " +
+                           where + " on " + what);
   }
-  return Error{"simulated deadlock", "", 0, 0};
+  return Error::internal("simulated deadlock");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ Result<SimResult> simulate_checked(const hlo::CollectiveGraph& graph,
                                    const topo::Topology& topology,
                                    const place::Placement& placement,
                                    const SimOptions& options) {
-  if (Status valid = check_inputs(graph, topology, placement); !valid.ok()) return valid.error();
+  RETURN_IF_ERROR(check_inputs(graph, topology, placement));
   return simulate(graph, topology, placement, options);
 }
 

@@ -46,17 +46,14 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   Stage1Options o = options;
   std::optional<topo::Topology> topology;
   if (!o.topology.empty()) {
-    Result<topo::Topology> t = topo::make_topology(o.topology, o.hardware);
-    if (!t.ok()) return t.error();
-    topology = *t;
-    o.chip = t->spec;
-    o.slice_dims = t->dims;
-    o.slice_wrap = t->wrap;
+    ASSIGN_OR_RETURN(topo::Topology t, topo::make_topology(o.topology, o.hardware));
+    topology = t;
+    o.chip = t.spec;
+    o.slice_dims = t.dims;
+    o.slice_wrap = t.wrap;
   }
-  Result<shlo::Module> m = shlo::parse_module(text);
-  if (!m.ok()) return m.error();
-  Result<shlo::PredictionDag> dag = shlo::build_dag(*m);
-  if (!dag.ok()) return dag.error();
+  ASSIGN_OR_RETURN(shlo::Module m, shlo::parse_module(text));
+  ASSIGN_OR_RETURN(shlo::PredictionDag dag, shlo::build_dag(m));
 
   cost::Q1Params p;
   p.chip = o.chip;
@@ -64,17 +61,17 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   p.slice_wrap = o.slice_wrap;
   // With no slice shape given, assume the devices could form one wrapped ring.
   if (o.slice_dims == std::array<int, 3>{1, 1, 1}) {
-    p.slice_dims = {static_cast<int>(dag->num_devices), 1, 1};
+    p.slice_dims = {static_cast<int>(dag.num_devices), 1, 1};
     p.slice_wrap = {true, false, false};
   }
   std::optional<cost::BestGroupCosts> group_costs;
-  if (topology && topology->num_devices() == dag->num_devices) {
+  if (topology && topology->num_devices() == dag.num_devices) {
     group_costs.emplace(*topology);
     p.group_costs = &*group_costs;
   }
   cost::Q1Breakdown q = group_costs && o.q1_on_placements
-                           ? cost::q1_best_placement(*dag, p, *topology)
-                           : cost::q1_best_core_axis(*dag, p);
+                           ? cost::q1_best_placement(dag, p, *topology)
+                           : cost::q1_best_core_axis(dag, p);
 
   Stage1Result r;
   r.q1_seconds = q.q1;
@@ -84,15 +81,15 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
   r.barrier_comm_seconds = q.barrier_comm;
   r.comm_seconds_by_axis = q.comm_by_axis;
   r.q1_placement = q.placement;
-  r.param_bytes = dag->param_bytes;
-  r.peak_activation_bytes = dag->peak_activation_bytes;
-  r.num_devices = dag->num_devices;
-  r.warnings = dag->warnings;
+  r.param_bytes = dag.param_bytes;
+  r.peak_activation_bytes = dag.peak_activation_bytes;
+  r.num_devices = dag.num_devices;
+  r.warnings = dag.warnings;
   if (q.unplaced_collectives > 0)
     r.warnings.push_back(std::to_string(q.unplaced_collectives) +
                          " collectives' groups are not the mesh's axes: Q1 prices them on "
                          "their best box, not on " + q.placement);
-  for (const shlo::DagNode& n : dag->nodes) {
+  for (const shlo::DagNode& n : dag.nodes) {
     if (n.kind == shlo::DagNode::Kind::kCompute) {
       r.flops += n.flops * n.repeat;
       continue;
@@ -113,8 +110,8 @@ Result<Stage1Result> analyze_stablehlo(std::string_view text, const Stage1Option
                       " usable HBM (" + gb(o.chip.core_hbm_bytes()) + " x " +
                       std::to_string(o.hbm_usable_fraction).substr(0, 4) + ")";
   }
-  r.collectives = predicted_collectives(*dag);
-  r.dag = std::move(*dag);
+  r.collectives = predicted_collectives(dag);
+  r.dag = std::move(dag);
   return r;
 }
 

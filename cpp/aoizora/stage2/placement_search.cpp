@@ -55,18 +55,17 @@ Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::T
   po.max_axis_orders = options.max_axis_orders;
   po.ring_orders = options.ring_orders;
   po.remove_symmetric = options.remove_symmetric;
-  Result<place::PlacementPool> pool = place::placement_pool(t, mesh, po);
-  if (!pool.ok()) return pool.error();
+  ASSIGN_OR_RETURN(place::PlacementPool pool, place::placement_pool(t, mesh, po));
   if (graph.num_partitions > t.num_devices())
     return Error::invalid("the program has " + std::to_string(graph.num_partitions) +
                           " partitions but the mesh only " + std::to_string(t.num_devices()));
   cost::Q2Evaluator q2(graph, t);
   Ranking out;
-  if (pool->jax_default) {
-    out.jax_default = RankedPlacement{*pool->jax_default, q2.seconds(pool->jax_default->device_of)};
+  if (pool.jax_default) {
+    out.jax_default = RankedPlacement{*pool.jax_default, q2.seconds(pool.jax_default->device_of)};
     ++out.evaluated;
   } else {
-    out.default_error = pool->default_error;
+    out.default_error = pool.default_error;
   }
   place::DistinctPlacements distinct(t, options.remove_symmetric);
   auto add = [&](place::Placement p) {
@@ -75,7 +74,7 @@ Result<Ranking> rank_placements(const hlo::CollectiveGraph& graph, const topo::T
     ++out.evaluated;
     out.ranked.push_back(RankedPlacement{std::move(p), s});
   };
-  for (place::Placement& p : pool->placements) add(std::move(p));
+  for (place::Placement& p : pool.placements) add(std::move(p));
   auto by_q2 = [](const RankedPlacement& a, const RankedPlacement& b) { return a.q2 < b.q2; };
   std::stable_sort(out.ranked.begin(), out.ranked.end(), by_q2);
   const int starts = std::min<int>(options.search_starts, static_cast<int>(out.ranked.size()));

@@ -34,15 +34,15 @@ const Result<HardwareProfile>& shipped(const std::string& gen) {
     std::vector<Result<HardwareProfile>> out;
     for (const Generation& g : generations()) {
       const std::string text = shipped_profile_text(g.name);
-      out.push_back(text.empty() ? Result<HardwareProfile>(Error{
-                                       std::string("no shipped profile for ") + g.name, ""})
+      out.push_back(text.empty() ? Result<HardwareProfile>(Error::internal(
+                                       std::string("no shipped profile for ") + g.name))
                                  : profile_from_json(text, std::string("profiles/") + g.name + ".json"));
     }
     return out;
   }();
   for (size_t i = 0; i < generations().size(); ++i)
     if (gen == generations()[i].name) return parsed[i];
-  static const Result<HardwareProfile> none(Error{"", ""});
+  static const Result<HardwareProfile> none(Error::internal(""));
   return none;
 }
 
@@ -103,13 +103,12 @@ Result<HardwareProfile> hardware_profile(const std::string& generation) {
     if (gen == g.name) return shipped(gen);
   std::string valid;
   for (const Generation& g : generations()) valid += (valid.empty() ? "" : ", ") + std::string(g.name);
-  return Error{"unknown TPU generation '" + generation + "': valid generations are " + valid, ""};
+  return Error::not_found("unknown TPU generation '" + generation + "': valid generations are " + valid);
 }
 
 Result<ChipSpec> chip_spec(const std::string& generation) {
-  Result<HardwareProfile> p = hardware_profile(generation);
-  if (!p.ok()) return p.error();
-  return p->spec;
+  ASSIGN_OR_RETURN(HardwareProfile p, hardware_profile(generation));
+  return p.spec;
 }
 
 ChipSpec default_chip_spec() {
@@ -141,17 +140,16 @@ Result<Topology> with_hardware(Topology t, const ChipSpec& spec) {
 Result<Topology> make_topology(const std::string& name_or_path, const std::string& hardware_path) {
   Result<Topology> t = make_topology(name_or_path);
   if (!t.ok() || hardware_path.empty()) return t;
-  Result<HardwareProfile> p = read_profile_file(hardware_path);
-  if (!p.ok()) return p.error();
-  Result<Topology> out = with_hardware(std::move(t).value(), p->spec);
-  if (!out.ok()) return Error{out.error().message, hardware_path};
+  ASSIGN_OR_RETURN(HardwareProfile p, read_profile_file(hardware_path));
+  Result<Topology> out = with_hardware(std::move(t).value(), p.spec);
+  if (!out.ok()) return out.error().in_file(hardware_path);
   return out;
 }
 
 Result<Topology> make_topology(const std::string& name_or_path) {
   if (has_suffix(name_or_path, ".json")) {
     std::ifstream in(name_or_path);
-    if (!in) return Error{"cannot open topology file '" + name_or_path + "'", name_or_path};
+    if (!in) return Error::not_found("cannot open topology file '" + name_or_path + "'", name_or_path);
     std::stringstream ss;
     ss << in.rdbuf();
     Result<Topology> t = topology_from_json(ss.str(), name_or_path);
@@ -178,8 +176,8 @@ Result<Topology> make_topology(const std::string& name_or_path) {
                             p->spec);
     }
   }
-  return Error{"unknown topology '" + name_or_path + "': use a JSON file (*.json) or one of " +
-               valid_list(), ""};
+  return Error::not_found("unknown topology '" + name_or_path +
+                          "': use a JSON file (*.json) or one of " + valid_list());
 }
 
 }  // namespace aoizora::topo

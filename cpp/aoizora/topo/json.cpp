@@ -35,7 +35,7 @@ class Parser {
         ++col;
       }
     }
-    err_ = Error{msg, file_, line, col};
+    err_ = Error::parse(msg, file_, line, col);
     return err_;
   }
   void ws() {

@@ -126,23 +126,14 @@ class Reader {
   std::string file_;
 };
 
-#define AOIZORA_TRY(var, expr)        \
-  auto var##_r = (expr);              \
-  if (!var##_r.ok()) return var##_r.error(); \
-  auto var = std::move(var##_r).value()
-
-// The same for a step that gives back no value, only a Status.
-#define AOIZORA_CHECK(expr) \
-  if (Status check_ = (expr); !check_.ok()) return check_.error()
-
 // One provenance.basis entry: {"basis": "fitted" | "nominal"} or {"basis": "derived",
 // "from": ..., "rule": ...}; a derived figure without its rule and source is not derived.
 Result<FieldBasis> read_field_basis(const Reader& r, const Value& e, const std::string& where) {
   if (!e.is_object()) return r.fail("'" + where + "' must be an object with 'basis'");
-  AOIZORA_CHECK(r.only(e, {"basis", "from", "rule"}, where + "."));
+  RETURN_IF_ERROR(r.only(e, {"basis", "from", "rule"}, where + "."));
   FieldBasis b;
-  AOIZORA_TRY(kind_v, r.need(e, "basis", where + "."));
-  AOIZORA_TRY(kind, r.string(*kind_v, where + ".basis"));
+  ASSIGN_OR_RETURN(auto kind_v, r.need(e, "basis", where + "."));
+  ASSIGN_OR_RETURN(auto kind, r.string(*kind_v, where + ".basis"));
   if (kind != "fitted" && kind != "derived" && kind != "nominal")
     return r.fail("'" + where + ".basis' is '" + kind + "', expected fitted, derived or nominal");
   b.basis = kind;
@@ -151,7 +142,7 @@ Result<FieldBasis> read_field_basis(const Reader& r, const Value& e, const std::
     if ((x != nullptr) != (kind == "derived"))
       return r.fail("'" + where + "." + key + "' is required for a derived field and only for one");
     if (x == nullptr) continue;
-    AOIZORA_TRY(text, r.string(*x, where + "." + key));
+    ASSIGN_OR_RETURN(auto text, r.string(*x, where + "." + key));
     if (text.empty()) return r.fail("'" + where + "." + key + "' must not be empty");
     b.*field = text;
   }
@@ -166,7 +157,7 @@ Result<std::map<std::string, FieldBasis>> read_basis(const Reader& r, const Valu
     if (k == kRetired) return r.fail(retired("provenance.basis." + k));
     if (std::find(all.begin(), all.end(), k) == all.end())
       return r.fail("unknown field 'provenance.basis." + k + "': basis is keyed by figure");
-    AOIZORA_TRY(b, read_field_basis(r, e, "provenance.basis." + k));
+    ASSIGN_OR_RETURN(auto b, read_field_basis(r, e, "provenance.basis." + k));
     out[k] = b;
   }
   return out;
@@ -192,31 +183,31 @@ Status check_basis(const Reader& r, const HardwareProfile& p) {
 Result<Provenance> read_provenance(const Reader& r, const Value& v) {
   Provenance p;
   if (!v.is_object()) return r.fail("'provenance' must be an object");
-  AOIZORA_CHECK(r.only(v, {"fitted", "note", "fitted_to", "sources", "fitted_on",
+  RETURN_IF_ERROR(r.only(v, {"fitted", "note", "fitted_to", "sources", "fitted_on",
                            "fitted_parameters", "residuals", "basis"}, "provenance."));
   if (const Value* f = v.find("fitted")) {
     if (f->type != Value::Type::kBool) return r.fail("'provenance.fitted' must be true or false");
     p.fitted = f->boolean;
   }
   if (const Value* n = v.find("note")) {
-    AOIZORA_TRY(note, r.string(*n, "provenance.note"));
+    ASSIGN_OR_RETURN(auto note, r.string(*n, "provenance.note"));
     p.note = note;
   }
   if (const Value* f = v.find("fitted_to")) {
     if (!f->is_array()) return r.fail("'provenance.fitted_to' must be an array of strings");
     for (const Value& e : f->array) {
-      AOIZORA_TRY(id, r.string(e, "provenance.fitted_to[]"));
+      ASSIGN_OR_RETURN(auto id, r.string(e, "provenance.fitted_to[]"));
       p.fitted_to.push_back(id);
     }
   }
   if (const Value* d = v.find("fitted_on")) {
-    AOIZORA_TRY(date, r.string(*d, "provenance.fitted_on"));
+    ASSIGN_OR_RETURN(auto date, r.string(*d, "provenance.fitted_on"));
     p.fitted_on = date;
   }
   if (const Value* f = v.find("fitted_parameters")) {
     if (!f->is_array()) return r.fail("'provenance.fitted_parameters' must be an array of strings");
     for (const Value& e : f->array) {
-      AOIZORA_TRY(name, r.string(e, "provenance.fitted_parameters[]"));
+      ASSIGN_OR_RETURN(auto name, r.string(e, "provenance.fitted_parameters[]"));
       p.fitted_parameters.push_back(name);
     }
   }
@@ -225,10 +216,10 @@ Result<Provenance> read_provenance(const Reader& r, const Value& v) {
     for (const auto& [id, e] : res->object) {
       const std::string where = "provenance.residuals." + id;
       if (!e.is_object()) return r.fail("'" + where + "' must be {\"before\": x, \"after\": y}");
-      AOIZORA_CHECK(r.only(e, {"before", "after"}, where + "."));
+      RETURN_IF_ERROR(r.only(e, {"before", "after"}, where + "."));
       FitResidual fr;
       for (auto [key, field] : {std::pair{"before", &FitResidual::before}, {"after", &FitResidual::after}}) {
-        AOIZORA_TRY(x, r.need(e, key, where + "."));
+        ASSIGN_OR_RETURN(auto x, r.need(e, key, where + "."));
         if (!x->is_number() || !std::isfinite(x->number))
           return r.fail("'" + where + "." + key + "' must be a finite number");
         fr.*field = x->number;
@@ -242,12 +233,12 @@ Result<Provenance> read_provenance(const Reader& r, const Value& v) {
       if (k == kRetired) return r.fail(retired("provenance.sources." + k));
       if (!top_keys().count(k) || k == "schema" || k == "provenance")
         return r.fail("unknown field 'provenance.sources." + k + "': sources are keyed by figure");
-      AOIZORA_TRY(src, r.string(e, "provenance.sources." + k));
+      ASSIGN_OR_RETURN(auto src, r.string(e, "provenance.sources." + k));
       p.sources[k] = src;
     }
   }
   if (const Value* b = v.find("basis")) {
-    AOIZORA_TRY(basis, read_basis(r, *b));
+    ASSIGN_OR_RETURN(auto basis, read_basis(r, *b));
     p.basis = basis;
   }
   return p;
@@ -257,10 +248,10 @@ Status read_collective_latency(const Reader& r, const Value& v, CollectiveLatenc
   if (!v.is_object()) return r.fail("'collective_latency' must be an object");
   std::set<std::string> keys;
   for (const KindField& k : kKinds) keys.insert(k.key);
-  AOIZORA_CHECK(r.only(v, keys, "collective_latency."));
+  RETURN_IF_ERROR(r.only(v, keys, "collective_latency."));
   for (const KindField& k : kKinds) {
-    AOIZORA_TRY(e, r.need(v, k.key, "collective_latency."));
-    AOIZORA_TRY(x, r.number(*e, std::string("collective_latency.") + k.key, true));
+    ASSIGN_OR_RETURN(auto e, r.need(v, k.key, "collective_latency."));
+    ASSIGN_OR_RETURN(auto x, r.number(*e, std::string("collective_latency.") + k.key, true));
     out->*k.field = x;
   }
   return Status::success();
@@ -270,12 +261,12 @@ Status read_algorithms(const Reader& r, const Value& v, GroupAlgorithms* out) {
   if (!v.is_object()) return r.fail("'algorithms' must be an object");
   std::set<std::string> keys;
   for (const ShapeField& s : kShapes) keys.insert(s.key);
-  AOIZORA_CHECK(r.only(v, keys, "algorithms."));
+  RETURN_IF_ERROR(r.only(v, keys, "algorithms."));
   const GroupAlgorithms implemented;
   for (const ShapeField& s : kShapes) {
-    AOIZORA_TRY(e, r.need(v, s.key, "algorithms."));
+    ASSIGN_OR_RETURN(auto e, r.need(v, s.key, "algorithms."));
     const std::string name = std::string("algorithms.") + s.key;
-    AOIZORA_TRY(alg, r.string(*e, name));
+    ASSIGN_OR_RETURN(auto alg, r.string(*e, name));
     const bool grid_choice = s.field == &GroupAlgorithms::grid &&
                              std::find(std::begin(kGridAlgorithms), std::end(kGridAlgorithms), alg) !=
                                  std::end(kGridAlgorithms);
@@ -291,12 +282,12 @@ Status read_algorithms(const Reader& r, const Value& v, GroupAlgorithms* out) {
 
 Result<IntraChipLink> read_intra_chip_link(const Reader& r, const Value& v) {
   if (!v.is_object()) return r.fail("'intra_chip_link' must be an object or null");
-  AOIZORA_CHECK(r.only(v, {"bandwidth", "latency"}, "intra_chip_link."));
+  RETURN_IF_ERROR(r.only(v, {"bandwidth", "latency"}, "intra_chip_link."));
   IntraChipLink l;
-  AOIZORA_TRY(bw, r.need(v, "bandwidth", "intra_chip_link."));
-  AOIZORA_TRY(b, r.number(*bw, "intra_chip_link.bandwidth", false));
-  AOIZORA_TRY(lat, r.need(v, "latency", "intra_chip_link."));
-  AOIZORA_TRY(t, r.number(*lat, "intra_chip_link.latency", true));
+  ASSIGN_OR_RETURN(auto bw, r.need(v, "bandwidth", "intra_chip_link."));
+  ASSIGN_OR_RETURN(auto b, r.number(*bw, "intra_chip_link.bandwidth", false));
+  ASSIGN_OR_RETURN(auto lat, r.need(v, "latency", "intra_chip_link."));
+  ASSIGN_OR_RETURN(auto t, r.number(*lat, "intra_chip_link.latency", true));
   l.bandwidth = b;
   l.latency = t;
   return l;
@@ -326,49 +317,48 @@ std::string quoted(const std::string& s) {
 }  // namespace
 
 Result<HardwareProfile> profile_from_json(const std::string& text, const std::string& file) {
-  Result<Value> parsed = json::parse(text, file);
-  if (!parsed.ok()) return parsed.error();
+  ASSIGN_OR_RETURN(Value parsed, json::parse(text, file));
   const Reader r(file);
-  const Value& root = *parsed;
+  const Value& root = parsed;
   if (!root.is_object()) return r.fail("a hardware profile must hold a JSON object");
-  AOIZORA_CHECK(r.only(root, top_keys(), ""));
-  AOIZORA_TRY(schema_v, r.need(root, "schema", ""));
-  AOIZORA_TRY(schema, r.string(*schema_v, "schema"));
+  RETURN_IF_ERROR(r.only(root, top_keys(), ""));
+  ASSIGN_OR_RETURN(auto schema_v, r.need(root, "schema", ""));
+  ASSIGN_OR_RETURN(auto schema, r.string(*schema_v, "schema"));
   if (schema != kHardwareSchema)
     return r.fail("'schema' is '" + schema + "', expected '" + kHardwareSchema + "'");
 
   HardwareProfile p;
   ChipSpec& s = p.spec;
-  AOIZORA_TRY(gen_v, r.need(root, "generation", ""));
-  AOIZORA_TRY(gen, r.string(*gen_v, "generation"));
+  ASSIGN_OR_RETURN(auto gen_v, r.need(root, "generation", ""));
+  ASSIGN_OR_RETURN(auto gen, r.string(*gen_v, "generation"));
   if (gen.empty()) return r.fail("'generation' must not be empty");
   s.generation = gen;
-  AOIZORA_TRY(kind_v, r.need(root, "device_kind", ""));
-  AOIZORA_TRY(kind, r.string(*kind_v, "device_kind"));
+  ASSIGN_OR_RETURN(auto kind_v, r.need(root, "device_kind", ""));
+  ASSIGN_OR_RETURN(auto kind, r.string(*kind_v, "device_kind"));
   s.device_kind = kind;
   for (const Figure& f : kFigures) {
-    AOIZORA_TRY(v, r.need(root, f.key, ""));
-    AOIZORA_TRY(x, r.number(*v, f.key, f.zero_ok));
+    ASSIGN_OR_RETURN(auto v, r.need(root, f.key, ""));
+    ASSIGN_OR_RETURN(auto x, r.number(*v, f.key, f.zero_ok));
     s.*f.field = x;
   }
   // A fraction of the padded roofline: above 1 would price matmuls faster than the MXU runs.
   if (s.mxu_efficiency > 1)
     return r.fail("'mxu_efficiency' must be at most 1 (a fraction of the MXU's peak), got " +
                   Reader::repr(s.mxu_efficiency));
-  AOIZORA_TRY(mxu_v, r.need(root, "mxu_size", ""));
-  AOIZORA_TRY(mxu, r.number(*mxu_v, "mxu_size", false));
+  ASSIGN_OR_RETURN(auto mxu_v, r.need(root, "mxu_size", ""));
+  ASSIGN_OR_RETURN(auto mxu, r.number(*mxu_v, "mxu_size", false));
   if (mxu != std::floor(mxu) || mxu > 1 << 16) return r.fail("'mxu_size' must be a whole number of elements");
   s.mxu_size = static_cast<int>(mxu);
-  AOIZORA_TRY(cl, r.need(root, "collective_latency", ""));
-  AOIZORA_CHECK(read_collective_latency(r, *cl, &s.collective_latency));
-  AOIZORA_TRY(alg, r.need(root, "algorithms", ""));
-  AOIZORA_CHECK(read_algorithms(r, *alg, &s.algorithms));
+  ASSIGN_OR_RETURN(auto cl, r.need(root, "collective_latency", ""));
+  RETURN_IF_ERROR(read_collective_latency(r, *cl, &s.collective_latency));
+  ASSIGN_OR_RETURN(auto alg, r.need(root, "algorithms", ""));
+  RETURN_IF_ERROR(read_algorithms(r, *alg, &s.algorithms));
   if (const Value* icl = root.find("intra_chip_link"); icl != nullptr && icl->type != Value::Type::kNull) {
-    AOIZORA_TRY(l, read_intra_chip_link(r, *icl));
+    ASSIGN_OR_RETURN(auto l, read_intra_chip_link(r, *icl));
     s.intra_chip_link = l;
   }
   if (const Value* cv = root.find("cores_per_chip")) {
-    AOIZORA_TRY(cores, r.number(*cv, "cores_per_chip", false));
+    ASSIGN_OR_RETURN(auto cores, r.number(*cv, "cores_per_chip", false));
     if (cores != 1 && cores != 2) return r.fail("'cores_per_chip' must be 1 or 2");
     s.cores_per_chip = static_cast<int>(cores);
   }
@@ -377,10 +367,10 @@ Result<HardwareProfile> profile_from_json(const std::string& text, const std::st
     return r.fail(s.cores_per_chip == 2 ? "'cores_per_chip' is 2 but 'intra_chip_link' is missing"
                                         : "'intra_chip_link' is given but 'cores_per_chip' is not 2");
   if (const Value* pv = root.find("provenance")) {
-    AOIZORA_TRY(prov, read_provenance(r, *pv));
+    ASSIGN_OR_RETURN(auto prov, read_provenance(r, *pv));
     p.provenance = prov;
   }
-  AOIZORA_CHECK(check_basis(r, p));
+  RETURN_IF_ERROR(check_basis(r, p));
   return p;
 }
 
@@ -398,7 +388,7 @@ std::vector<std::string> basis_fields(bool intra_chip_link) {
 
 Result<HardwareProfile> read_profile_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return Error{"cannot open hardware profile '" + path + "'", path};
+  if (!in) return Error::not_found("cannot open hardware profile '" + path + "'", path);
   std::stringstream ss;
   ss << in.rdbuf();
   return profile_from_json(ss.str(), path);

@@ -99,16 +99,12 @@ std::string catalog_name_conflict(const Topology& t) {
   return "";
 }
 
-Result<Topology> read_topology(const std::string& text, const std::string& name) {
-  Result<json::Value> parsed = json::parse(text, name);
-  if (!parsed.ok()) return parsed.error();
-  const json::Value& root = *parsed;
-  if (!root.is_object()) return Error{"a topology file must hold a JSON object", name};
-
+// The chip figures: "generation"'s, overridden by "spec"'s fields.
+Result<ChipSpec> read_spec(const json::Value& root, const std::string& name) {
   ChipSpec spec;
   if (const json::Value* g = root.find("generation"); g != nullptr) {
     Result<ChipSpec> base = chip_spec(g->string);
-    if (!base.ok()) return Error{base.error().message, name};
+    if (!base.ok()) return base.error().in_file(name);
     spec = *base;
   } else {
     spec.generation = "custom";
@@ -135,25 +131,55 @@ Result<Topology> read_topology(const std::string& text, const std::string& name)
     return Error{"spec.cores_per_chip must be 1 or 2", name};
   if (spec.cores_per_chip == 2 && (!spec.intra_chip_link || spec.intra_chip_link->bandwidth <= 0))
     return Error{"spec.cores_per_chip is 2: spec.intra_chip_link needs a positive bandwidth", name};
-  std::string topo_name = name;
-  if (const json::Value* n = root.find("name"); n != nullptr && !n->string.empty())
-    topo_name = n->string;
+  return spec;
+}
 
-  if (const json::Value* d = root.find("dims"); d != nullptr) {
-    Result<std::array<int, 3>> dims = triple(*d, "dims", 1);
-    if (!dims.ok()) return Error{dims.error().message, name};
-    for (int x : *dims)
-      if (x < 1) return Error{"'dims' must be positive", name};
-    std::array<bool, 3> wrap{false, false, false};
-    if (const json::Value* w = root.find("wrap"); w != nullptr) {
-      Result<std::array<int, 3>> wr = triple(*w, "wrap", 0);
-      if (!wr.ok()) return Error{wr.error().message, name};
-      for (int i = 0; i < 3; ++i) wrap[static_cast<size_t>(i)] = (*wr)[static_cast<size_t>(i)] != 0;
-    }
-    if (spec.link_bandwidth <= 0) return Error{"spec.link_bandwidth must be positive", name};
-    return Topology::grid(topo_name, *dims, wrap, spec);
+// {"dims": [...], "wrap": [...]}: a grid of the catalog's kind.
+Result<Topology> read_grid(const json::Value& root, const json::Value& d,
+                           const std::string& topo_name, const ChipSpec& spec,
+                           const std::string& name) {
+  Result<std::array<int, 3>> dims = triple(d, "dims", 1);
+  if (!dims.ok()) return dims.error().in_file(name);
+  for (int x : *dims)
+    if (x < 1) return Error{"'dims' must be positive", name};
+  std::array<bool, 3> wrap{false, false, false};
+  if (const json::Value* w = root.find("wrap"); w != nullptr) {
+    Result<std::array<int, 3>> wr = triple(*w, "wrap", 0);
+    if (!wr.ok()) return wr.error().in_file(name);
+    for (int i = 0; i < 3; ++i) wrap[static_cast<size_t>(i)] = (*wr)[static_cast<size_t>(i)] != 0;
   }
+  if (spec.link_bandwidth <= 0) return Error{"spec.link_bandwidth must be positive", name};
+  return Topology::grid(topo_name, *dims, wrap, spec);
+}
 
+// Every chip must reach every other, and be reached, or some flows would have no route.
+Status check_connected(const Topology& t, const std::string& name) {
+  const int n = t.num_chips();
+  for (int pass = 0; pass < 2 && n > 0; ++pass) {
+    std::vector<std::vector<int>> adj(static_cast<size_t>(n));
+    for (const Link& l : t.links)
+      adj[static_cast<size_t>(pass == 0 ? l.src : l.dst)].push_back(pass == 0 ? l.dst : l.src);
+    std::vector<char> seen(static_cast<size_t>(n), 0);
+    std::vector<int> stack{0};
+    seen[0] = 1;
+    while (!stack.empty()) {
+      const int c = stack.back();
+      stack.pop_back();
+      for (int m : adj[static_cast<size_t>(c)])
+        if (!seen[static_cast<size_t>(m)]) seen[static_cast<size_t>(m)] = 1, stack.push_back(m);
+    }
+    for (int c = 0; c < n; ++c)
+      if (!seen[static_cast<size_t>(c)])
+        return Error{"chip " + std::to_string(c) + (pass == 0 ? " cannot be reached from" : " cannot reach") +
+                         " chip 0 over the links: the fabric must be connected",
+                     name};
+  }
+  return Status::success();
+}
+
+// {"chips": [[x, y, z], ...], "links": [...]}: any fabric, routed by fewest hops.
+Result<Topology> read_explicit(const json::Value& root, const std::string& topo_name,
+                               const ChipSpec& spec, const std::string& name) {
   const json::Value* chips = root.find("chips");
   const json::Value* links = root.find("links");
   if (chips == nullptr || !chips->is_array() || links == nullptr || !links->is_array())
@@ -164,7 +190,7 @@ Result<Topology> read_topology(const std::string& text, const std::string& name)
   t.dims = {1, 1, 1};
   for (const json::Value& c : chips->array) {
     Result<std::array<int, 3>> xyz = triple(c, "chips[i]", 0);
-    if (!xyz.ok()) return Error{xyz.error().message, name};
+    if (!xyz.ok()) return xyz.error().in_file(name);
     for (int d = 0; d < 3; ++d) {
       if ((*xyz)[static_cast<size_t>(d)] < 0) return Error{"chip coordinates must be >= 0", name};
       t.dims[static_cast<size_t>(d)] = std::max(t.dims[static_cast<size_t>(d)], (*xyz)[static_cast<size_t>(d)] + 1);
@@ -200,35 +226,28 @@ Result<Topology> read_topology(const std::string& text, const std::string& name)
   }
   t.add_core_links();  // a generation with two cores per chip (tpu7x) gets its intra-chip links
   t.reindex();
-  // Every chip must reach every other, or some flows would have no route.
-  for (int pass = 0; pass < 2 && n > 0; ++pass) {
-    std::vector<std::vector<int>> adj(static_cast<size_t>(n));
-    for (const Link& l : t.links)
-      adj[static_cast<size_t>(pass == 0 ? l.src : l.dst)].push_back(pass == 0 ? l.dst : l.src);
-    std::vector<char> seen(static_cast<size_t>(n), 0);
-    std::vector<int> stack{0};
-    seen[0] = 1;
-    while (!stack.empty()) {
-      const int c = stack.back();
-      stack.pop_back();
-      for (int m : adj[static_cast<size_t>(c)])
-        if (!seen[static_cast<size_t>(m)]) seen[static_cast<size_t>(m)] = 1, stack.push_back(m);
-    }
-    for (int c = 0; c < n; ++c)
-      if (!seen[static_cast<size_t>(c)])
-        return Error{"chip " + std::to_string(c) + (pass == 0 ? " cannot be reached from" : " cannot reach") +
-                         " chip 0 over the links: the fabric must be connected",
-                     name};
-  }
+  RETURN_IF_ERROR(check_connected(t, name));
   return t;
+}
+
+Result<Topology> read_topology(const std::string& text, const std::string& name) {
+  ASSIGN_OR_RETURN(json::Value parsed, json::parse(text, name));
+  const json::Value& root = parsed;
+  if (!root.is_object()) return Error{"a topology file must hold a JSON object", name};
+  ASSIGN_OR_RETURN(ChipSpec spec, read_spec(root, name));
+  std::string topo_name = name;
+  if (const json::Value* n = root.find("name"); n != nullptr && !n->string.empty())
+    topo_name = n->string;
+  if (const json::Value* d = root.find("dims"); d != nullptr)
+    return read_grid(root, *d, topo_name, spec, name);
+  return read_explicit(root, topo_name, spec, name);
 }
 
 }  // namespace
 
 Result<Topology> topology_from_json(const std::string& text, const std::string& name) {
-  Result<Topology> t = read_topology(text, name);
-  if (!t.ok()) return t;
-  if (const std::string why = catalog_name_conflict(*t); !why.empty()) return Error{why, name};
+  ASSIGN_OR_RETURN(Topology t, read_topology(text, name));
+  if (const std::string why = catalog_name_conflict(t); !why.empty()) return Error{why, name};
   return t;
 }
 
