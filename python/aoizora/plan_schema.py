@@ -170,6 +170,7 @@ def check(d) -> None:
     if not isinstance(planning, dict):
         raise ValueError("'planning' must be an object")
     _check_failed_baselines(planning.get("baselines_failed", {}))
+    _check_retries(planning.get("retries", []))
     _check_workload(d["workload"])
     _check_video(d.get("video", {}), _videos_per_call(d["workload"]))
     _check_uncertainty(d.get("uncertainty", {}))
@@ -317,6 +318,15 @@ def _check_video(video, videos: int = 1) -> None:
                 per_video * videos, seconds, rel_tol=1e-9, abs_tol=1e-12):
             raise ValueError(f"{where}.seconds_per_video {per_video} must be seconds "
                              f"{seconds} over the {videos} video(s) per call")
+
+
+def _check_retries(retries) -> None:
+    """planning.retries: the jobs run a second time, each {"job": name, "why": reason}."""
+    if not (isinstance(retries, list) and all(
+            isinstance(r, dict) and isinstance(r.get("job"), str)
+            and isinstance(r.get("why"), str) for r in retries)):
+        raise ValueError("planning.retries must be a list of objects with 'job' and 'why' "
+                         "strings")
 
 
 def _check_failed_baselines(failed) -> None:

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from aoizora import cli, plan_schema
+from aoizora.errors import UserError
 from aoizora.planning.placement_ties import q2_ties_not_simulated, tie_sentence, ties
 from aoizora.plan_format import Choice
 from aoizora.plan_summary import comparison_rows, print_choice, print_comparison
@@ -216,3 +217,15 @@ def test_every_sharding_and_placement_is_whole_on_one_line(path, width):
             assert re.search(r"\d\.\d\d-2\.00 P1\.00", text), text
         elif "draws" in plan.uncertainty:   # a plan priced under draws: its own intervals
             assert re.search(r"\d\.\d\d-\d\.\d\d P[01]\.\d\d", text), text
+
+
+def test_a_malformed_retry_record_is_refused(tmp_path):
+    """planning.retries (the jobs a lost worker made run twice) is checked like the rest."""
+    import json
+
+    d = json.loads(SHIPPED[0].read_text())
+    d["planning"]["retries"] = [{"job": "dp2-ag4", "why": 3}]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(UserError, match="planning.retries"):
+        plan_schema.load(str(path))
