@@ -535,7 +535,7 @@ def _backend_prediction(run: _Run, c) -> str | None:
     said = [f"HBM {_size(used)} of {_size(hbm)} (XLA's buffer assignment)"]
     if c.block_q:  # a Pallas attention kernel with its blocks (none on the blockwise core)
         vmem, most = kernels.backend_vmem(c, run.cfg.dim // run.cfg.heads, run.wl.batch,
-                                          spec["generation"])
+                                          spec.get("generation", ""))
         limit = kernels.scoped_vmem_bytes()
         if vmem > most:
             return None
