@@ -17,7 +17,9 @@ over the batch a device holds (1, or 2: the CFG pair unsplit; batch enters VMEM,
 not: they are a grid axis of the kernel). Lengths of whole blocks with no padding need no
 more VMEM than this, so a verdict here is at least as strict as the program's.
 
-    python bench/residual_vmem.py [--jobs 2] [--limit N]    (about 30-90 s a compile)
+    python bench/residual_vmem.py [--jobs 2] [--limit N]    (about 30-300 s a compile)
+    python bench/residual_vmem.py --table    the table against kernels.residual_vmem_bytes
+                                             and the confusion counts (docs/planner.md)
 """
 
 import argparse
@@ -43,6 +45,12 @@ EXTRA = [("splash", "tpu7x", 2, 8192, 1024, 512), ("splash", "tpu7x", 1, 8192, 1
          ("tokamax_ring", "tpu7x", 1, 4736, 2560, 512),
          ("tokamax_ring", "v5e", 1, 4736, 2432, 2432),
          ("splash", "v6e", 1, 6144, 2048, 512), ("tokamax_ring", "v6e", 1, 6144, 2048, 512)]
+# A whole program's verdict where it differs from the kernel program's: the issue-32
+# TPU7x-8 plans (dp2-ring2-tp2, Wan 14B and A14B 720p; docs/results/video, commit 4c2066b)
+# were refused at 100.61 MiB (31.05 of them spill slots), while the kernel alone compiles,
+# at 2 x 2 blocks and at the plan's own lengths (37,800 tokens a device, 20 heads). The
+# table counts the stricter verdict.
+PROGRAM = {("tokamax_ring", "tpu7x", 1, 4736, 2560, 512): 100.61}
 TOPOLOGY = {"v5e": "v5e:2x2", "v6e": "v6e:2x2", "tpu7x": "tpu7x:2x2x1"}
 # The grid points compiled (a compile costs 1-5 minutes on the loaded 2-core machine that
 # made the table, so not all 96): the README default's and issue 55's baselines, those near
@@ -137,7 +145,42 @@ def verdict(key, heads: int) -> dict:
     return rec
 
 
+def table(path: str = OUT) -> None:
+    """Markdown: each compiled point, libtpu's verdict and total, the bound, the planner's
+    call (predicted below the limit less the margin, else full compile); then the counts."""
+    doc = json.load(open(path))
+    limit = doc["scoped_vmem_limit_kib"] * 1024
+    most = limit * (1 - kernels.RESIDUAL_VMEM_MARGIN)
+    print("| kernel | gen | batch | block_q x kv / kv_compute | uses | libtpu | libtpu MiB "
+          "| bound MiB | planner |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    counts = {}
+    for p in doc["points"]:
+        bound = kernels.residual_vmem_bytes(p["kernel"], p["block_q"], p["block_kv"],
+                                            p["block_kv_compute"], p["head_dim"],
+                                            batch=p["batch"], generation=p["generation"])
+        call = "predicted" if bound <= most else "full compile"
+        fits = p["fits"] and p.get("program_fits", True)
+        key = (call, "fits" if fits else "refused")
+        counts[key] = counts.get(key, 0) + 1
+        mib = p.get("libtpu_mib")
+        print(f"| {p['kernel']} | {p['generation']} | {p['batch']} | {p['block_q']} x "
+              f"{p['block_kv']} / {p['block_kv_compute']} | {p.get('used_by_count', '-')} | "
+              f"{'fits' if fits else 'refused'} | {mib or p.get('program_libtpu_mib') or '-'} | "
+              f"{bound / 2**20:.1f} | {call} |")
+    print()
+    print("| planner \\ libtpu | fits | refused |\n|---|---|---|")
+    for call in ("predicted", "full compile"):
+        print(f"| {call} | {counts.get((call, 'fits'), 0)} | {counts.get((call, 'refused'), 0)} |")
+    print(f"\n{len(doc['not_compiled'])} grid points not compiled")
+
+
 def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--table"]:
+        table()
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="at most this many compiles")
@@ -153,6 +196,9 @@ def main(argv=None):
     for key, mib in KNOWN.items():
         done.setdefault(key, {**record(key, min(h for _, _, h in pts.get(key, [(0, 0, 1)]))),
                               "fits": mib <= limit_mib, "libtpu_mib": mib, "known": True})
+    for key, mib in PROGRAM.items():
+        if key in done:
+            done[key].update(program_libtpu_mib=mib, program_fits=mib <= limit_mib)
     todo = [k for k in dict.fromkeys(EXTRA + SELECTED) if k not in done]
     if a.limit:
         todo = todo[:a.limit]
