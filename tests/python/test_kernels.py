@@ -393,16 +393,16 @@ def _residual_model(p) -> int:
 
 def test_the_residual_model_never_clears_a_kernel_libtpu_refuses():
     """Every point of the table the planner would predict to compile (the bound below the
-    limit less the margin) libtpu compiles; and where libtpu reports its total, the bound is
-    not below it."""
+    limit less the margin) libtpu compiles, as a kernel and, where one was compiled, as a
+    whole program; and where libtpu reports a total, the bound is not below it."""
     most = kernels.scoped_vmem_bytes() * (1 - kernels.RESIDUAL_VMEM_MARGIN)
     points = _residual_points()
     assert len(points) >= 20 and any(not p["fits"] for p in points)
     for p in points:
         if _residual_model(p) <= most:
-            assert p["fits"], p
-        if p.get("libtpu_mib"):
-            assert _residual_model(p) / 2**20 >= p["libtpu_mib"], p
+            assert p["fits"] and p.get("program_fits", True), p
+        for total in (p.get("libtpu_mib"), p.get("program_libtpu_mib")):
+            assert not total or _residual_model(p) / 2**20 >= total, p
 
 
 def test_the_residual_model_counts_the_batch_libtpu_double_buffers():
