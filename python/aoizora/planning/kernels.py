@@ -8,6 +8,9 @@
     with_kernel(candidate, model, workload, platform, device) -> Candidate  (kernel, blocks,
         kernel_bound)
         raises KernelUnsupported with a one-line reason when a shard cannot run the kernel
+    backend_vmem(candidate, head_dim, batch, generation) -> (VMEM bound, most predicted)
+        bytes, for the planner's prediction of libtpu's verdict (residual_vmem_bytes for
+        the kernels that return residuals, with RESIDUAL_VMEM_MARGIN)
 
 On TPU targets every candidate runs the Pallas splash-attention kernel
 (jax.experimental.pallas.ops.tpu.splash_attention) inside its context-parallel form, as
