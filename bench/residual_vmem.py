@@ -72,6 +72,11 @@ SELECTED = [
     ("tokamax_ring", "tpu7x", 1, 2048, 2048, 512), ("splash", "v5e", 2, 2560, 2560, 512),
     ("tokamax_ring", "v5e", 1, 640, 10880, 10880), ("splash", "v5e", 2, 1280, 1280, 1280),
     ("tokamax_ring", "v5e", 1, 512, 512, 512), ("splash", "v5e", 1, 512, 512, 512),
+    # predicted to compile by the bound, most used first
+    ("tokamax_ring", "v5e", 1, 1024, 9472, 9472), ("tokamax_ring", "v6e", 1, 4096, 2048, 512),
+    ("tokamax_ring", "v5e", 1, 2816, 2816, 2816), ("splash", "v5e", 2, 2816, 2816, 2816),
+    ("splash", "v5e", 2, 4608, 1536, 512), ("splash", "v5e", 2, 2048, 5120, 512),
+    ("tokamax_ring", "v6e", 1, 4736, 1280, 1280),
 ]
 # Verdicts measured before with the same programs (bench/splash_vmem.py --kernel
 # tokamax_ring: tests/python/test_kernels.py, LIBTPU_KERNEL_TOTAL_MIB, whole-kernel totals)

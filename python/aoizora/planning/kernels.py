@@ -198,8 +198,8 @@ def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int
 # The f32 block_q x block_kv score tiles that bound Mosaic's own VMEM in a residual-returning
 # kernel (its score sub-tiles live across the block_kv_compute loop, and its register spill
 # slots), per generation: fitted to libtpu's totals (tests/python/test_kernels.py,
-# LIBTPU_KERNEL_TOTAL_MIB), checked on bench/residual_vmem.py's verdicts
-# (tests/data/residual_vmem.json; docs/planner.md, "Residual-returning kernels").
+# LIBTPU_KERNEL_TOTAL_MIB; TPU7x: the totals in tests/data/residual_vmem.json), checked on
+# bench/residual_vmem.py's verdicts there (docs/planner.md, "Residual-returning kernels").
 SCORE_TILES = {"v5e": 1.0, "v6e": 1.0, "tpu7x": 1.6}
 SCORE_TILES_DEFAULT = 1.6                     # a generation not measured: the largest
 SUBLANES = 8                                  # the kv segment ids' window is 8 rows of keys
@@ -244,10 +244,10 @@ def residual_vmem_bytes(kernel: str, block_q: int, block_kv: int, block_kv_compu
 
 # How far below the scoped VMEM limit a residual-returning kernel's bound must be for the
 # planner to predict that the backend accepts it (planner._backend_prediction); within it the
-# sharding is compiled in full. The bound is Mosaic-dependent in one term (SCORE_TILES):
-# the margin covers that term being 10 % short of libtpu's total at the limit, where the
-# worst seen is 1.5 % (TPU7x, the point it is fitted to) and 7 % elsewhere
-# (docs/planner.md, "Residual-returning kernels").
+# sharding is compiled in full. The bound is above every total libtpu reported, by 1.5 % at
+# the least on TPU7x (the point its SCORE_TILES term is fitted to) and 7 % at the least
+# elsewhere; the margin, that 7 % rounded up, keeps a kernel as far outside the bound as
+# the closest seen from being cleared (docs/planner.md, "Residual-returning kernels").
 RESIDUAL_VMEM_MARGIN = 0.10
 
 
