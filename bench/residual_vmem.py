@@ -76,7 +76,8 @@ SELECTED = [
     ("tokamax_ring", "v5e", 1, 1024, 9472, 9472), ("tokamax_ring", "v6e", 1, 4096, 2048, 512),
     ("tokamax_ring", "v5e", 1, 2816, 2816, 2816), ("splash", "v5e", 2, 2816, 2816, 2816),
     ("splash", "v5e", 2, 4608, 1536, 512), ("splash", "v5e", 2, 2048, 5120, 512),
-    ("tokamax_ring", "v6e", 1, 4736, 1280, 1280),
+    ("tokamax_ring", "v6e", 1, 4736, 1280, 1280), ("splash", "v6e", 2, 1024, 9472, 9472),
+    ("splash", "v5e", 1, 5120, 1280, 1280),
 ]
 # Verdicts measured before with the same programs (bench/splash_vmem.py --kernel
 # tokamax_ring: tests/python/test_kernels.py, LIBTPU_KERNEL_TOTAL_MIB, whole-kernel totals)
