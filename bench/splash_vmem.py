@@ -11,6 +11,11 @@ come from here. Deviceless: no TPU needed. Kernels (--kernel):
     splash-padded  the same with the last key block padded, masked by segment ids (what a
                    candidate whose length is no multiple of its blocks runs)
     tokamax_ring   tokamax's ring kernel over 2 devices, keys padded likewise (the ring form)
+    splash_ring    jax's splash kernel returning its residuals, in models/splash.py's ring
+                   over 2 devices, keys padded likewise (the ring steps of Ulysses x ring)
+
+SPLASH_VMEM_HEADS sets the heads of a call (default 1), SPLASH_VMEM_BATCH the batch the
+kernel is vmapped over (default 1). bench/residual_vmem.py builds its table from here.
 
     python bench/splash_vmem.py v6e:2x2 512,512,512 9472,1024,512
     python bench/splash_vmem.py --kernel tokamax_ring v5e:2x2 4736,2432,2432
@@ -37,28 +42,32 @@ from aoizora.models import splash  # noqa: E402
 
 HEAD_DIM = 128
 HEADS = int(os.environ.get("SPLASH_VMEM_HEADS", "1"))   # heads per call (Wan 14B: 40)
+BATCH = int(os.environ.get("SPLASH_VMEM_BATCH", "1"))   # samples per device (the CFG pair: 2)
 
 
 def _spec(mesh, n):
-    return jax.ShapeDtypeStruct((1, HEADS, n, HEAD_DIM), jnp.bfloat16,
+    return jax.ShapeDtypeStruct((BATCH, HEADS, n, HEAD_DIM), jnp.bfloat16,
                                 sharding=NamedSharding(mesh, P()))
 
 
-def _ring_step(mesh, bq: int, bkv: int, bkc: int):
-    """tokamax's ring over the mesh's 2 devices: each holds 2 query blocks and 2 key blocks,
-    the last key block padded by one lane tile (segment ids, as a candidate's)."""
+def _ring_step(mesh, bq: int, bkv: int, bkc: int, kernel: str = "tokamax_ring"):
+    """tokamax's ring (or, for "splash_ring", models/splash.py's ring of jax's kernel with
+    residuals) over the mesh's 2 devices: each holds 2 query blocks and 2 key blocks, the
+    last key block padded by one lane tile (segment ids, as a candidate's)."""
     from aoizora.models import tokamax_ring
 
+    ring = splash.ring if kernel == "splash_ring" else tokamax_ring.ring
+
     def f(q, k, v):  # [B, S, H, D] shards, as the model calls it
-        return tokamax_ring.ring(q, k, v, axes=("x",), kv_valid=2 * (2 * bkv - 128),
-                                 blocks=splash.Blocks(bq, bkv, bkc))
+        return ring(q, k, v, axes=("x",), kv_valid=2 * (2 * bkv - 128),
+                    blocks=splash.Blocks(bq, bkv, bkc))
 
     spec = P(None, "x")
     g = jax.shard_map(f, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec,
                       check_vma=False)
 
     def arg(n):
-        return jax.ShapeDtypeStruct((1, 2 * n, HEADS, HEAD_DIM), jnp.bfloat16,
+        return jax.ShapeDtypeStruct((BATCH, 2 * n, HEADS, HEAD_DIM), jnp.bfloat16,
                                     sharding=NamedSharding(mesh, spec))
     return jax.jit(g), (arg(2 * bq), arg(2 * bkv - 128), arg(2 * bkv - 128))
 
@@ -66,8 +75,8 @@ def _ring_step(mesh, bq: int, bkv: int, bkc: int):
 def _program(kernel: str, topology: str, bq: int, bkv: int, bkc: int):
     """(a jitted kernel call, its arguments) for `kernel` at the blocks."""
     devices = tpu.compile_only_devices(topology)
-    if kernel == "tokamax_ring":
-        return _ring_step(Mesh(devices[:2], ("x",)), bq, bkv, bkc)
+    if kernel in ("tokamax_ring", "splash_ring"):
+        return _ring_step(Mesh(devices[:2], ("x",)), bq, bkv, bkc, kernel)
     mesh = Mesh([devices[0]], ("x",))
     pad = 128 if kernel == "splash-padded" else 0   # keys: one lane tile short of 2 blocks
     f = jax.jit(lambda q, k, v: splash.call(q, k, v, blocks=splash.Blocks(bq, bkv, bkc)))
@@ -79,12 +88,18 @@ def reported_mib(kernel: str, topology: str, bq: int, bkv: int, bkc: int) -> str
     try:
         f.lower(*args).compile()
     except jax.errors.JaxRuntimeError as e:
-        m = re.search(r"Scoped allocation with size ([0-9.]+)M", str(e))
+        m = (re.search(r"Scoped allocation with size ([0-9.]+)M", str(e))
+             or re.search(r"Used ([0-9.]+)M of [0-9.]+M vmem", str(e)))
         op = re.search(r"allocating on stack for %([\w.-]+)", str(e))
+        # Over the whole program's VMEM, libtpu lists its largest allocations: the kernel's
+        # register spill slots among them
+        spill = re.search(r"Size: ([0-9.]+)([MK])\s+XLA label: register allocator spill", str(e))
         # libtpu names the op whose allocation failed: the kernel's custom call, or (with
         # padding) a fusion around it, whose size is not the kernel's
-        return (m.group(1) if m else "?") + ("" if not op or "splash" in op.group(1)
-                                             else f" ({op.group(1)})")
+        return ((m.group(1) if m else "?")
+                + (f" spill={float(spill.group(1)) / (1024 if spill.group(2) == 'K' else 1):.2f}"
+                   if spill else "")
+                + ("" if not op or "splash" in op.group(1) else f" ({op.group(1)})"))
     return "fits"
 
 
@@ -130,7 +145,8 @@ def main(argv):
           f"{'model scratch':>13} {'model bound':>11}")
     model_kernel = "tokamax_ring" if kernel == "tokamax_ring" else "splash"
     for t in triples:
-        bound = kernels.vmem_bytes(*t, HEAD_DIM, kernel=model_kernel)
+        bound = kernels.vmem_bytes(*t, HEAD_DIM, kernel=model_kernel,
+                                   residuals=kernel == "splash_ring")
         scratch = kernels.scratch_bytes(t[0], t[1], HEAD_DIM)
         first = probe(kernel, topology, t, 1)
         print(f"{t[0]:>8} {t[1]:>8} {t[2]:>8} {first:>10} "

@@ -3,6 +3,8 @@ form but the ring (tokamax's ring kernel, test_tokamax_ring.py), blockwise on CP
 sizes the plan records; the compiled programs."""
 
 import dataclasses
+import json
+import pathlib
 
 import pytest
 
@@ -371,3 +373,80 @@ def test_a_block_kv_clamped_to_its_length_keeps_a_compute_block_that_divides_it(
     assert kernels.clamp_blocks(9360, 2340, (512, 4096, 512)) == (512, 2432, 2432)
     assert kernels.clamp_blocks(9360, 2340, (512, 1024, 512)) == (512, 1024, 512)
     assert kernels.clamp_blocks(9360, 2340, (512, 4096, 4096)) == (512, 2432, 2432)
+
+
+# libtpu's verdicts on the residual-returning kernels the grids compile (the ring steps:
+# tokamax's ring kernel, jax's splash kernel with its logsumexp), one program per point
+# (bench/residual_vmem.py; docs/planner.md, "Residual-returning kernels").
+RESIDUAL_TABLE = pathlib.Path(__file__).parents[1] / "data" / "residual_vmem.json"
+
+
+def _residual_points():
+    return json.loads(RESIDUAL_TABLE.read_text())["points"]
+
+
+def _residual_model(p) -> int:
+    return kernels.residual_vmem_bytes(p["kernel"], p["block_q"], p["block_kv"],
+                                       p["block_kv_compute"], p["head_dim"], batch=p["batch"],
+                                       generation=p["generation"])
+
+
+def test_the_residual_model_never_clears_a_kernel_libtpu_refuses():
+    """Every point of the table the planner would predict to compile (the bound below the
+    limit less the margin) libtpu compiles, as a kernel and, where one was compiled, as a
+    whole program; and where libtpu reports a total, the bound is not below it."""
+    most = kernels.scoped_vmem_bytes() * (1 - kernels.RESIDUAL_VMEM_MARGIN)
+    points = _residual_points()
+    assert len(points) >= 20 and any(not p["fits"] for p in points)
+    for p in points:
+        if _residual_model(p) <= most:
+            assert p["fits"] and p.get("program_fits", True), p
+        for total in (p.get("libtpu_mib"), p.get("program_libtpu_mib")):
+            assert not total or _residual_model(p) / 2**20 >= total, p
+
+
+def test_the_residual_model_counts_the_batch_libtpu_double_buffers():
+    """TPU7x, jax's splash with residuals at 8192 x 1024 x 512: 60.41 MiB vmapped over one
+    sample, 73.48 over two (libtpu's reports): its m, l and accumulator are outputs of a
+    constant window, double-buffered once the batch is a grid axis (12 MiB here); tokamax
+    keeps them in scratch and does not grow."""
+    one = kernels.residual_vmem_bytes("splash", 8192, 1024, 512, 128, batch=1,
+                                      generation="tpu7x")
+    two = kernels.residual_vmem_bytes("splash", 8192, 1024, 512, 128, batch=2,
+                                      generation="tpu7x")
+    assert two - one == 8192 * (2 * 128 * 4 + 4 * 128) == 12 * 2**20
+    assert kernels.residual_vmem_bytes("tokamax_ring", 8192, 1024, 512, 128, batch=2) == \
+        kernels.residual_vmem_bytes("tokamax_ring", 8192, 1024, 512, 128, batch=1)
+
+
+def _prediction(candidate, topology="v5e:2x4"):
+    from types import SimpleNamespace
+
+    from aoizora import _core
+    from aoizora.planning import planner
+
+    cfg, w = get_model("wan2.1-t2v-1.3b"), get_workload("480p", 21)
+    run = planner._Run(planner.Settings(cache=None), planner.Progress(), cfg, w,
+                       SimpleNamespace(topology=_core.make_topology(topology)),
+                       SimpleNamespace(platform="tpu"), hbm_of={candidate.name: 2**30})
+    return planner._backend_prediction(run, candidate)
+
+
+def test_a_residual_sharding_far_below_the_limit_is_predicted_and_one_near_it_compiled():
+    """MaxDiffusion's ring recipe (tokamax, 512s: 4.5 MiB by the bound) is predicted to
+    compile; tokamax's ring at 4352 x 2176 x 2176 (the search's blocks for Wan 1.3B's ring
+    of 2 at 480p 41f on v5e: 63.9 MiB by the bound, within the margin of 64) goes to the
+    full compile, as does one over the limit."""
+    cfg, w = get_model("wan2.1-t2v-1.3b"), get_workload("480p", 21)
+    ring = {c.name: c for c in S.enumerate_candidates(cfg, w, 8)}["dp2-ring4w"]
+
+    def at(blocks):
+        return dataclasses.replace(ring, kernel="tokamax_ring", block_q=blocks[0],
+                                   block_kv=blocks[1], block_kv_compute=blocks[2])
+
+    why = _prediction(at((512, 512, 512)))
+    assert why is not None and "residuals returned: predicted below 57.6" in why
+    near, most = kernels.backend_vmem(at((4352, 2176, 2176)), 128, 2, "v5e")
+    assert most < near < kernels.scoped_vmem_bytes()
+    assert _prediction(at((4352, 2176, 2176))) is None
+    assert _prediction(at((4736, 2432, 2432))) is None       # libtpu: 69.10 MiB, refused

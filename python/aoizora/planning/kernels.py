@@ -8,6 +8,9 @@
     with_kernel(candidate, model, workload, platform, device) -> Candidate  (kernel, blocks,
         kernel_bound)
         raises KernelUnsupported with a one-line reason when a shard cannot run the kernel
+    backend_vmem(candidate, head_dim, batch, generation) -> (VMEM bound, most predicted)
+        bytes, for the planner's prediction of libtpu's verdict (residual_vmem_bytes for
+        the kernels that return residuals, with RESIDUAL_VMEM_MARGIN)
 
 On TPU targets every candidate runs the Pallas splash-attention kernel
 (jax.experimental.pallas.ops.tpu.splash_attention) inside its context-parallel form, as
@@ -182,14 +185,85 @@ def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int
     `residuals`) two f32 residual outputs per query row (a lane tile each,
     double-buffered: the operands libtpu lists; 4736 x 2432 with 40 heads on tokamax: 69.10
     MiB, the bound 69.44). jax's splash kernel with residuals is not bounded by its blocks
-    alone (TPU7x, 8192 x 1024 x 512: 73.48 MiB with 5 heads a call, within 64 with 20; the
-    bound 69.00), so the planner compiles those shardings in full before one is the plan
-    (planner._backend_prediction); the term keeps the block search off blocks that are
-    likely not to fit."""
+    alone (TPU7x, 8192 x 1024 x 512: 73.48 MiB vmapped over 2 samples a device, 60.41 over
+    one; the bound 69.00): the planner holds those to residual_vmem_bytes instead, which
+    counts the batch and the spill slots (planner._backend_prediction, backend_vmem); the
+    term keeps the block search off blocks that are likely not to fit."""
     whole_block = block_q * LANE * 4 if block_kv_compute == block_kv else 0
     lse = block_q * 2 * 2 * LANE * 4 if kernel == "tokamax_ring" or residuals else 0
     return (scratch_bytes(block_q, block_kv, head_dim, dtype_bytes) + whole_block + lse
             + 4 * block_q * block_kv)
+
+
+# The f32 block_q x block_kv score tiles that bound Mosaic's own VMEM in a residual-returning
+# kernel (its score sub-tiles live across the block_kv_compute loop, and its register spill
+# slots), per generation: fitted to libtpu's totals (tests/python/test_kernels.py,
+# LIBTPU_KERNEL_TOTAL_MIB; TPU7x: the totals in tests/data/residual_vmem.json), checked on
+# bench/residual_vmem.py's verdicts there (docs/planner.md, "Residual-returning kernels").
+SCORE_TILES = {"v5e": 1.0, "v6e": 1.0, "tpu7x": 1.6}
+SCORE_TILES_DEFAULT = 1.6                     # a generation not measured: the largest
+SUBLANES = 8                                  # the kv segment ids' window is 8 rows of keys
+
+
+def residual_vmem_bytes(kernel: str, block_q: int, block_kv: int, block_kv_compute: int,
+                        head_dim: int, *, batch: int = 1, generation: str = "",
+                        dtype_bytes: int = 2) -> int:
+    """An upper bound of libtpu's scoped VMEM for one call of a kernel that returns its
+    residuals (the ring steps: tokamax's ring kernel, `kernel` "tokamax_ring", or jax's
+    splash kernel with save_residuals, "splash"), by parts:
+
+    - the windows of its operands, as its BlockSpecs give them, each double-buffered (what
+      libtpu lists): q and o (dtype) and the q segment ids (int32, a lane tile) per query
+      row, k and v (dtype) and the kv segment ids (int32, 8 sublanes) per key row; segment
+      ids always (a call whose keys are padded has them; without, this is an upper bound);
+    - its residual outputs, f32 lane tiles per query row, double-buffered: one for jax's
+      kernel (the logsumexp), two for tokamax's (logsumexp, max logits);
+    - the online softmax's m, l (a lane tile each) and accumulator (head_dim) in f32 per
+      query row: scratch in tokamax's kernel, outputs of a constant window in jax's, which
+      libtpu double-buffers when the kernel is vmapped over more than one sample (`batch`,
+      the samples a device holds: TPU7x 8192 x 1024 x 512 used 60.41 MiB at batch 1, 73.48
+      at batch 2, the 12 MiB of these buffers and 1 MiB more of spills; heads are a grid
+      axis of the kernel and do not enter);
+    - where the whole key block is computed at once (block_kv_compute = block_kv), one more
+      f32 lane tile per query row (as vmem_bytes);
+    - Mosaic's own: score sub-tiles and register spill slots, SCORE_TILES[generation] f32
+      tiles of block_q x block_kv.
+    """
+    d, lane_row = head_dim, LANE * 4
+    acc = 2 * lane_row + 4 * d
+    if kernel == "splash" and batch > 1:
+        acc *= 2
+    outputs = 2 * lane_row * (2 if kernel == "tokamax_ring" else 1)
+    per_q = 2 * 2 * d * dtype_bytes + 2 * lane_row + acc + outputs
+    per_kv = 2 * 2 * d * dtype_bytes + 2 * SUBLANES * 4
+    whole_block = lane_row if block_kv_compute == block_kv else 0
+    tiles = SCORE_TILES.get(generation, SCORE_TILES_DEFAULT)
+    return int(block_q * (per_q + whole_block) + block_kv * per_kv
+               + tiles * 4 * block_q * block_kv)
+
+
+# How far below the scoped VMEM limit a residual-returning kernel's bound must be for the
+# planner to predict that the backend accepts it (planner._backend_prediction); within it the
+# sharding is compiled in full. The bound is above every total libtpu reported, by 1.5 % at
+# the least on TPU7x (the point its SCORE_TILES term is fitted to) and 7 % at the least
+# elsewhere; the margin, that 7 % rounded up, keeps a kernel as far outside the bound as
+# the closest seen from being cleared (docs/planner.md, "Residual-returning kernels").
+RESIDUAL_VMEM_MARGIN = 0.10
+
+
+def backend_vmem(candidate, head_dim: int, batch: int, generation: str) -> tuple[int, int]:
+    """(an upper bound of the candidate's attention kernel VMEM, the most it may be for the
+    backend's verdict to be predicted), bytes: vmem_bytes against the scoped limit, or for
+    a kernel that returns its residuals residual_vmem_bytes (with the samples a device
+    holds: `batch` over data x fsdp) against the limit less RESIDUAL_VMEM_MARGIN."""
+    c, limit = candidate, scoped_vmem_bytes()
+    blocks = (c.block_q, c.block_kv, c.block_kv_compute)
+    if not returns_residuals(c):
+        return vmem_bytes(*blocks, head_dim, kernel=c.kernel), limit
+    per_device = max(1, batch // (c.data * c.fsdp))
+    return (residual_vmem_bytes(c.kernel, *blocks, head_dim, batch=per_device,
+                                generation=generation),
+            int(limit * (1 - RESIDUAL_VMEM_MARGIN)))
 
 
 def scratch_bytes(block_q: int, block_kv: int, head_dim: int, dtype_bytes: int = 2) -> int:

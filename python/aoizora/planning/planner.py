@@ -539,11 +539,9 @@ def _backend_prediction(run: _Run, c) -> str | None:
     scoped VMEM limit by kernels.vmem_bytes (an upper bound of what the kernel takes). None
     when either is over or unknown: only the backend can say, so the sharding is compiled
     in full. A kernel that returns its residuals (the ring steps: tokamax's ring kernel, jax's
-    splash kernel in the Ulysses x ring form) is always left to the backend: no bound from
-    its blocks is checked for it, as libtpu took far more VMEM for such kernels than the
-    bound (docs/results/code_history.md)."""
-    if kernels.returns_residuals(c):
-        return None
+    splash kernel in the Ulysses x ring form) is held to its own bound, which counts its
+    outputs, the batch and Mosaic's spill slots, and only below the limit by
+    kernels.RESIDUAL_VMEM_MARGIN (kernels.backend_vmem; docs/planner.md)."""
     spec = run.stage2.topology.spec
     hbm = spec["hbm_bytes"] / spec.get("cores_per_chip", 1)
     used = run.hbm_of.get(c.name)
@@ -551,13 +549,15 @@ def _backend_prediction(run: _Run, c) -> str | None:
         return None
     said = [f"HBM {_size(used)} of {_size(hbm)} (XLA's buffer assignment)"]
     if c.block_q:  # a Pallas attention kernel with its blocks (none on the blockwise core)
-        vmem = kernels.vmem_bytes(c.block_q, c.block_kv, c.block_kv_compute,
-                                  run.cfg.dim // run.cfg.heads, kernel=c.kernel)
+        vmem, most = kernels.backend_vmem(c, run.cfg.dim // run.cfg.heads, run.wl.batch,
+                                          spec.get("generation", ""))
         limit = kernels.scoped_vmem_bytes()
-        if vmem > limit:
+        if vmem > most:
             return None
         said.append(f"attention kernel VMEM at most {vmem / 2**20:.1f} of "
-                    f"{limit / 2**20:.0f} MiB")
+                    f"{limit / 2**20:.0f} MiB" + (
+                        f" (residuals returned: predicted below {most / 2**20:.1f})"
+                        if kernels.returns_residuals(c) else ""))
     return "analysed, not compiled in full; predicted to compile: " + ", ".join(said)
 
 
