@@ -184,7 +184,7 @@ def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int
     MiB, the bound 69.44). jax's splash kernel with residuals is not bounded by its blocks
     alone (TPU7x, 8192 x 1024 x 512: 73.48 MiB with 5 heads a call, within 64 with 20; the
     bound 69.00), so the planner compiles those shardings in full before one is the plan
-    (planner._backend_prediction); the term keeps the block search off blocks that are
+    (compile_policy.backend_prediction); the term keeps the block search off blocks that are
     likely not to fit."""
     whole_block = block_q * LANE * 4 if block_kv_compute == block_kv else 0
     lse = block_q * 2 * 2 * LANE * 4 if kernel == "tokamax_ring" or residuals else 0
