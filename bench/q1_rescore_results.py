@@ -43,16 +43,18 @@ def saved_or_lowered(setting: dict, names: set[str], folder: str | None) -> dict
 def lowered_texts(setting: dict, names: set[str]) -> dict[str, str]:
     """StableHLO of the named candidates, lowered as the planner lowers them."""
     from aoizora.compile.compile_target import compile_target_for
-    from aoizora.planning import planner
+    from aoizora.planning import candidate_filter, planner
+    from aoizora.planning.run_state import Run, run_batch
     from aoizora.planning.stage2 import Stage2
 
     stage2 = Stage2.for_topology(setting["topology"])
-    run = planner._Run(planner.Settings(), planner.Progress(), *planner._resolve(
+    run = Run(planner.Settings(), planner.Progress(), *planner.resolve(
         setting["model"], setting["video"], setting["frames"]), stage2,
         compile_target_for(stage2.topology))
-    candidates = [c for c in planner._enumerate(run, setting["model"]) if c.name in names]
-    outcomes = planner._run(run.progress, "lower", run.settings,
-                            [run.job("lower", c) for c in candidates], workers=2)
+    candidates = [c for c in candidate_filter.enumerate_candidates(run, setting["model"])
+                  if c.name in names]
+    outcomes = run_batch(run.progress, "lower", run.settings,
+                         [run.job("lower", c) for c in candidates], workers=2)
     return {c.name: o.text for c, o in zip(candidates, outcomes) if o.ok}
 
 

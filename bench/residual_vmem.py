@@ -9,7 +9,7 @@ tests/python/test_kernels.py holds kernels.residual_vmem_bytes to.
 The points: every candidate of the paper and production grids (evaluation/grid.py), the
 README default and the two settings of issue 55 (Wan 2.1 14B and Wan 2.2 I2V A14B, 720p 81f,
 v6e:2x4) whose form returns residuals, with the blocks the planner gives it
-(planner._with_kernels: the searched blocks and MaxDiffusion's published ones), plus a short
+(candidate_filter.with_kernels: the searched blocks and MaxDiffusion's published ones), plus a short
 ladder around the limit (EXTRA). Each compile is bench/splash_vmem.py --probe in a process of
 its own (libtpu reads its flags once), on 2 devices of the slice: 2 query blocks and 2 key
 blocks a device, the last key block padded by a lane tile (segment ids), the kernel vmapped
@@ -34,7 +34,7 @@ from types import SimpleNamespace
 from aoizora import _core
 from aoizora.evaluation.grid import Setting, grid
 from aoizora.models import get_model, get_workload
-from aoizora.planning import kernels, planner
+from aoizora.planning import candidate_filter, kernels
 from aoizora.planning import strategies as S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -105,8 +105,8 @@ def points() -> dict:
         topo = _core.make_topology(s.topology)
         run = SimpleNamespace(cfg=cfg, wl=w, target=SimpleNamespace(platform="tpu"),
                               stage2=SimpleNamespace(topology=topo),
-                              skip=lambda name, why: None, searched_of={})
-        for c in planner._with_kernels(run, S.enumerate_candidates(cfg, w, topo.num_devices)):
+                              skip=lambda name, kind, why: None, searched_of={})
+        for c in candidate_filter.with_kernels(run, S.enumerate_candidates(cfg, w, topo.num_devices)):
             if not kernels.returns_residuals(c):
                 continue
             shape = kernels.attention_shapes(c, cfg, w, c.kernel)

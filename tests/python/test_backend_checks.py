@@ -1,5 +1,6 @@
-"""What goes through the TPU backend (planner._verify, _unpredicted, _backend_prediction,
-_verify_decision, _verify_pooled): a sharding, the plan's included, is analysed only when
+"""What goes through the TPU backend (compile_policy: compile_in_full, unpredicted,
+backend_prediction; decision.backend_accepted_decision, pooling.backend_accepted_pool,
+oracle.oracle_and_refusals): a sharding, the plan's included, is analysed only when
 its verdict can be predicted (HBM from XLA's buffer assignment, VMEM from the kernel's
 blocks), compiled in full otherwise, or when asked (verify: the plan's; verify_baselines:
 every one); the plan and its tables say which."""
@@ -12,9 +13,12 @@ from types import SimpleNamespace
 import pytest
 
 from aoizora.compile import optimized_hlo
-from aoizora.planning import kernels, planner, strategies
+from aoizora.planning import compile_policy, kernels, planner, pooling, strategies
+from aoizora.planning.decision import backend_accepted_decision
+from aoizora.planning.oracle import oracle_and_refusals
 from aoizora.compile.cache import Cache
 from aoizora.models import get_model, get_workload
+from aoizora.planning.run_state import FULL_COMPILE, Run
 from aoizora.planning.stage2 import Pair
 
 V5E = {"hbm_bytes": 16e9, "cores_per_chip": 1}
@@ -29,9 +33,9 @@ def _candidate(name="dp2-ag4", blocks=(512, 512, 512)):
 
 
 def _run(spec, hbm_of, *, verify_baselines=False, verify=False, platform="tpu"):
-    """A planner._Run with what the prediction reads: the slice's chip figures, the
+    """A run_state.Run with what the prediction reads: the slice's chip figures, the
     analysis's HBM bytes, the model (Wan 1.3B: head dim 128)."""
-    return planner._Run(
+    return Run(
         planner.Settings(cache=None, verify_baselines=verify_baselines, verify=verify),
         planner.Progress(),
         get_model("wan2.1-t2v-1.3b"), get_workload("480p", 21),
@@ -41,7 +45,7 @@ def _run(spec, hbm_of, *, verify_baselines=False, verify=False, platform="tpu"):
 
 def test_a_program_within_hbm_and_vmem_is_predicted_to_compile_with_its_numbers():
     c = _candidate()
-    why = planner._backend_prediction(_run(V5E, {c.name: 3 * 2**30}), c)
+    why = compile_policy.backend_prediction(_run(V5E, {c.name: 3 * 2**30}), c)
     assert why.startswith("analysed, not compiled in full; predicted to compile:")
     assert "HBM 3.00 GiB of 14.90 GiB" in why
     bound = kernels.vmem_bytes(512, 512, 512, 128) / 2**20
@@ -51,14 +55,14 @@ def test_a_program_within_hbm_and_vmem_is_predicted_to_compile_with_its_numbers(
 @pytest.mark.parametrize("hbm_of", [{}, {"dp2-ag4": int(0.95 * 16e9)}],
                          ids=["no HBM figure", "HBM near the chip's"])
 def test_hbm_unknown_or_near_the_limit_is_left_to_the_backend(hbm_of):
-    assert planner._backend_prediction(_run(V5E, hbm_of), _candidate()) is None
+    assert compile_policy.backend_prediction(_run(V5E, hbm_of), _candidate()) is None
 
 
 def test_tpu7x_hbm_is_one_cores_share_of_the_chip():
     """90 GB fits one chip of 192 GB, not one of its two TensorCores (the device, 96)."""
     c = _candidate()
-    assert planner._backend_prediction(_run(TPU7X, {c.name: 90e9}), c) is None
-    assert "of 89.41 GiB (XLA" in planner._backend_prediction(_run(TPU7X, {c.name: 45e9}), c)
+    assert compile_policy.backend_prediction(_run(TPU7X, {c.name: 90e9}), c) is None
+    assert "of 89.41 GiB (XLA" in compile_policy.backend_prediction(_run(TPU7X, {c.name: 45e9}), c)
 
 
 def test_a_ulysses_ring_sharding_over_its_residual_bound_is_left_to_the_backend():
@@ -75,7 +79,7 @@ def test_a_ulysses_ring_sharding_over_its_residual_bound_is_left_to_the_backend(
     with_lse = kernels.vmem_bytes(8192, 1024, 512, 128, residuals=True)
     assert with_lse / 2**20 == pytest.approx(69.0) and with_lse > kernels.scoped_vmem_bytes()
     assert kernels.backend_vmem(c, 128, 2, "tpu7x")[0] > kernels.scoped_vmem_bytes()
-    assert planner._backend_prediction(_run(TPU7X, {c.name: 2**30}), c) is None
+    assert compile_policy.backend_prediction(_run(TPU7X, {c.name: 2**30}), c) is None
     shape = kernels.attention_shapes(c, get_model("wan2.1-t2v-1.3b"),
                                      get_workload("480p", 21), "splash")
     assert shape.residuals
@@ -92,7 +96,7 @@ def test_blocks_over_the_vmem_bound_are_left_to_the_backend():
     64 (libtpu: 66 MiB, refused), so only the backend can say."""
     c = _candidate(blocks=(6400, 2048, 1024))
     assert kernels.vmem_bytes(6400, 2048, 1024, 128) > kernels.scoped_vmem_bytes()
-    assert planner._backend_prediction(_run(V5E, {c.name: 2**30}), c) is None
+    assert compile_policy.backend_prediction(_run(V5E, {c.name: 2**30}), c) is None
 
 
 def test_only_unpredicted_baselines_are_compiled_in_full_unless_asked():
@@ -100,13 +104,13 @@ def test_only_unpredicted_baselines_are_compiled_in_full_unless_asked():
     hbm = {ok.name: 2**30, big.name: 15 * 2**30}
     run = _run(V5E, hbm)
     run.graphs = {ok.name: object(), big.name: object()}
-    assert planner._unpredicted(run, [ok, big, ok]) == [big]
+    assert compile_policy.unpredicted(run, [ok, big, ok]) == [big]
     assert set(run.predicted) == {ok.name}
     every = _run(V5E, hbm, verify_baselines=True)
     every.graphs = dict(run.graphs)
-    assert planner._unpredicted(every, [ok, big]) == [ok, big] and not every.predicted
-    every.verified.add(ok.name)
-    assert planner._unpredicted(every, [ok, big]) == [big]
+    assert compile_policy.unpredicted(every, [ok, big]) == [ok, big] and not every.predicted
+    every.compiled_in_full.add(ok.name)
+    assert compile_policy.unpredicted(every, [ok, big]) == [big]
 
 
 def _pair(c, seconds, tag=""):
@@ -123,13 +127,14 @@ def test_the_decision_is_compiled_in_full_only_when_unpredicted_or_asked(verify,
     run = _run(V5E, {small.name: 2**30}, verify=verify)
     run.graphs = {small.name: object(), unknown.name: object()}
     batches = []
-    monkeypatch.setattr(planner, "_compile", lambda run, what, todo, full=(): batches.append(
-        ([c.name for c in todo], [c.name for c in full])))
-    planner._verify_decision(run, [_pair(small, 1.0), _pair(unknown, 2.0)], [base])
+    monkeypatch.setattr(compile_policy, "compile_candidates",
+                        lambda run, what, todo, full=(): batches.append(
+                            ([c.name for c in todo], [c.name for c in full])))
+    backend_accepted_decision(run, [_pair(small, 1.0), _pair(unknown, 2.0)], [base])
     assert batches == [([base.name], [small.name] if verify else [])]
     assert (small.name in run.predicted) is not verify
     batches.clear()
-    planner._verify_decision(run, [_pair(unknown, 2.0)], [])
+    backend_accepted_decision(run, [_pair(unknown, 2.0)], [])
     assert batches == [([], [unknown.name])] and unknown.name not in run.predicted
 
 
@@ -142,7 +147,7 @@ def test_a_baseline_that_wins_the_pooling_is_compiled_in_full_first(backend_acce
     decision, alpa = _candidate(), _candidate("dp2-uly4")
     run = _run(V5E, {})
     run.graphs = {decision.name: object(), alpa.name: object()}
-    run.verified = {decision.name}
+    run.compiled_in_full = {decision.name}
     run.predicted = {alpa.name: "analysed, not compiled in full; predicted ..."}
     compiled = []
 
@@ -150,21 +155,21 @@ def test_a_baseline_that_wins_the_pooling_is_compiled_in_full_first(backend_acce
         compiled.extend(c.name for c in todo)
         for c in todo:
             if backend_accepts:
-                run.verified.add(c.name)
+                run.compiled_in_full.add(c.name)
             else:
                 del run.graphs[c.name]
-                run.skip(c.name, "full compile failed: RESOURCE_EXHAUSTED")
+                run.skip(c.name, FULL_COMPILE, "full compile failed: RESOURCE_EXHAUSTED")
 
-    monkeypatch.setattr(planner, "_verify", verify)
-    pool, base = planner._verify_pooled(run, [_pair(decision, 2.0)],
-                                        {"alpa": _pair(alpa, 1.0, "alpa")})
+    monkeypatch.setattr(compile_policy, "compile_in_full", verify)
+    pool, base = pooling.backend_accepted_pool(run, [_pair(decision, 2.0)],
+                                               {"alpa": _pair(alpa, 1.0, "alpa")})
     assert compiled == [alpa.name] and alpa.name not in run.predicted
     if backend_accepts:
-        assert planner._pooled(pool, base)[0].candidate.name == alpa.name
+        assert pooling.pooled(pool, base)[0].candidate.name == alpa.name
     else:
         assert base == {} and run.failed_baselines["alpa"]["candidate"] == alpa.name
         assert "RESOURCE_EXHAUSTED" in run.failed_baselines["alpa"]["why"]
-        assert planner._pooled(pool, base)[0].candidate.name == decision.name
+        assert pooling.pooled(pool, base)[0].candidate.name == decision.name
 
 
 def test_the_hbm_figure_travels_with_the_analysis_text():
@@ -184,11 +189,12 @@ def test_a_predicted_baseline_that_wins_the_pooling_is_the_plan_uncompiled(monke
         run = _run(V5E, {alpa.name: 2**30}, verify=verify)
         run.graphs = {decision.name: object(), alpa.name: object()}
         compiled = []
-        monkeypatch.setattr(planner, "_verify", lambda run, what, todo: (
-            compiled.extend(c.name for c in todo), run.verified.update(c.name for c in todo)))
-        pool, base = planner._verify_pooled(run, [_pair(decision, 2.0)],
-                                            {"alpa": _pair(alpa, 1.0, "alpa")})
-        assert planner._pooled(pool, base)[0].candidate.name == alpa.name
+        monkeypatch.setattr(compile_policy, "compile_in_full", lambda run, what, todo: (
+            compiled.extend(c.name for c in todo),
+            run.compiled_in_full.update(c.name for c in todo)))
+        pool, base = pooling.backend_accepted_pool(run, [_pair(decision, 2.0)],
+                                                   {"alpa": _pair(alpa, 1.0, "alpa")})
+        assert pooling.pooled(pool, base)[0].candidate.name == alpa.name
         assert compiled == ([alpa.name] if verify else [])
         assert (alpa.name in run.predicted) is not verify
 
@@ -233,24 +239,25 @@ def test_a_sharding_the_oracles_full_compile_refuses_leaves_the_plan(monkeypatch
     run.settings = dataclasses.replace(run.settings, oracle=True)
     run.stage2.rank = lambda c, graph, q1=None: []      # no placements beyond the pairs
     run.graphs = {c.name: object() for c in (predicted, other, alpa)}
-    run.verified = {other.name}
+    run.compiled_in_full = {other.name}
     run.predicted = {predicted.name: "analysed, not compiled in full; predicted ..."}
 
     def verify(run, what, todo):
         for c in todo:
             if c.name == predicted.name:
                 del run.graphs[c.name]
-                run.skip(c.name, "full compile failed: CompileTimeScopedVmemOom")
+                run.skip(c.name, FULL_COMPILE,
+                         "full compile failed: CompileTimeScopedVmemOom")
             else:
-                run.verified.add(c.name)
+                run.compiled_in_full.add(c.name)
 
-    monkeypatch.setattr(planner, "_verify", verify)
+    monkeypatch.setattr(compile_policy, "compile_in_full", verify)
     pool = [_pair(predicted, 1.0), _pair(other, 2.0)]
-    oracle, pool, base = planner._oracle_and_refusals(
+    oracle, pool, base = oracle_and_refusals(
         run, [predicted, other, alpa], [], pool, {"alpa": _pair(alpa, 1.5, "alpa")}, None)
     assert oracle.candidate.name == alpa.name
     assert [p.candidate.name for p in pool] == [other.name]
-    assert planner._pooled(pool, base)[0].candidate.name == alpa.name
+    assert pooling.pooled(pool, base)[0].candidate.name == alpa.name
     assert any("CompileTimeScopedVmemOom" in s for s in run.skipped)
 
 
@@ -265,6 +272,6 @@ def test_the_ring_kernel_is_held_to_its_residual_bound():
     assert kernels.backend_vmem(big, 128, 2, "tpu7x")[0] / 2**20 >= 100.6
     splash = _candidate()
     hbm = {c.name: 2**30, splash.name: 2**30}
-    assert planner._backend_prediction(_run(dict(TPU7X, generation="tpu7x"), hbm), big) is None
-    assert "residuals returned" in planner._backend_prediction(_run(V5E, hbm), c)
-    assert planner._backend_prediction(_run(V5E, hbm), splash) is not None
+    assert compile_policy.backend_prediction(_run(dict(TPU7X, generation="tpu7x"), hbm), big) is None
+    assert "residuals returned" in compile_policy.backend_prediction(_run(V5E, hbm), c)
+    assert compile_policy.backend_prediction(_run(V5E, hbm), splash) is not None

@@ -60,7 +60,7 @@ def _simulated(text: str, c):
     graph = Stage2.load(text)
     device_of = list(_core.default_placement(stage2.topology, list(c.mesh_shape)).device_of)
     pair = stage2.simulate(Pair(c, "jax-default", device_of, 0.0), graph)
-    return graph, pair, flag_search._exposed(pair)
+    return graph, pair, flag_search.exposed_seconds(pair)
 
 
 def test_async_all_gather_changes_graph_and_exposed_time(compiled, wan13b):

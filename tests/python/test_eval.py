@@ -148,7 +148,7 @@ def test_recall_rank_follows_stage1_order(evaluated, planned):
     assert min(sims, key=sims.get) == s1["winner"]
     assert sims[s1["winner"]] == pytest.approx(s1["winner_simulated_s"])
     # Every candidate of the subset, plus a MaxDiffusion recipe wherever its published blocks
-    # differ from the searched ones (planner._published_recipes), each lowered once.
+    # differ from the searched ones (candidate_filter.published_recipes), each lowered once.
     recipes = [x.candidate.name for x in planned.stage1 if x.candidate.name not in KEEP]
     assert all("-b" in n and n.split("-b")[0] in KEEP for n in recipes), recipes
     assert s1["legal"] == len(KEEP) + len(recipes) == len(planned.stage1)

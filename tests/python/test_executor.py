@@ -122,12 +122,14 @@ def test_planner_skips_a_job_whose_worker_always_dies(ray_executor, by_value, jo
     error, and the planner goes on."""
     from types import SimpleNamespace
 
-    from aoizora.planning import planner
+    from aoizora.planning import compile_policy
+    from aoizora.planning.run_state import Run
+    from aoizora.planning.settings import Progress, Settings
 
-    settings = planner.Settings(cache=None, executor=RayExecutor(None, work=attempts[1](dies)))
-    run = planner._Run(settings, planner.Progress(), jobs[1].model, jobs[1].workload,
-                       stage2=None, target=SimpleNamespace(spec=TARGET, platform="cpu"))
-    planner._compile(run, "compile", [jobs[1].candidate])
+    settings = Settings(cache=None, executor=RayExecutor(None, work=attempts[1](dies)))
+    run = Run(settings, Progress(), jobs[1].model, jobs[1].workload,
+              stage2=None, target=SimpleNamespace(spec=TARGET, platform="cpu"))
+    compile_policy.compile_candidates(run, "compile", [jobs[1].candidate])
     assert run.graphs == {} and len(run.skipped) == 1
     assert run.skipped[0].startswith("dp2-uly2: compile failed: dp2-uly2: worker died twice")
 

@@ -258,14 +258,14 @@ def _planned(topology: str):
     from types import SimpleNamespace
 
     from aoizora import _core
-    from aoizora.planning import planner
+    from aoizora.planning import candidate_filter
 
     cfg, w = _MODEL_720P
     skipped = []
     run = SimpleNamespace(cfg=cfg, wl=w, target=SimpleNamespace(platform="tpu"),
                           stage2=SimpleNamespace(topology=_core.make_topology(topology)),
-                          skip=lambda name, why: skipped.append(name), searched_of={})
-    out = {c.name: c for c in planner._with_kernels(run, S.enumerate_candidates(cfg, w, 8))}
+                          skip=lambda name, kind, why: skipped.append(name), searched_of={})
+    out = {c.name: c for c in candidate_filter.with_kernels(run, S.enumerate_candidates(cfg, w, 8))}
     tags = [t for c in out.values() for t in c.baselines]
     assert len(tags) == len(set(tags)) and not skipped      # each tag on one candidate
     return out
@@ -304,20 +304,23 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
     compiled keeps its own row."""
     from types import SimpleNamespace
 
-    from aoizora.planning import planner
+    from aoizora.planning import baseline_pairs, plan_record
+    from aoizora.planning.run_state import COMPILE, Run, Skip
+    from aoizora.planning.settings import Progress, Settings
     from aoizora.plan_format import Choice
 
     out = _planned("tpu7x:2x2x1")
     tuned = "dp2-usp2x2w-b6400x2048x1024"
     base = {tag: c for c in out.values() for tag in c.baselines}
-    run = SimpleNamespace(graphs={n: None for n in out if n != tuned},
-                          searched_of={n: n.split("-b")[0] for n in out if "-b" in n},
-                          skipped=[f"{tuned}: compile failed: scoped VMEM 66 MiB > 64 MiB"])
-    stand = planner._stand_ins(run, [SimpleNamespace(candidate=c, fits=True)
-                                     for c in out.values()], base)
+    run = Run(Settings(cache=None), Progress(), None, None, None, None,
+              graphs={n: None for n in out if n != tuned},
+              searched_of={n: n.split("-b")[0] for n in out if "-b" in n},
+              skips=[Skip(tuned, COMPILE, "compile failed: scoped VMEM 66 MiB > 64 MiB")])
+    fitting = [SimpleNamespace(candidate=c, fits=True) for c in out.values()]
+    stand = baseline_pairs.stand_ins(run, fitting, base)
     assert {t: c.name for t, c in stand.items()} == {
         "maxdiffusion-data2-ulysses2-ring": "dp2-usp2x2w"}
-    assert planner._skip_reason(run, tuned) == "compile failed: scoped VMEM 66 MiB > 64 MiB"
+    assert run.skip_reason(tuned) == "compile failed: scoped VMEM 66 MiB > 64 MiB"
 
     def pair(name, seconds):
         return SimpleNamespace(candidate=SimpleNamespace(name=name), simulated=seconds)
@@ -327,7 +330,7 @@ def test_a_recipe_whose_published_blocks_fail_is_shown_by_its_searched_twin():
         extra={"label": label}))
     pairs = {"maxdiffusion-data2-ulysses2-ring": pair("dp2-usp2x2w", 2.0),
              "maxdiffusion-default": pair("ag8w-b512x512x512", 3.0)}
-    chosen = planner._baseline_choices(
+    chosen = plan_record.baseline_choices(
         stage2, pairs, None, {"maxdiffusion-data2-ulysses2-ring": "compile failed: VMEM"}, {}, {})
     ring = chosen["maxdiffusion-data2-ulysses2-ring"]
     assert ring.extra["stand_in"] == {"published_blocks_failed": "compile failed: VMEM"}
@@ -423,13 +426,15 @@ def _prediction(candidate, topology="v5e:2x4"):
     from types import SimpleNamespace
 
     from aoizora import _core
-    from aoizora.planning import planner
+    from aoizora.planning import compile_policy
+    from aoizora.planning.run_state import Run
+    from aoizora.planning.settings import Progress, Settings
 
     cfg, w = get_model("wan2.1-t2v-1.3b"), get_workload("480p", 21)
-    run = planner._Run(planner.Settings(cache=None), planner.Progress(), cfg, w,
+    run = Run(Settings(cache=None), Progress(), cfg, w,
                        SimpleNamespace(topology=_core.make_topology(topology)),
                        SimpleNamespace(platform="tpu"), hbm_of={candidate.name: 2**30})
-    return planner._backend_prediction(run, candidate)
+    return compile_policy.backend_prediction(run, candidate)
 
 
 def test_a_residual_sharding_far_below_the_limit_is_predicted_and_one_near_it_compiled():

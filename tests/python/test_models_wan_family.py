@@ -48,14 +48,14 @@ def test_each_expert_counts_as_in_diffusers_and_the_model_holds_two(name, count)
 
 
 def test_the_plan_records_that_it_serves_both_experts():
-    from aoizora.planning.planner import _model_facts
+    from aoizora.planning.plan_record import model_facts
 
     cfg = get_model("wan2.2-i2v-a14b")
-    assert _model_facts(cfg) == {"experts": 2, "resident_experts": 2,
+    assert model_facts(cfg) == {"experts": 2, "resident_experts": 2,
                                  "expert_params": 14_288_901_184, "boundary_ratio": 0.9,
                                  "plan_serves_every_expert": True}
-    assert _model_facts(cfg.replace(resident=1))["resident_experts"] == 1
-    assert _model_facts(get_model("wan2.1-t2v-14b")) == {}
+    assert model_facts(cfg.replace(resident=1))["resident_experts"] == 1
+    assert model_facts(get_model("wan2.1-t2v-14b")) == {}
 
 
 def test_t2v_a14b_expert_has_the_wan21_t2v_14b_shapes():

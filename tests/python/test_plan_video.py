@@ -1,4 +1,4 @@
-"""Seconds per video inside a plan (pipeline/plan_video.py, planner._video_model): one wan-tiny
+"""Seconds per video inside a plan (pipeline/plan_video.py, planner.py): one wan-tiny
 plan on v5e:2x2 for the TPU target, its video record checked part by part."""
 
 import copy

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aoizora.compile import compiler, tpu
-from aoizora.planning import kernels, planner
+from aoizora.planning import kernels, planner, run_state
 from aoizora.compile.cache import Cache
 from aoizora.errors import UserError
 from aoizora.compile.jobs import Outcome
@@ -183,6 +183,7 @@ def test_robust_picks_the_best_worst_case_where_the_point_rule_does_not():
     from types import SimpleNamespace
 
     from aoizora.hardware import error_bands
+    from aoizora.planning import pooling
     from aoizora.planning.stage2 import Pair
 
     bands = error_bands.Bands("v5e", error_bands.Band(0.5, error_bands.OWN),
@@ -191,8 +192,8 @@ def test_robust_picks_the_best_worst_case_where_the_point_rule_does_not():
              split={"forward_s": {"compute": 0.0, "all-gather": 1.0}, "step_s": 1.0})
     b = Pair(SimpleNamespace(name="b"), "p", [0], q2=1.1, simulated=1.1,
              split={"forward_s": {"compute": 1.1}, "step_s": 1.1})
-    assert planner._pooled([a, b], {})[0] is a
-    assert planner._pooled([a, b], {}, robust=planner._high_end(bands, None))[0] is b
+    assert pooling.pooled([a, b], {})[0] is a
+    assert pooling.pooled([a, b], {}, robust=pooling.high_end(bands, None))[0] is b
 
 
 def test_unknown_model_lists_the_valid_ones():
@@ -212,7 +213,7 @@ def test_a_workload_that_fits_nowhere_says_the_numbers(tmp_path):
 
 
 def test_a_candidate_that_fails_to_compile_is_reported_and_skipped(cache_dir, monkeypatch):
-    real = planner.run_jobs
+    real = run_state.run_jobs
     broken = {}
 
     def run_jobs(jobs, **kw):
@@ -224,7 +225,7 @@ def test_a_candidate_that_fails_to_compile_is_reported_and_skipped(cache_dir, mo
             outs[0] = Outcome(o.name, o.kind, False, error="injected failure")
         return outs
 
-    monkeypatch.setattr(planner, "run_jobs", run_jobs)
+    monkeypatch.setattr(run_state, "run_jobs", run_jobs)
     settings = planner.Settings(top_k=3, workers=1, cache=Cache(cache_dir))
     r = planner.plan(**TINY, settings=settings)
     assert any(s.startswith(broken["name"]) and "injected failure" in s for s in r.skipped)

@@ -15,8 +15,8 @@ program that overflows HBM fails there, after the text. What the backend's HBM c
 XLA's buffer assignment, is done by then: its memory report (`memory-usage-report.txt`,
 written a fraction of a second after the text) gives the bytes the program allocates in
 HBM, appended to the text as a comment line (hbm_bytes reads it back), so the planner can
-predict that check (planner._backend_prediction) and compile in full only where it cannot
-(planner._verify).
+predict that check (planning/compile_policy.backend_prediction) and compile in full only
+where it cannot (compile_policy.compile_in_full).
 
 The children are forked by a fork server (multiprocessing's "forkserver") that has imported
 jax and the compiler once: a fresh interpreter importing them took about 2 s of the 4 s of

@@ -92,7 +92,8 @@ def baseline_candidates(model, stage1_results: list, link_bandwidth: float,
     fits = {r.candidate.name: r for r in stage1_results if r.fits}
     # A function spec (the generic path) has no hand-tuned deployment to compare with. Each
     # tag's candidate is the planned one (with the attention kernel and blocks it was lowered
-    # with: a MaxDiffusion recipe runs its published blocks, planner._published_recipes).
+    # with: a MaxDiffusion recipe runs its published blocks,
+    # candidate_filter.published_recipes).
     out = {} if isinstance(model, FunctionSpec) else {
         tag: r.candidate for r in fits.values() for tag in r.candidate.baselines}
     if fits:

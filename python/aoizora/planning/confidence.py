@@ -2,7 +2,7 @@
 (model_draws.py), the speedup of the plan over each row with its interval and P
 (speedups.py), and the changes the plan makes to what the user runs, each defended.
 
-The pairs are ranked by the point figure (planner._pooled). Each, best first, is taken:
+The pairs are ranked by the point figure (pooling.pooled). Each, best first, is taken:
   placement  on a placement other than JAX's default order for its sharding only where
              P(faster than that sharding on JAX's default order) >= DEFEND, else on JAX's
              default order;

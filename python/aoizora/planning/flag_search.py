@@ -85,7 +85,7 @@ def apply(plan, mode: str, chosen: FlagSet, search: dict | None = None) -> None:
             target.get("libtpu_init_args", ""), chosen.flags)
 
 
-def _exposed(pair: Pair) -> float:
+def exposed_seconds(pair: Pair) -> float:
     """Seconds of the simulated step no compute hides (step_split: every kind but
     compute)."""
     return sum(s for k, s in pair.split["forward_s"].items() if k != "compute")
@@ -94,7 +94,7 @@ def _exposed(pair: Pair) -> float:
 def _figures(stage2: Stage2, pair: Pair, graph) -> dict[str, Any]:
     stage2.simulate(pair, graph)
     return {"placement": pair.placement, "chip_ids": list(pair.device_of), "q2_s": pair.q2,
-            "simulated_s": pair.simulated, "exposed_comm_s": _exposed(pair)}
+            "simulated_s": pair.simulated, "exposed_comm_s": exposed_seconds(pair)}
 
 
 def _row(stage2: Stage2, c, s: FlagSet, text: str, graph, plan_devices, base) -> dict:

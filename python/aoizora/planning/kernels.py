@@ -187,7 +187,7 @@ def vmem_bytes(block_q: int, block_kv: int, block_kv_compute: int, head_dim: int
     MiB, the bound 69.44). jax's splash kernel with residuals is not bounded by its blocks
     alone (TPU7x, 8192 x 1024 x 512: 73.48 MiB vmapped over 2 samples a device, 60.41 over
     one; the bound 69.00): the planner holds those to residual_vmem_bytes instead, which
-    counts the batch and the spill slots (planner._backend_prediction, backend_vmem); the
+    counts the batch and the spill slots (compile_policy.backend_prediction, backend_vmem); the
     term keeps the block search off blocks that are likely not to fit."""
     whole_block = block_q * LANE * 4 if block_kv_compute == block_kv else 0
     lse = block_q * 2 * 2 * LANE * 4 if kernel == "tokamax_ring" or residuals else 0
@@ -243,7 +243,7 @@ def residual_vmem_bytes(kernel: str, block_q: int, block_kv: int, block_kv_compu
 
 
 # How far below the scoped VMEM limit a residual-returning kernel's bound must be for the
-# planner to predict that the backend accepts it (planner._backend_prediction); within it the
+# planner to predict that the backend accepts it (compile_policy.backend_prediction); within it the
 # sharding is compiled in full. The bound is above every total libtpu reported, by 1.5 % at
 # the least on TPU7x (the point its SCORE_TILES term is fitted to) and 7 % at the least
 # elsewhere; the margin, that 7 % rounded up, keeps a kernel as far outside the bound as

@@ -5,7 +5,7 @@ simulated step of those simulated), for the terminal summary and the report.
 Two steps tie when they differ by at most TIE_REL of the step (0.001%): a few hop latencies
 (1 us each) in a step of seconds, far below the accuracy of the model of the slice. Among
 simulated pairs the planner takes the least simulated step, then the least Q2, then the
-first by sharding name and placement name (planner._decision_key; Stage 2 ranks by (Q2,
+first by sharding name and placement name (decision.decision_key; Stage 2 ranks by (Q2,
 sharding, placement)); placements of one sharding share its name, so a tie in both figures
 goes to the placement whose name sorts first.
 
