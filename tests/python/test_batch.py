@@ -70,11 +70,11 @@ def test_a_guided_call_of_two_videos_is_each_videos_own_pair():
 
 
 def test_a_batch_below_one_or_of_a_function_spec_is_refused_in_one_line():
-    from aoizora.planning.planner import _resolve
+    from aoizora.planning.planner import resolve
 
-    assert _resolve("wan-tiny", "tiny", None, 3)[1].batch == 6
+    assert resolve("wan-tiny", "tiny", None, 3)[1].batch == 6
     with pytest.raises(UserError, match="--batch 0: videos per call"):
-        _resolve("wan-tiny", "tiny", None, 0)
+        resolve("wan-tiny", "tiny", None, 0)
     r = subprocess.run([sys.executable, "-m", "aoizora.cli", "plan", "--batch", "0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--batch" in r.stderr and len(r.stderr.splitlines()) <= 2
