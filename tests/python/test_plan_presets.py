@@ -58,7 +58,8 @@ def test_plan_command_plans_the_preset_on_v5e_2x4(name, tmp_path, monkeypatch, c
     cfg = get_model(name)
     assert doc["model"]["name"] == name and doc["model"]["params"] == cfg.param_count()
     # batch 2: one video, its CFG pair (--emit maxdiffusion turns it into per_device_batch_size)
-    assert doc["workload"] == {"video": video, "frames": 1, "tokens": tokens, "batch": 2}
+    assert doc["workload"] == {"video": video, "frames": 1, "tokens": tokens, "batch": 2,
+                               "videos_per_call": 1}
     assert doc["topology"]["compile_target"]["platform"] == "cpu"   # said, not hidden
     choice = doc["choice"]
     assert math.prod(choice["mesh_shape"]) == 8 and len(set(choice["chip_ids"])) == 8

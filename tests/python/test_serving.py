@@ -460,6 +460,6 @@ def test_the_survey_fits_the_terminal_with_every_figure_whole(width, monkeypatch
     whole = [f"{r.videos_per_hour:,.1f}" for r in priced]
     whole += [f"{r.usd_per_video:.3g}" for r in priced]
     whole += ["[{:.3g}-{:.3g}]".format(*r.latency_interval_s) for r in priced]
-    whole += ["dp2-ring2", "y2@2|x,y2@1"]
+    whole += [name for r in result.replicas.values() for name in r.plan.split(" @ ")]
     assert_fits(text, width, whole)
     assert "pick (no --latency-bound, --objective cost): 4 x 2x2 on v5e:4x4" in text

@@ -166,7 +166,10 @@ def test_a_maxdiffusion_row_decodes_on_its_own_vae_sharding_or_says_it_was_not_p
     rows = {"maxdiffusion-default": price.pair}
     own = price.video.record(price.pair, rows)
     assert own["baselines"]["maxdiffusion-default"]["stages"]["vae_decode"] == "vae-width4"
-    assert any(n.startswith("MaxDiffusion's rows decode with its own") for n in own["notes"])
+    assert any(n.startswith("MaxDiffusion's rows: decode with MaxDiffusion's own")
+               and "on the host CPU" in n for n in own["notes"])
+    # MaxDiffusion encodes the prompts on the host: its row pays that, not the slice's encoder
+    assert own["baselines"]["maxdiffusion-default"]["stages"]["text_encoder"] == "host-cpu"
     # without vae-width4 among the options, the row decodes on the best left, and says so
     left = tuple(o for o in price.options if o.sharding != "vae-width4")
     stages = plan_video.Stages(
@@ -175,5 +178,5 @@ def test_a_maxdiffusion_row_decodes_on_its_own_vae_sharding_or_says_it_was_not_p
     video = plan_video.VideoModel(get_model("wan-tiny"), BIG, price.video.stage2, 3, stages)
     rec = video.record(price.pair, rows)
     assert rec["baselines"]["maxdiffusion-default"]["stages"]["vae_decode"] == "vae-replicated"
-    assert any("own VAE sharding (width over every device) was not priced" in n
+    assert any("MaxDiffusion's own (width over every device) was not priced" in n
                for n in rec["notes"])
