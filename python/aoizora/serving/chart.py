@@ -42,8 +42,6 @@ def series(rows: list[Row]) -> dict[str, list[tuple]]:
 
 def draw(rows: list[Row], path: str, title: str) -> dict[str, list[tuple]]:
     """Writes the chart to `path` (PNG, written whole or not at all) and returns what it drew."""
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -62,12 +60,21 @@ def draw(rows: list[Row], path: str, title: str) -> dict[str, list[tuple]]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(f"{title}\n(all figures simulated; filled: on the frontier)", fontsize=10)
+    save_png(fig, path)
+    return drawn
+
+
+def save_png(fig, path: str) -> None:
+    """The figure laid out and written as a PNG at `path` in one step (atomic), then closed."""
+    import io
+
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     write_atomic(path, buf.getvalue())
-    return drawn
 
 
 def _panel(ax, pts: list[tuple], value: int, flag: int, colour: str, label: str) -> None:

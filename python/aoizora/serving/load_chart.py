@@ -20,8 +20,7 @@ import dataclasses
 
 import numpy as np
 
-from aoizora.atomic import write_atomic
-from aoizora.serving import arrivals, load
+from aoizora.serving import arrivals, chart, load
 from aoizora.serving.frontier import Row
 from aoizora.serving.prices import PriceTable
 
@@ -64,8 +63,6 @@ def curves(rows: list[Row], stream: load.Load, prices: PriceTable,
 def draw(rows: list[Row], stream: load.Load, prices: PriceTable, path: str, title: str,
          bound_s: float | None = None) -> dict[str, list[tuple[float, float]]]:
     """Writes the chart to `path` (PNG, whole or not at all); returns what it drew."""
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,9 +93,5 @@ def draw(rows: list[Row], stream: load.Load, prices: PriceTable, path: str, titl
     source = "Poisson" if stream.source == "poisson" else "trace, gaps scaled"
     fig.suptitle(f"{title}\n(simulated: {source}, {stream.requests:,} requests after "
                  f"{stream.warmup:,} warm-up, batch wait {stream.wait_s:g} s)", fontsize=10)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    write_atomic(path, buf.getvalue())
+    chart.save_png(fig, path)
     return drawn
